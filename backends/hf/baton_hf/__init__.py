@@ -1,0 +1,1 @@
+"""Baton tokenizer backend: hf."""

@@ -1,0 +1,17 @@
+"""The ``baton`` command line. Each submodule attaches its commands to ``cli``."""
+
+from __future__ import annotations
+
+import click
+
+from baton_engine import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="baton")
+def cli() -> None:
+    """Baton: validated handoffs and exact token budgets for agent sessions."""
+
+
+def main() -> None:
+    cli(prog_name="baton")

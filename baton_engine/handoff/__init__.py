@@ -1,0 +1,1 @@
+"""The Baton handoff core: pure, no Hermes import, no network."""

@@ -1,0 +1,1 @@
+"""Exact token counting through pluggable tokenizer backends (no Hermes import here)."""

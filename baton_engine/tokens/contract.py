@@ -1,0 +1,101 @@
+"""The tokenizer-backend contract: one small ABC, many interchangeable implementations.
+
+A backend answers one question: how many tokens will the provider see for this request?
+It raises ``CannotCount`` (or any exception) when it cannot answer; the counter turns that
+into a rough estimate plus a safety margin, so a backend never needs its own fallback.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class CannotCount(Exception):
+    """The backend cannot count this request (server down, unsupported shape, ...).
+
+    The message must never contain prompt text, URLs with credentials or secrets:
+    it may be shown in status output.
+    """
+
+
+class BackendConfigError(ValueError):
+    """The backend's settings are unusable; raised at start-up, names the setting to fix."""
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """A count and where it came from.
+
+    ``tokens`` is None only for the explicit "unknown" result (every source failed);
+    callers then leave requests unchanged.
+    """
+
+    tokens: int | None
+    exact: bool
+    source: str
+    max_model_len: int | None = None
+    fallback_reason: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.tokens is not None
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """Settings a backend factory receives (built by ``baton_engine.settings``)."""
+
+    backend: str = "auto"
+    url: str | None = None
+    model: str | None = None
+    path: str | None = None
+    timeout_seconds: float = 10.0
+    user_agent: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    context_length: int | None = None
+
+
+# A chat request is the OpenAI-style dict the provider receives:
+# {"messages": [...], "tools": [...]?, "chat_template_kwargs": {...}?,
+#  "add_generation_prompt": bool (default True), "model": str?, ...}. Backends must not mutate it.
+ChatRequest = Mapping[str, Any]
+
+
+class TokenizerBackend(ABC):
+    """Counts provider-visible prompts. Implementations must be thread-safe."""
+
+    @property
+    @abstractmethod
+    def source(self) -> str:
+        """Stable, non-sensitive diagnostic name, e.g. ``hf:Qwen/Qwen3-8B`` (never a URL with credentials)."""
+
+    @abstractmethod
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        """Count messages + tools + chat-template kwargs + generation prompt as the provider renders them."""
+
+    @abstractmethod
+    def count_text(self, text: str) -> TokenCount:
+        """Count plain text with no special tokens added (brief budgets)."""
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The model's context length when the backend knows it."""
+        return None
+
+    def clear_cache(self) -> None:
+        """Forget backend-local cached counts."""
+
+    def close(self) -> None:
+        """Release connections or other resources; the backend may be rebuilt afterwards."""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a plugin offers: a name and a factory. Only the selected factory is ever called."""
+
+    name: str
+    factory: Callable[[TokenizerConfig], TokenizerBackend]
+    description: str = ""

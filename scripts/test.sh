@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Whole test suite on a fresh machine: installs tox into a private venv, then runs every tox environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv-tox
+.venv-tox/bin/python -m pip install -q --disable-pip-version-check "tox>=4.20"
+exec .venv-tox/bin/tox "$@"
