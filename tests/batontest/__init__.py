@@ -1,0 +1,1 @@
+"""Shared test support: tokenizer assets, loopback servers (importable as ``batontest``)."""
