@@ -1,0 +1,111 @@
+"""Repository facts against real git repositories (and a directory that is not one)."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from baton_engine.handoff import gitinfo
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("one\n")
+    git(root, "add", "a.txt")
+    git(root, "commit", "-q", "-m", "first")
+    return root
+
+
+def test_head_dirty_and_remote_in_a_real_repo(repo: Path) -> None:
+    info = gitinfo.repository_info(repo)
+    assert info is not None
+    assert info.vcs == "git"
+    assert info.head == git(repo, "rev-parse", "HEAD")
+    assert info.dirty is False
+    assert info.remote_hint is None
+    (repo / "a.txt").write_text("two\n")
+    assert gitinfo.git_dirty(repo) is True
+
+
+def test_store_directories_do_not_make_the_tree_dirty(repo: Path) -> None:
+    (repo / ".baton" / "handoffs").mkdir(parents=True)
+    (repo / ".baton" / "handoffs" / "x.json").write_text("{}")
+    (repo / ".threadline").mkdir()
+    (repo / ".threadline" / "y.json").write_text("{}")
+    assert gitinfo.git_dirty(repo) is False
+    (repo / "new.txt").write_text("untracked")
+    assert gitinfo.git_dirty(repo) is True
+
+
+def test_dirty_is_seen_from_a_subdirectory(repo: Path) -> None:
+    sub = repo / "sub"
+    sub.mkdir()
+    (repo / "a.txt").write_text("changed\n")
+    assert gitinfo.git_dirty(sub) is True
+    assert gitinfo.git_toplevel(sub) == repo.resolve()
+
+
+def test_remote_hint_has_credentials_stripped(repo: Path) -> None:
+    git(repo, "remote", "add", "upstream", "https://bob:s3cr3t-token@example.com/o/r.git?token=abc#frag")
+    assert gitinfo.remote_hint(repo) == "https://example.com/o/r.git"
+    git(repo, "remote", "add", "origin", "git@example.com:o/r.git")
+    assert gitinfo.remote_hint(repo) == "git@example.com:o/r.git"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://user:pw@host.example:8443/p.git", "https://host.example:8443/p.git"),
+        ("ssh://git@host.example/p.git", "ssh://host.example/p.git"),
+        ("https://host.example/p.git", "https://host.example/p.git"),
+        ("https://[::1]:99/p", "https://[::1]:99/p"),
+        ("https://h:notaport/p", "[unparseable remote]"),
+    ],
+)
+def test_strip_credentials(url: str, expected: str) -> None:
+    assert gitinfo.strip_credentials(url) == expected
+
+
+def test_repo_without_commits_has_no_head(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    info = gitinfo.repository_info(tmp_path)
+    assert info is not None and info.head is None
+
+
+def test_non_git_directory_gives_none(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / ".git").write_text("gitdir: /nonexistent\n")  # broken marker must not confuse us
+    assert gitinfo.repository_info(plain) is None
+    assert gitinfo.git_head(plain) is None
+    assert gitinfo.git_dirty(plain) is None
+    assert gitinfo.remote_hint(plain) is None
+    assert gitinfo.git_toplevel(plain) is None
+
+
+def test_missing_git_binary_degrades_to_none(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(repo / "no-bin-here"))
+    assert gitinfo.repository_info(repo) is None
+    assert gitinfo.run_git(repo, "status") is None
+
+
+def test_sha256_file_matches_hashlib(tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 9000
+    target = tmp_path / "blob.bin"
+    target.write_bytes(payload)
+    assert gitinfo.sha256_file(target) == "sha256:" + hashlib.sha256(payload).hexdigest()
+    with pytest.raises(FileNotFoundError):
+        gitinfo.sha256_file(tmp_path / "missing")
