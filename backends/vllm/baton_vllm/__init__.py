@@ -1,1 +1,7 @@
-"""Baton tokenizer backend: vllm."""
+"""Baton tokenizer backend: exact counts from a vLLM server's /tokenize."""
+
+from __future__ import annotations
+
+from .backend import MaxModelLenMismatch, VllmBackend
+
+__all__ = ["MaxModelLenMismatch", "VllmBackend"]

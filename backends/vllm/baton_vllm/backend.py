@@ -1,0 +1,260 @@
+"""Exact counts from a vLLM server's /tokenize, with a hard per-call deadline.
+
+The HTTP client and its worker threads are created lazily and dropped on fork, deepcopy and
+pickle, so a backend can be copied into Hermes' state or a forked worker and still work.
+Every failure is a ``CannotCount`` whose reason names what went wrong without prompt text,
+URLs or secrets; the counter turns it into the rough+margin fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import httpx
+
+from baton_engine.tokens.contract import (
+    BackendConfigError,
+    CannotCount,
+    ChatRequest,
+    TokenCount,
+    TokenizerBackend,
+    TokenizerConfig,
+)
+
+from .endpoint import parse_endpoint
+from .payload import chat_payload, has_tool_call_history, text_payload
+from .reply import parse_models_max_model_len, parse_tokenize_reply
+
+log = logging.getLogger("baton_vllm")
+
+# Concurrent in-flight requests (and pooled keep-alive connections) per backend.
+_WORKERS = 8
+_LIVE: weakref.WeakSet[VllmBackend] = weakref.WeakSet()
+
+
+def _user_agent() -> str:
+    try:
+        return f"baton-engine-vllm/{version('baton-engine-vllm')}"
+    except PackageNotFoundError:
+        return "baton-engine-vllm"
+
+
+@dataclass(frozen=True)
+class MaxModelLenMismatch:
+    """The server's window differs from the configured one.
+
+    Counts stay exact (the tokenizer is the same); only the window is in doubt, so budgets
+    should use ``effective`` (the smaller), which is what the server will enforce or the user meant.
+    """
+
+    configured: int
+    server: int
+
+    @property
+    def effective(self) -> int:
+        return min(self.configured, self.server)
+
+
+@dataclass
+class _Connection:
+    client: httpx.Client
+    workers: ThreadPoolExecutor
+
+
+class VllmBackend(TokenizerBackend):
+    """Counts through vLLM's /tokenize (chat form for requests, completion form for text)."""
+
+    def __init__(self, config: TokenizerConfig) -> None:
+        timeout = config.timeout_seconds
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+            raise BackendConfigError("the vllm tokenizer `timeout_seconds` must be a finite number > 0")
+        self._config = config
+        self._endpoint = parse_endpoint(config.url)
+        self._lock = threading.Lock()
+        self._connection: _Connection | None = None
+        self._max_model_len: int | None = None
+        self._mismatch: MaxModelLenMismatch | None = None
+        _LIVE.add(self)
+
+    @classmethod
+    def from_config(cls, config: TokenizerConfig) -> VllmBackend:
+        return cls(config)
+
+    # -- contract -------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        return self._endpoint.source
+
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        payload = chat_payload(request, self._config.model)
+        status, body = self._call("POST", self._endpoint.tokenize_url, payload)
+        if status == 400 and has_tool_call_history(payload):
+            # vLLM 0.32 --tokenizer-mode mistral rejects every assistant tool_calls message
+            # (vllm-project/vllm#57730): the request is fine, the server cannot render it.
+            raise CannotCount("server cannot count tool-call histories (vLLM HTTP 400, vllm#57730)")
+        return self._count_from(status, body)
+
+    def count_text(self, text: str) -> TokenCount:
+        status, body = self._call("POST", self._endpoint.tokenize_url, text_payload(text, self._config.model))
+        return self._count_from(status, body)
+
+    @property
+    def max_model_len(self) -> int | None:
+        """From the last /tokenize reply, else asked once from GET /v1/models (None when unknown)."""
+        if self._max_model_len is None:
+            try:
+                status, body = self._call("GET", self._endpoint.models_url, None)
+                if status == 200:
+                    found = parse_models_max_model_len(body, self._config.model)
+                    if found is not None:
+                        self._observe_max_model_len(found)
+            except CannotCount as exc:
+                log.debug("vllm max_model_len unknown: %s", exc)
+        return self._max_model_len
+
+    @property
+    def max_model_len_mismatch(self) -> MaxModelLenMismatch | None:
+        """Set once the server reported a window other than ``TokenizerConfig.context_length``."""
+        return self._mismatch
+
+    def clear_cache(self) -> None:
+        """Nothing to forget: counts are cached by the counter, not here."""
+
+    def close(self) -> None:
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.workers.shutdown(wait=False, cancel_futures=True)
+            connection.client.close()
+
+    # -- copying: never copy sockets, threads or locks ------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self._config, "max_model_len": self._max_model_len}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
+        if state["max_model_len"] is not None:
+            self._observe_max_model_len(state["max_model_len"])
+
+    def __repr__(self) -> str:
+        return (
+            f"VllmBackend(source={self.source!r}, model={self._config.model!r}, "
+            f"timeout_seconds={self._config.timeout_seconds!r})"
+        )
+
+    def _forget_connection_after_fork(self) -> None:
+        """In a forked child the parent's sockets, threads and lock state are not ours."""
+        self._lock = threading.Lock()
+        self._connection = None
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _connect(self) -> _Connection:
+        with self._lock:
+            if self._connection is None:
+                headers = {
+                    "Accept": "application/json",
+                    "User-Agent": self._config.user_agent or _user_agent(),
+                }
+                if self._config.api_key:
+                    headers["Authorization"] = f"Bearer {self._config.api_key}"
+                self._connection = _Connection(
+                    client=httpx.Client(
+                        headers=headers,
+                        timeout=httpx.Timeout(self._config.timeout_seconds),
+                        limits=httpx.Limits(max_connections=_WORKERS, max_keepalive_connections=_WORKERS),
+                        follow_redirects=False,
+                    ),
+                    workers=ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="baton-vllm"),
+                )
+            return self._connection
+
+    def _call(self, method: str, url: str, payload: dict[str, Any] | None) -> tuple[int, bytes]:
+        """One request, answered within ``timeout_seconds`` or abandoned.
+
+        httpx bounds each phase (connect, write, each read) but not their sum, and a server that
+        dribbles bytes can hold a read open; running the request on a worker and waiting at most
+        the timeout bounds the caller's wait absolutely.
+        """
+        content = None
+        if payload is not None:
+            try:
+                content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+            except (TypeError, ValueError) as exc:
+                raise CannotCount(f"request is not JSON-serialisable ({type(exc).__name__})") from exc
+        connection = self._connect()
+        timeout = self._config.timeout_seconds
+        try:
+            future = connection.workers.submit(_send, connection.client, method, url, content)
+        except RuntimeError as exc:  # closed concurrently
+            raise CannotCount(f"vllm backend is closed ({type(exc).__name__})") from exc
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            future.cancel()
+            raise CannotCount(f"vLLM server did not answer within {timeout:g} s") from None
+        except httpx.TimeoutException as exc:
+            raise CannotCount(f"vLLM server timed out ({type(exc).__name__})") from None
+        except httpx.ConnectError as exc:
+            raise CannotCount(f"vLLM server unreachable ({type(exc).__name__})") from None
+        except httpx.HTTPError as exc:
+            raise CannotCount(f"vLLM request failed ({type(exc).__name__})") from None
+
+    def _count_from(self, status: int, body: bytes) -> TokenCount:
+        if status != 200:
+            raise CannotCount(_status_reason(status))
+        reply = parse_tokenize_reply(body)
+        self._observe_max_model_len(reply.max_model_len)
+        return TokenCount(tokens=reply.count, exact=True, source=self.source, max_model_len=reply.max_model_len)
+
+    def _observe_max_model_len(self, server: int) -> None:
+        self._max_model_len = server
+        configured = self._config.context_length
+        if configured is None or configured == server:
+            return
+        mismatch = MaxModelLenMismatch(configured=configured, server=server)
+        if mismatch != self._mismatch:
+            self._mismatch = mismatch
+            log.warning(
+                "vLLM max_model_len %d differs from the configured context_length %d; counts stay exact, "
+                "budgets should use the smaller window %d",
+                server,
+                configured,
+                mismatch.effective,
+            )
+
+
+def _send(client: httpx.Client, method: str, url: str, content: bytes | None) -> tuple[int, bytes]:
+    headers = {"Content-Type": "application/json"} if content is not None else None
+    response = client.request(method, url, content=content, headers=headers)
+    return response.status_code, response.content
+
+
+def _status_reason(status: int) -> str:
+    if status in (401, 403):
+        return f"vLLM refused the request (HTTP {status}); check the tokenizer `api_key`"
+    if status == 404:
+        return "vLLM has no /tokenize route or does not serve the configured model (HTTP 404)"
+    if status == 400:
+        return "vLLM rejected the request (HTTP 400)"
+    return f"vLLM answered HTTP {status}"
+
+
+def _after_fork_in_child() -> None:
+    for backend in list(_LIVE):
+        backend._forget_connection_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

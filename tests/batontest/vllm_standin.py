@@ -1,0 +1,186 @@
+"""A loopback stand-in for vLLM's /tokenize, /detokenize and GET /v1/models.
+
+Renders with a real Hugging Face tokenizer and ``baton_engine.tokens.normalize`` (vLLM's own
+request normalisation), so its counts are real counts: the vllm-real conformance tests check it
+against a real vLLM 0.32 server on the same requests. Used where a 3.7 GB server is too heavy:
+happy-path tests of the vllm backend and the benchmark (``requests_received`` counts round trips).
+
+    with VllmStandin() as server:
+        backend = VllmBackend(TokenizerConfig(url=server.url, model=server.model_name))
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from baton_engine.tokens.normalize import RequestShapeError, normalize_request
+
+DEFAULT_MODEL_NAME = "qwen3-standin"
+DEFAULT_MAX_MODEL_LEN = 40960
+
+
+class VllmStandin:
+    """Start/stop as a context manager; binds 127.0.0.1 on a free port."""
+
+    def __init__(
+        self,
+        tokenizer_dir: str | Path | None = None,
+        *,
+        model_name: str = DEFAULT_MODEL_NAME,
+        max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+        mistral_tool_call_400: bool = False,
+    ) -> None:
+        from transformers import AutoTokenizer
+
+        if tokenizer_dir is None:
+            from batontest.assets import qwen3_dir
+
+            tokenizer_dir = qwen3_dir()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        self.model_name = model_name
+        self.max_model_len = max_model_len
+        self.mistral_tool_call_400 = mistral_tool_call_400
+        self.requests_received: Counter[str] = Counter()
+        self.last_headers: dict[str, str] = {}
+        self._render_lock = threading.Lock()  # HF tokenizers are not safe to share across threads
+        self._count_lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> VllmStandin:
+        standin = self
+
+        class Handler(_Handler):
+            owner = standin
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="vllm-standin", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "use VllmStandin as a context manager"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def total_requests(self) -> int:
+        with self._count_lock:
+            return sum(self.requests_received.values())
+
+    # -- vLLM behaviour -----------------------------------------------------------------------
+
+    def tokenize(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        model = body.get("model")
+        if model is not None and model != self.model_name:
+            return 404, _error(f"The model `{model}` does not exist.", "NotFoundError", 404)
+        if "messages" in body:
+            return self._tokenize_chat(body)
+        if isinstance(body.get("prompt"), str):
+            with self._render_lock:
+                ids = self.tokenizer.encode(body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True)))
+            return 200, self._tokens_reply(ids)
+        return 400, _error("either messages or prompt is required", "BadRequestError", 400)
+
+    def _tokenize_chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.mistral_tool_call_400 and any(
+            isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls") for m in body["messages"]
+        ):  # vllm-project/vllm#57730: mistral tokenizer mode rejects assistant tool_calls
+            return 400, _error("1 validation error for AssistantMessage", "BadRequestError", 400)
+        try:
+            normalized = normalize_request(body)
+        except RequestShapeError as exc:
+            return 400, _error(str(exc), "BadRequestError", 400)
+        kwargs = dict(normalized.chat_template_kwargs)
+        kwargs.update(
+            add_generation_prompt=normalized.add_generation_prompt,
+            continue_final_message=normalized.continue_final_message,
+        )
+        if body.get("chat_template") is not None:
+            kwargs["chat_template"] = body["chat_template"]
+        with self._render_lock:
+            prompt = self.tokenizer.apply_chat_template(
+                normalized.messages, tools=normalized.tools, tokenize=False, **kwargs
+            )
+            ids = self.tokenizer.encode(prompt, add_special_tokens=bool(body.get("add_special_tokens", False)))
+        return 200, self._tokens_reply(ids)
+
+    def detokenize(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        tokens = body.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            return 400, _error("tokens must be a list of integers", "BadRequestError", 400)
+        with self._render_lock:
+            return 200, {"prompt": self.tokenizer.decode(tokens)}
+
+    def models(self) -> dict[str, Any]:
+        entry = {"id": self.model_name, "object": "model", "owned_by": "vllm", "root": self.model_name,
+                 "max_model_len": self.max_model_len}
+        return {"object": "list", "data": [entry]}
+
+    def _tokens_reply(self, ids: list[int]) -> dict[str, Any]:
+        return {"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids, "token_strs": None}
+
+    def _record(self, route: str, headers: dict[str, str]) -> None:
+        with self._count_lock:
+            self.requests_received[route] += 1
+            self.last_headers = headers
+
+
+def _error(message: str, kind: str, code: int) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: VllmStandin
+    protocol_version = "HTTP/1.1"  # keep-alive, like uvicorn
+    disable_nagle_algorithm = True  # else each keep-alive round trip costs ~44 ms
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        self.owner._record(self.path, dict(self.headers))
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length))
+        except ValueError:
+            self._reply(400, _error("request body is not JSON", "BadRequestError", 400))
+            return
+        if not isinstance(body, dict):
+            self._reply(400, _error("request body must be an object", "BadRequestError", 400))
+        elif self.path == "/tokenize":
+            self._reply(*self.owner.tokenize(body))
+        elif self.path == "/detokenize":
+            self._reply(*self.owner.detokenize(body))
+        else:
+            self._reply(404, _error("Not Found", "NotFoundError", 404))
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.owner._record(self.path, dict(self.headers))
+        if self.path == "/v1/models":
+            self._reply(200, self.owner.models())
+        else:
+            self._reply(404, _error("Not Found", "NotFoundError", 404))
+
+    def _reply(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence per-request stderr lines
+        pass
