@@ -34,8 +34,6 @@ STRUCTURED_PREFIXES = (DECISION, EVIDENCE, OPEN_ITEM, FAILED_ATTEMPT)
 STRUCTURED_ID_RE = re.compile(r"^([A-Z])-(\d{3})$")
 MAX_STRUCTURED_NUMBER = 999
 
-TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-FILE_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -70,7 +68,9 @@ def format_timestamp(moment: datetime | None = None) -> str:
     moment = utc_now() if moment is None else moment
     if moment.tzinfo is None:
         raise UserInputError("timestamp has no timezone; pass an aware datetime (UTC)")
-    return moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+    utc = moment.astimezone(UTC)
+    # Explicit fields: strftime("%Y") does not zero-pad years before 1000 on glibc.
+    return f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}Z"
 
 
 def now_timestamp() -> str:
@@ -96,7 +96,7 @@ def file_stamp(timestamp: str | datetime) -> str:
     moment = parse_timestamp(timestamp) if isinstance(timestamp, str) else timestamp
     if moment.tzinfo is None:
         raise UserInputError("timestamp has no timezone; pass an aware datetime (UTC)")
-    return moment.astimezone(UTC).strftime(FILE_STAMP_FORMAT)
+    return format_timestamp(moment).replace("-", "").replace(":", "")
 
 
 def next_id(prefix: str, existing_ids: Iterable[str]) -> str:

@@ -7,15 +7,23 @@ the ``$schema`` alias and keeps explicit nulls, as the published schema requires
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from baton_engine.errors import ConflictError
+from baton_engine.handoff.ids import now_timestamp
 
 SCHEMA_ID = "https://baton.dev/schemas/handoff/v0.1.json"
 LEGACY_SCHEMA_ID = "https://threadline.dev/schemas/handoff/v0.1.json"
 ACCEPTED_SCHEMA_IDS = (SCHEMA_ID, LEGACY_SCHEMA_ID)
 SCHEMA_VERSION = "0.1"
 STRUCTURED_ID_PATTERN = r"^[A-Z]-\d{3}$"
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# Changed by a status transition; everything else is content, frozen once a record is ready.
+TRANSITION_FIELDS = frozenset({"status", "updated_at", "status_history"})
 
 Status = Literal["draft", "validated", "ready", "resumed", "superseded", "archived"]
 Flag = Literal["invalid", "conflicted"]
@@ -44,7 +52,13 @@ IMMUTABLE_STATUSES = frozenset({"ready", "resumed", "superseded", "archived"})
 class _Open(BaseModel):
     """Base: unknown fields preserved, assignment validated."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="allow",
+        validate_assignment=True,
+        populate_by_name=True,
+        # The generated schema lists every written key as required, like the published one.
+        json_schema_serialization_defaults_required=True,
+    )
 
 
 class Repository(_Open):
@@ -210,6 +224,24 @@ class HandoffRecord(_Open):
             raise ValueError(f"unknown $schema {value!r}; expected one of {', '.join(ACCEPTED_SCHEMA_IDS)}")
         return value
 
+    @field_validator("id")
+    @classmethod
+    def _uuid_id(cls, value: str) -> str:
+        if not _UUID_RE.match(value):
+            raise ValueError("id must be a UUID (baton writes UUID v7), e.g. 0190f5c2-7b1e-7c3a-9d4e-2f6a8b0c1d2e")
+        return value
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _rfc3339(cls, value: str) -> str:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            moment = None
+        if moment is None or "T" not in value.upper() or moment.tzinfo is None:
+            raise ValueError("timestamp must be RFC 3339 with a timezone, e.g. 2026-01-31T12:00:00Z")
+        return value
+
     @property
     def short_id(self) -> str:
         """Last 8 hex digits of the UUID: random bits in v7, so distinct for records made in one millisecond."""
@@ -220,3 +252,35 @@ class HandoffRecord(_Open):
         data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
         data["$schema"] = SCHEMA_ID
         return data
+
+
+def content_view(record: HandoffRecord) -> dict[str, Any]:
+    """The on-disk form without the fields a status transition may change (immutability checks)."""
+    data = record.to_json_dict()
+    for name in TRANSITION_FIELDS:
+        data.pop(name, None)
+    return data
+
+
+def transition(
+    record: HandoffRecord, new_status: str, *, at: str | None = None, reason: str | None = None
+) -> HandoffRecord:
+    """A copy of ``record`` moved to ``new_status`` per ``STATUS_TRANSITIONS``; the input is untouched.
+
+    ``at`` (RFC 3339, default: now) becomes ``updated_at``; the move is appended to the Baton
+    extension list ``status_history`` ({from, to, at, reason}) so later readers can audit it.
+    Raises ConflictError naming the allowed moves when the move is illegal.
+    """
+    allowed = STATUS_TRANSITIONS.get(record.status, frozenset())
+    if new_status not in allowed:
+        options = ", ".join(sorted(allowed)) or "none (archived is final)"
+        raise ConflictError(
+            f"handoff {record.short_id} is {record.status!r}; it cannot move to {new_status!r} "
+            f"(allowed: {options})"
+        )
+    at = now_timestamp() if at is None else at
+    history = list(getattr(record, "status_history", None) or [])
+    history.append({"from": record.status, "to": new_status, "at": at, "reason": reason})
+    data = record.to_json_dict()
+    data.update(status=new_status, updated_at=at, status_history=history)
+    return HandoffRecord.model_validate(data)

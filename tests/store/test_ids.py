@@ -14,7 +14,7 @@ from baton_engine.errors import UserInputError
 from baton_engine.handoff import ids
 
 AWARE = st.datetimes(
-    min_value=datetime(1970, 1, 2), max_value=datetime(9998, 12, 31), timezones=st.just(UTC)
+    min_value=datetime(1, 1, 2), max_value=datetime(9998, 12, 31), timezones=st.just(UTC)
 )
 
 
