@@ -1,0 +1,408 @@
+"""Capture: turn a user/agent payload into a redacted draft handoff record.
+
+Why a separate step: the payload is untrusted input (flags, ``--input file.json``, an engine tool call), so its
+shape is checked here with errors that name the offending field, and everything the record needs but the author
+should not have to type (ids, timestamps, project identity, repository state, artifact hashes) is filled in from
+the project itself. Redaction runs last, so nothing returned here can carry a secret to disk.
+
+Payload shape (every key optional except a title, an objective and a current state)::
+
+    {"title", "objective", "scope": [...], "constraints": [...], "definition_of_done": [...]}  # or under "work"
+    {"summary": {"completed": [...], "current_state", "why_it_matters"}}  # or "state"/"current_state"/"completed"
+    "decisions": [{"decision", "rationale", "alternatives_considered", "evidence_ids", "id"?}]
+    "evidence": [{"type", "claim", "ref", "result" | "output", "id"?}]   # output -> digest + bounded summary
+    "failed_attempts": [{"attempt", "outcome", "evidence_ids", "id"?}]
+    "open_items": [{"description", "priority", "suggested_action", "blocked_by", "acceptance_check", "id"?}]
+    "risks": [{"description", "severity", "mitigation"}]
+    "artifacts": [{"path", "role", "description", "sensitive"}]       # revision + content hash are filled in
+    "lineage": {"parents": [...], "relation", "branch_label", "merge_basis": [...]}
+    "origin": {"harness", "adapter_version", "session_id", "model", "actor": {"type", "name"}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from baton_engine.errors import ConflictError, UserInputError
+from baton_engine.handoff import gitinfo, ids, redact
+from baton_engine.handoff.model import (
+    IMMUTABLE_STATUSES,
+    ActorType,
+    ArtifactRole,
+    Automation,
+    EvidenceType,
+    Harness,
+    HandoffRecord,
+    Priority,
+    Redaction,
+    Relation,
+)
+
+ItemKind = Literal["decision", "evidence", "failed_attempt", "open_item"]
+EVIDENCE_SUMMARY_CHARS = 500
+SESSION_HASH_HEX = 16
+
+
+class _Strict(BaseModel):
+    """Input models refuse unknown keys so a typo is an error, not silently dropped data."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class DecisionIn(_Strict):
+    id: str | None = None
+    decision: str = Field(min_length=1)
+    rationale: str | None = None
+    alternatives_considered: list[str] = Field(default_factory=list)
+    evidence_ids: list[str] = Field(default_factory=list)
+    made_at: str | None = None
+
+
+class EvidenceIn(_Strict):
+    id: str | None = None
+    type: EvidenceType = "human"
+    claim: str = Field(min_length=1)
+    ref: str | None = None
+    result: str | None = None
+    output: str | None = None
+    captured_at: str | None = None
+
+
+class FailedAttemptIn(_Strict):
+    id: str | None = None
+    attempt: str = Field(min_length=1)
+    outcome: str | None = None
+    evidence_ids: list[str] = Field(default_factory=list)
+    recorded_at: str | None = None
+
+
+class OpenItemIn(_Strict):
+    id: str | None = None
+    priority: Priority = "medium"
+    description: str = Field(min_length=1)
+    suggested_action: str | None = None
+    blocked_by: list[str] = Field(default_factory=list)
+    acceptance_check: str | None = None
+
+
+class RiskIn(_Strict):
+    description: str = Field(min_length=1)
+    severity: Priority = "medium"
+    mitigation: str | None = None
+
+
+class ArtifactIn(_Strict):
+    path: str = Field(min_length=1)
+    role: ArtifactRole = "modified"
+    description: str | None = None
+    sensitive: bool = False
+
+
+class ActorIn(_Strict):
+    type: ActorType
+    name: str | None = None
+
+
+class OriginIn(_Strict):
+    harness: Harness = "generic"
+    adapter_version: str | None = None
+    session_id: str | None = None
+    model: str | None = None
+    actor: ActorIn | None = None
+
+
+class LineageIn(_Strict):
+    parents: list[str] = Field(default_factory=list)
+    relation: Relation = "root"
+    branch_label: str | None = None
+    merge_basis: list[str] = Field(default_factory=list)
+
+
+class WorkIn(_Strict):
+    title: str = Field(min_length=1)
+    objective: str = Field(min_length=1)
+    scope: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    definition_of_done: list[str] = Field(default_factory=list)
+
+
+class SummaryIn(_Strict):
+    completed: list[str] = Field(default_factory=list)
+    current_state: str = Field(min_length=1)
+    why_it_matters: str | None = None
+
+
+class CapturePayload(_Strict):
+    work: WorkIn
+    summary: SummaryIn
+    decisions: list[DecisionIn] = Field(default_factory=list)
+    evidence: list[EvidenceIn] = Field(default_factory=list)
+    failed_attempts: list[FailedAttemptIn] = Field(default_factory=list)
+    open_items: list[OpenItemIn] = Field(default_factory=list)
+    risks: list[RiskIn] = Field(default_factory=list)
+    artifacts: list[ArtifactIn] = Field(default_factory=list)
+    lineage: LineageIn = Field(default_factory=LineageIn)
+    origin: OriginIn = Field(default_factory=OriginIn)
+
+
+_ITEM_MODELS: dict[str, type[_Strict]] = {
+    "decision": DecisionIn,
+    "evidence": EvidenceIn,
+    "failed_attempt": FailedAttemptIn,
+    "open_item": OpenItemIn,
+}
+_ITEM_FIELDS = {"decision": "decisions", "evidence": "evidence", "failed_attempt": "failed_attempts",
+                "open_item": "open_items"}
+_ID_PREFIX = {"decision": "D", "evidence": "E", "failed_attempt": "F", "open_item": "O"}
+_WORK_KEYS = ("title", "objective", "scope", "constraints", "definition_of_done")
+_SUMMARY_ALIASES = {"state": "current_state", "current_state": "current_state", "completed": "completed",
+                    "why_it_matters": "why_it_matters"}
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    """pydantic loc -> the record's field path style, e.g. ``evidence[0].claim``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "payload"
+
+
+# The CLI flag for a payload field, so an error message says what to type.
+_FLAG_HINTS = {"work.title": "--title", "work.objective": "--objective", "summary.current_state": "--state"}
+
+
+def _input_error(exc: ValidationError, what: str) -> UserInputError:
+    problems = []
+    for err in exc.errors(include_url=False, include_input=False):
+        path = _field_path(tuple(err["loc"]))
+        hint = f" (flag {_FLAG_HINTS[path]})" if path in _FLAG_HINTS else ""
+        problems.append(f"{path}{hint}: {err['msg']}")
+    return UserInputError(f"invalid {what}: " + "; ".join(problems))
+
+
+def normalize_payload(payload: Any) -> dict[str, Any]:
+    """Accept the flat CLI-friendly form (title/objective/state at top level) as well as the record's nesting."""
+    if not isinstance(payload, dict):
+        raise UserInputError(
+            f"invalid capture payload: expected a JSON object, got {type(payload).__name__}")
+    data = dict(payload)
+    work = dict(data.pop("work", None) or {})
+    for key in _WORK_KEYS:
+        if key in data:
+            work.setdefault(key, data.pop(key))
+    if "dod" in data:
+        work.setdefault("definition_of_done", data.pop("dod"))
+    summary = data.pop("summary", None)
+    summary = dict(summary) if isinstance(summary, dict) else ({"current_state": summary} if summary else {})
+    for alias, key in _SUMMARY_ALIASES.items():
+        if alias in data:
+            summary.setdefault(key, data.pop(alias))
+    data["work"] = work
+    data["summary"] = summary
+    return data
+
+
+def parse_payload(payload: Any) -> CapturePayload:
+    """Validate the payload shape; UserInputError names every bad field."""
+    try:
+        return CapturePayload.model_validate(normalize_payload(payload))
+    except ValidationError as exc:
+        raise _input_error(exc, "capture payload") from None
+
+
+def hash_session_id(session_id: str | None) -> str | None:
+    """Session ids link records to a harness session without exposing the raw id."""
+    if not session_id:
+        return None
+    if session_id.startswith("sha256:"):
+        return session_id
+    return "sha256:" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:SESSION_HASH_HEX]
+
+
+def _digest_text(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _bounded_summary(text: str, limit: int = EVIDENCE_SUMMARY_CHARS) -> tuple[str, list[str]]:
+    """Redacted head and tail of command output (+ redaction reasons); the full output is kept only as a digest.
+
+    Redacting before cutting matters: a cut through a secret would leave a fragment no detector recognises.
+    """
+    redacted, reasons = redact.redact_text(text)
+    if len(redacted) <= limit:
+        return redacted, reasons
+    half = (limit - 40) // 2
+    omitted = len(redacted) - 2 * half
+    return f"{redacted[:half]}\n[... {omitted} chars omitted ...]\n{redacted[-half:]}", reasons
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _artifact(item: ArtifactIn, root: Path, head: str | None) -> dict[str, Any]:
+    """Fill revision and content hash; files outside the root are never read (validation reports them)."""
+    target = Path(item.path) if os.path.isabs(item.path) else root / item.path
+    content_hash = None
+    if _inside(root, target) and target.is_file():
+        content_hash = gitinfo.sha256_file(target)
+    return {
+        **item.model_dump(),
+        "revision": f"git:{head}" if head else None,
+        "content_hash": content_hash,
+    }
+
+
+def _with_ids(kind: str, items: list[dict[str, Any]], existing: list[str]) -> list[dict[str, Any]]:
+    taken = list(existing) + [item["id"] for item in items if item.get("id")]
+    out = []
+    for item in items:
+        if not item.get("id"):
+            item = {**item, "id": ids.next_id(_ID_PREFIX[kind], taken)}
+            taken.append(item["id"])
+        out.append(item)
+    return out
+
+
+def _item_dict(kind: str, item: _Strict, stamp: str) -> tuple[dict[str, Any], list[str]]:
+    """The record form of one item, plus redaction reasons for evidence output summarised here."""
+    data = item.model_dump()
+    reasons: list[str] = []
+    if kind == "decision":
+        data["made_at"] = data["made_at"] or stamp
+    elif kind == "failed_attempt":
+        data["recorded_at"] = data["recorded_at"] or stamp
+    elif kind == "evidence":
+        output = data.pop("output")
+        data["captured_at"] = data["captured_at"] or stamp
+        data["digest"] = None
+        if output is not None:
+            data["digest"] = _digest_text(output)
+            if data["result"] is None:
+                data["result"], reasons = _bounded_summary(output)
+    return data, reasons
+
+
+def _items(
+    kind: str, items: list[_Strict], stamp: str, existing: list[str]
+) -> tuple[list[dict[str, Any]], list[Redaction]]:
+    """Items with ids filled in, and the redactions made while summarising evidence output."""
+    field = _ITEM_FIELDS[kind]
+    dicts, found = [], []
+    for index, item in enumerate(items, start=len(existing)):
+        data, reasons = _item_dict(kind, item, stamp)
+        dicts.append(data)
+        found += [Redaction(field=f"{field}[{index}].result", reason=reason, replacement=redact.marker(reason))
+                  for reason in reasons]
+    return _with_ids(kind, dicts, existing), found
+
+
+def _repository(root: Path) -> dict[str, Any] | None:
+    info = gitinfo.repository_info(root)
+    return None if info is None else info.model_dump(mode="json")
+
+
+def build_draft(
+    payload: dict[str, Any],
+    root: Path,
+    *,
+    origin: dict[str, Any] | None = None,
+    automation: Automation | dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> tuple[HandoffRecord, list[Redaction]]:
+    """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's."""
+    parsed = parse_payload(payload)
+    if origin is not None:
+        try:
+            parsed.origin = OriginIn.model_validate(origin)
+        except ValidationError as exc:
+            raise _input_error(exc, "origin") from None
+    root = Path(root)
+    stamp = ids.format_timestamp(now)
+    repository = _repository(root)
+    head = (repository or {}).get("head")
+    origin_data = parsed.origin.model_dump()
+    origin_data["session_id"] = hash_session_id(origin_data["session_id"])
+    if isinstance(automation, Automation):
+        automation = automation.model_dump(mode="json")
+    items = {kind: _items(kind, getattr(parsed, _ITEM_FIELDS[kind]), stamp, []) for kind in _ITEM_FIELDS}
+    data: dict[str, Any] = {
+        "id": ids.new_record_id(),
+        "status": "draft",
+        "created_at": stamp,
+        "updated_at": stamp,
+        "project": {"id": ids.project_id(root), "root_hint": root.resolve().name, "repository": repository},
+        "origin": origin_data,
+        "work": parsed.work.model_dump(),
+        "summary": parsed.summary.model_dump(),
+        **{_ITEM_FIELDS[kind]: entries for kind, (entries, _found) in items.items()},
+        "risks": [risk.model_dump() for risk in parsed.risks],
+        "artifacts": [_artifact(item, root, head) for item in parsed.artifacts],
+        "lineage": parsed.lineage.model_dump(),
+        "automation": automation or {"trigger": "manual", "score": None, "reasons": []},
+    }
+    summarised = [redaction for _entries, found in items.values() for redaction in found]
+    record, found = _redacted_record(data, summarised)
+    return record, [*summarised, *found]
+
+
+def _redacted_record(data: dict[str, Any], previous: list[Redaction]) -> tuple[HandoffRecord, list[Redaction]]:
+    """Redact everything but the redaction log itself, then append what was removed (field + reason only)."""
+    data = {key: value for key, value in data.items() if key != "redactions"}
+    clean, found = redact.redact_record(data)
+    found = [item if isinstance(item, Redaction) else Redaction.model_validate(item) for item in found]
+    clean["redactions"] = [r.model_dump(mode="json") for r in [*previous, *found]]
+    try:
+        record = HandoffRecord.model_validate(clean)
+    except ValidationError as exc:
+        raise _input_error(exc, "handoff record") from None
+    return record, found
+
+
+def add_item(
+    record: HandoffRecord, kind: ItemKind, item: dict[str, Any], *, now: datetime | None = None
+) -> HandoffRecord:
+    """A copy of a draft with one more decision/evidence/failed attempt/open item (id assigned, redacted).
+
+    New redactions are appended to ``record.redactions`` (compare lengths to report them).
+    """
+    if kind not in _ITEM_MODELS:
+        raise UserInputError(f"unknown item kind {kind!r}; use one of {', '.join(_ITEM_MODELS)}")
+    if record.status in IMMUTABLE_STATUSES:
+        raise ConflictError(
+            f"handoff {record.short_id} is {record.status} and immutable; "
+            "record into a new draft instead (baton fork, or checkpoint create)")
+    if not isinstance(item, dict):
+        raise UserInputError(f"invalid {kind}: expected a JSON object, got {type(item).__name__}")
+    try:
+        parsed = _ITEM_MODELS[kind].model_validate(item)
+    except ValidationError as exc:
+        raise _input_error(exc, kind.replace("_", " ")) from None
+    stamp = ids.format_timestamp(now)
+    field = _ITEM_FIELDS[kind]
+    data = record.to_json_dict()
+    existing = [entry["id"] for entry in data[field]]
+    added, summarised = _items(kind, [parsed], stamp, existing)
+    data[field] = data[field] + added
+    data["updated_at"] = stamp
+    updated, _found = _redacted_record(data, [*record.redactions, *summarised])
+    return updated
+
+
+def redacted(record: HandoffRecord) -> HandoffRecord:
+    """The record re-redacted after a caller added text (e.g. a warning acknowledgement) outside capture."""
+    updated, _found = _redacted_record(record.to_json_dict(), list(record.redactions))
+    return updated
