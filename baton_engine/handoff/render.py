@@ -1,0 +1,564 @@
+"""Render a handoff record as a bounded resume brief (and as full Markdown for ``show``).
+
+Why a budget in tokens: the brief is injected into the model's context after a compaction, so its
+size must be known exactly. ``count_tokens`` is the caller's text counter (the counting layer passes
+an exact one); without it a rough ``ceil(chars / 4)`` estimate is used.
+
+Budget policy (deterministic, no clocks):
+
+1. Render every section in the spec's order. The title line, the objective, the STALE section, the
+   first next action and the final "Verify freshness" section are never dropped.
+2. While over budget, drop whole sections, lowest value first (``DROP_ORDER``).
+3. While still over, shorten the longest remaining section (by tokens; ties: the later one) at a
+   word boundary, as little as needed.
+4. Last resort (only with tiny budgets): cut the text itself.
+
+Whenever content is cut, a marker just before the freshness section lists what was omitted or
+shortened and names the command that shows the full record. ``Brief.tokens`` is the count of the
+final text, always ``<= max_tokens``.
+
+The brief renders only record content, which is redacted before it is stored; it adds no other data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from baton_engine.errors import UserInputError
+from baton_engine.handoff.model import HandoffRecord, OpenItem
+
+DEFAULT_MAX_TOKENS = 1200
+# Below this the protected sections plus the truncation marker cannot be shown meaningfully.
+MIN_MAX_TOKENS = 128
+ROUGH_COUNTER_SOURCE = "rough:chars/4"
+ELLIPSIS = " …"
+
+PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
+
+# Sections dropped when over budget, lowest value first. Absent keys are never dropped.
+DROP_ORDER = (
+    "evidence",
+    "further_open_items",
+    "completed",
+    "artifacts",
+    "lineage",
+    "risks",
+    "decisions",
+    "do_not_retry",
+    "constraints",
+    "current_state",
+    "meta",
+)
+
+
+class FreshnessLike(Protocol):
+    """What the brief reads from ``freshness.FreshnessReport``."""
+
+    stale: bool
+    git_head_at_capture: str | None
+    git_head_now: str | None
+    drifted_artifacts: Sequence[Any]
+    reasons: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A rendered resume brief and the exact size of ``text`` under the counter that measured it."""
+
+    text: str
+    tokens: int
+    truncated: bool
+    counter_source: str
+    omitted: tuple[str, ...] = ()
+    shortened: tuple[str, ...] = ()
+
+
+@dataclass
+class _Section:
+    key: str
+    label: str
+    heading: str | None
+    body: str
+    truncated: bool = False
+
+    def text(self) -> str:
+        return self.body if self.heading is None else f"{self.heading}\n{self.body}"
+
+
+def rough_token_count(text: str) -> int:
+    """The fallback estimate used when no exact counter is given: ceil(chars / 4)."""
+    return math.ceil(len(text) / 4)
+
+
+def short_ref(record_id: str) -> str:
+    """Short id as ``HandoffRecord.short_id`` computes it, for ids held as plain strings (parents)."""
+    return record_id.replace("-", "")[-8:]
+
+
+def _inline(text: str) -> str:
+    """One line: list items and table-like lines must not be split by embedded newlines."""
+    return " ".join(text.split())
+
+
+def _block(text: str) -> str:
+    """A paragraph: trailing spaces and blank runs removed, line structure kept."""
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out)
+
+
+def _bullets(items: Iterable[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def _open_item_sort_key(item: OpenItem) -> tuple[int, str]:
+    return (PRIORITY_RANK.get(item.priority, len(PRIORITY_RANK)), item.id)
+
+
+def order_open_items(record: HandoffRecord) -> list[OpenItem]:
+    """Open items in action order: unblocked before blocked, then priority, then id.
+
+    An item blocked by another *open* item cannot be the first next action, so it sorts after
+    every unblocked one; blockers that are not open items (already done, or external) do not count.
+    """
+    open_ids = {item.id for item in record.open_items}
+
+    def key(item: OpenItem) -> tuple[int, int, str]:
+        blocked = any(ref in open_ids and ref != item.id for ref in item.blocked_by)
+        rank, item_id = _open_item_sort_key(item)
+        return (1 if blocked else 0, rank, item_id)
+
+    return sorted(record.open_items, key=key)
+
+
+def _drift_line(entry: Any) -> str:
+    """A drifted artifact as ``path: reason`` (the report holds objects, mappings or pairs)."""
+    if isinstance(entry, dict):
+        path, reason = entry.get("path"), entry.get("reason")
+    elif isinstance(entry, (tuple, list)) and len(entry) == 2:
+        path, reason = entry
+    else:
+        path, reason = getattr(entry, "path", entry), getattr(entry, "reason", None)
+    return _inline(f"{path}: {reason}" if reason else f"{path}")
+
+
+def _head(sha: str | None) -> str:
+    return sha[:12] if sha else "unknown"
+
+
+def _item_line(item: OpenItem) -> str:
+    text = f"{item.id} [{item.priority}] {_inline(item.description)}"
+    if item.suggested_action:
+        text += f" -> {_inline(item.suggested_action)}"
+    if item.blocked_by:
+        text += f" (blocked by {', '.join(sorted(item.blocked_by))})"
+    return text
+
+
+def _build_sections(
+    record: HandoffRecord, freshness: FreshnessLike | None, verbose: bool
+) -> list[_Section]:
+    sections: list[_Section] = []
+
+    def add(key: str, label: str, heading: str | None, body: str) -> None:
+        if body.strip():
+            sections.append(_Section(key, label, heading, body))
+
+    add("title", "title", None, f"# Resume brief: {_inline(record.work.title)}")
+    add(
+        "meta",
+        "status",
+        None,
+        f"Status: {record.status} | captured {record.created_at} | id {record.short_id}",
+    )
+    stale = freshness is not None and freshness.stale
+    if stale:
+        assert freshness is not None
+        lines = [f"- {_inline(reason)}" for reason in freshness.reasons]
+        if freshness.git_head_at_capture != freshness.git_head_now:
+            lines.append(
+                f"- git head: {_head(freshness.git_head_at_capture)} at capture, {_head(freshness.git_head_now)} now"
+            )
+        lines += [f"- changed: {_drift_line(d)}" for d in sorted(freshness.drifted_artifacts, key=_drift_line)]
+        add("stale", "STALE", "## STALE: the repository changed since capture; reconcile before acting", "\n".join(lines))
+
+    lineage = record.lineage
+    if lineage.parents or lineage.relation != "root":
+        text = f"{lineage.relation} of {', '.join(short_ref(p) for p in lineage.parents) or 'no recorded parent'}"
+        if lineage.branch_label:
+            text += f"; branch label: {_inline(lineage.branch_label)}"
+        if lineage.merge_basis:
+            text += f"; merge basis: {', '.join(_inline(b) for b in lineage.merge_basis)}"
+        add("lineage", "lineage", "## Lineage", text)
+
+    add("objective", "objective", "## Objective", _block(record.work.objective))
+    state = _block(record.summary.current_state)
+    if record.summary.why_it_matters:
+        state += f"\nWhy it matters: {_inline(record.summary.why_it_matters)}"
+    add("current_state", "current state", "## Current state", state)
+    add("completed", "completed", "## Completed", _bullets(_inline(c) for c in record.summary.completed))
+    add(
+        "constraints",
+        "constraints",
+        "## Non-negotiable constraints",
+        _bullets(_inline(c) for c in record.work.constraints),
+    )
+
+    decisions = []
+    for d in sorted(record.decisions, key=lambda d: d.id):
+        text = f"{d.id}: {_inline(d.decision)}"
+        if d.rationale:
+            text += f" (why: {_inline(d.rationale)})"
+        if d.evidence_ids:
+            text += f" [evidence {', '.join(sorted(d.evidence_ids))}]"
+        decisions.append(text)
+    add("decisions", "decisions", "## Decisions", _bullets(decisions))
+
+    artifacts = []
+    for a in record.artifacts:
+        role = f"{a.role}, sensitive" if a.sensitive else a.role
+        text = f"{_inline(a.path)} ({role})"
+        if a.description:
+            text += f": {_inline(a.description)}"
+        artifacts.append(text)
+    add("artifacts", "artifacts", "## Key artifacts", _bullets(artifacts))
+
+    if verbose:
+        evidence = []
+        for e in sorted(record.evidence, key=lambda e: e.id):
+            details = [f"{name}: {_inline(value)}" for name, value in (("result", e.result), ("ref", e.ref)) if value]
+            text = f"{e.id} ({e.type}): {_inline(e.claim)}"
+            if details:
+                text += f" ({'; '.join(details)})"
+            evidence.append(text)
+        add("evidence", "evidence", "## Evidence", _bullets(evidence))
+
+    risks = []
+    for r in record.risks:
+        text = f"[{r.severity}] {_inline(r.description)}"
+        if r.mitigation:
+            text += f" (mitigation: {_inline(r.mitigation)})"
+        risks.append(text)
+    add("risks", "risks", "## Risks", _bullets(risks))
+
+    failed = []
+    for f in sorted(record.failed_attempts, key=lambda f: f.id):
+        text = f"{f.id}: {_inline(f.attempt)}"
+        if f.outcome:
+            text += f" (outcome: {_inline(f.outcome)})"
+        failed.append(text)
+    add("do_not_retry", "do-not-retry", "## Do not retry", _bullets(failed))
+
+    ordered = order_open_items(record)
+    if ordered:
+        first = ordered[0]
+        lines = []
+        if stale:
+            lines.append("(Only after reconciling STALE above.)")
+        lines.append(f"{first.id} [{first.priority}]: {_inline(first.suggested_action or first.description)}")
+        if first.suggested_action:
+            lines.append(f"Item: {_inline(first.description)}")
+        if first.blocked_by:
+            lines.append(f"Blocked by: {', '.join(sorted(first.blocked_by))}")
+        if first.acceptance_check:
+            lines.append(f"Done when: {_inline(first.acceptance_check)}")
+        next_body = "\n".join(lines)
+    else:
+        next_body = "No open item recorded: confirm the objective is met (see current state) before more work."
+    add("first_next_action", "next action", "## First next action", next_body)
+    add(
+        "further_open_items",
+        "open items",
+        "## Further open items",
+        _bullets(_item_line(i) for i in ordered[1:]),
+    )
+    add("freshness", "freshness", "## Verify freshness", _freshness_body(record, freshness))
+    return sections
+
+
+def _freshness_body(record: HandoffRecord, freshness: FreshnessLike | None) -> str:
+    repo = record.project.repository
+    recorded = repo.head if repo else None
+    if freshness is None:
+        return (
+            f"Not checked at render time. Recorded git head: {_head(recorded)}. Before acting, compare it with "
+            f"`git rev-parse HEAD` and run `baton handoff validate {record.short_id}`."
+        )
+    if freshness.stale:
+        moved = []
+        if freshness.git_head_at_capture != freshness.git_head_now:
+            moved.append(f"git head {_head(freshness.git_head_at_capture)} -> {_head(freshness.git_head_now)}")
+        if freshness.drifted_artifacts:
+            moved.append(f"{len(freshness.drifted_artifacts)} artifact(s) changed")
+        if not moved:
+            moved.append(f"{len(freshness.reasons)} change(s) reported")
+        return f"STALE: {'; '.join(moved)}. Re-read the changed files and re-validate before continuing."
+    return (
+        f"Checked at render time: git head {_head(freshness.git_head_now)} matches the capture and no recorded "
+        "artifact changed. Re-check with `git status` if time has passed."
+    )
+
+
+def _marker(short_id: str, omitted: Sequence[str], shortened: Sequence[str]) -> _Section:
+    parts = []
+    if omitted:
+        parts.append(f"cut {', '.join(omitted)}")
+    if shortened:
+        parts.append(f"shortened {', '.join(shortened)}")
+    what = "; ".join(parts) or "text cut"
+    return _Section("marker", "marker", None, f"[Truncated: {what}. Full record: `baton handoff show {short_id}`]")
+
+
+def _assemble(sections: Sequence[_Section]) -> str:
+    return "\n\n".join(s.text() for s in sections) + "\n"
+
+
+@dataclass
+class _Fitter:
+    """Applies the budget policy; holds the counter and what has been cut so far."""
+
+    short_id: str
+    max_tokens: int
+    count: Callable[[str], int]
+    sections: list[_Section]
+    omitted: list[str] = field(default_factory=list)
+    shortened: list[str] = field(default_factory=list)
+
+    def compose(self) -> str:
+        if not (self.omitted or self.shortened):
+            return _assemble(self.sections)
+        marker = _marker(self.short_id, self.omitted, self.shortened)
+        body = list(self.sections)
+        at = len(body) - 1 if body and body[-1].key == "freshness" else len(body)
+        return _assemble([*body[:at], marker, *body[at:]])
+
+    def fits(self, text: str) -> bool:
+        return self.count(text) <= self.max_tokens
+
+    def fit(self) -> str:
+        text = self.compose()
+        if self.fits(text):
+            return text
+        for key in DROP_ORDER:
+            victim = next((s for s in self.sections if s.key == key), None)
+            if victim is None:
+                continue
+            at = self.sections.index(victim)
+            self.sections.remove(victim)
+            self.omitted.append(victim.label)
+            if self.fits(self.compose()):
+                # Dropping it is enough, so part of it fits: keep as much of it as the budget allows.
+                self.omitted.remove(victim.label)
+                self.sections.insert(at, victim)
+                self.shortened.append(victim.label)
+                if self._shrink(victim):
+                    return self.compose()
+                self.shortened.remove(victim.label)
+                self.sections.remove(victim)
+                self.omitted.append(victim.label)
+                return self.compose()
+        while True:
+            candidates = [s for s in self.sections if not s.truncated and s.body.strip()]
+            if not candidates:
+                break
+            indexed = [(self.count(s.text()), i, s) for i, s in enumerate(self.sections) if s in candidates]
+            victim = max(indexed, key=lambda t: (t[0], t[1]))[2]
+            self.shortened.append(victim.label)
+            if self._shrink(victim):
+                return self.compose()
+        return self._hard_cut()
+
+    def _shrink(self, section: _Section) -> bool:
+        """Cut ``section``'s body at the longest word boundary that fits; True when the whole text fits."""
+        section.truncated = True
+        full = section.body
+        cuts = sorted({i for i, ch in enumerate(full) if ch.isspace()} | {0})
+        lo, hi, best = 0, len(cuts) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            section.body = full[: cuts[mid]].rstrip() + ELLIPSIS
+            if self.fits(self.compose()):
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        section.body = (full[: cuts[best]].rstrip() if best is not None else "") + ELLIPSIS
+        return best is not None
+
+    def _hard_cut(self) -> str:
+        """Only for budgets too small for even shortened sections: cut the text before the marker.
+
+        The marker and the (shortened) freshness section always survive, so the brief still ends
+        with what to verify.
+        """
+        tail = [s for s in self.sections if s.key == "freshness"]
+        head = _assemble([s for s in self.sections if s.key != "freshness"]).rstrip()
+        end = _assemble([_marker(self.short_id, self.omitted, self.shortened), *tail])
+        lo, hi, best = 0, len(head), None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            candidate = f"{head[:mid].rstrip()}{ELLIPSIS}\n\n{end}"
+            if self.fits(candidate):
+                best, lo = candidate, mid + 1
+            else:
+                hi = mid - 1
+        if best is None:
+            raise UserInputError(
+                f"a resume brief cannot fit in {self.max_tokens} tokens with this counter; "
+                "raise brief.max_tokens in .baton/config.json"
+            )
+        return best
+
+
+def render_brief(
+    record: HandoffRecord,
+    *,
+    freshness: FreshnessLike | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    count_tokens: Callable[[str], int] | None = None,
+    verbose: bool = False,
+    counter_source: str | None = None,
+) -> Brief:
+    """Render the resume brief for ``record`` within ``max_tokens`` as measured by ``count_tokens``.
+
+    ``counter_source`` names the counter in the result (e.g. ``tiktoken:o200k_base``); it defaults
+    to the rough estimator's name, or ``"caller"`` when a counter is given without a name.
+    """
+    if max_tokens < MIN_MAX_TOKENS:
+        raise UserInputError(
+            f"brief max_tokens must be at least {MIN_MAX_TOKENS} (got {max_tokens}); "
+            "raise brief.max_tokens in .baton/config.json"
+        )
+    count = count_tokens or rough_token_count
+    source = counter_source or (ROUGH_COUNTER_SOURCE if count_tokens is None else "caller")
+    fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose))
+    text = fitter.fit()
+    truncated = bool(fitter.omitted or fitter.shortened)
+    return Brief(
+        text=text,
+        tokens=count(text),
+        truncated=truncated,
+        counter_source=source,
+        omitted=tuple(fitter.omitted),
+        shortened=tuple(fitter.shortened),
+    )
+
+
+def _md_list(title: str, rows: Iterable[str]) -> list[str]:
+    rows = list(rows)
+    return [f"## {title}", *(f"- {row}" for row in rows), ""] if rows else []
+
+
+def render_markdown(record: HandoffRecord) -> str:
+    """The whole record as Markdown (``show --format md``): no budget, every field, record order kept.
+
+    Unknown (extension) fields are not rendered; ``show --format json`` is the lossless view.
+    """
+    repo = record.project.repository
+    lineage = record.lineage
+    validation = record.validation
+    automation = record.automation
+    out = [
+        f"# {_inline(record.work.title)}",
+        "",
+        f"- id: {record.id} (short {record.short_id})",
+        f"- status: {record.status}" + (f" (flags: {', '.join(record.flags)})" if record.flags else ""),
+        f"- created: {record.created_at}; updated: {record.updated_at}",
+        f"- project: {record.project.root_hint} ({record.project.id})",
+    ]
+    if repo is not None:
+        dirty = "unknown" if repo.dirty is None else ("dirty" if repo.dirty else "clean")
+        where = " ".join(part for part in (repo.vcs, repo.remote_hint) if part) or "unknown"
+        out.append(f"- repository: {where}, head {_head(repo.head)}, {dirty}")
+    origin = record.origin
+    out.append(f"- origin: {origin.harness}" + (f", model {origin.model}" if origin.model else ""))
+    out.append(
+        f"- lineage: {lineage.relation}"
+        + (f" of {', '.join(lineage.parents)}" if lineage.parents else "")
+        + (f"; branch label {_inline(lineage.branch_label)}" if lineage.branch_label else "")
+        + (f"; merge basis {', '.join(lineage.merge_basis)}" if lineage.merge_basis else "")
+    )
+    out.append(
+        f"- automation: {automation.trigger}"
+        + ("" if automation.score is None else f", score {automation.score}")
+        + (f"; {'; '.join(automation.reasons)}" if automation.reasons else "")
+    )
+    out += ["", "## Objective", _block(record.work.objective), ""]
+    out += _md_list("Scope", (_inline(s) for s in record.work.scope))
+    out += _md_list("Constraints", (_inline(c) for c in record.work.constraints))
+    out += _md_list("Definition of done", (_inline(d) for d in record.work.definition_of_done))
+    out += ["## Current state", _block(record.summary.current_state), ""]
+    if record.summary.why_it_matters:
+        out += ["## Why it matters", _block(record.summary.why_it_matters), ""]
+    out += _md_list("Completed", (_inline(c) for c in record.summary.completed))
+    out += _md_list(
+        "Decisions",
+        (
+            f"{d.id}: {_inline(d.decision)}"
+            + (f" (why: {_inline(d.rationale)})" if d.rationale else "")
+            + (f"; alternatives: {', '.join(_inline(a) for a in d.alternatives_considered)}" if d.alternatives_considered else "")
+            + (f"; evidence {', '.join(d.evidence_ids)}" if d.evidence_ids else "")
+            + f"; made {d.made_at}"
+            for d in record.decisions
+        ),
+    )
+    out += _md_list(
+        "Artifacts",
+        (
+            f"{_inline(a.path)} ({a.role}{', sensitive' if a.sensitive else ''})"
+            + (f": {_inline(a.description)}" if a.description else "")
+            + (f"; revision {a.revision}" if a.revision else "")
+            + (f"; hash {a.content_hash}" if a.content_hash else "")
+            for a in record.artifacts
+        ),
+    )
+    out += _md_list(
+        "Evidence",
+        (
+            f"{e.id} ({e.type}): {_inline(e.claim)}"
+            + (f"; result: {_inline(e.result)}" if e.result else "")
+            + (f"; ref: {_inline(e.ref)}" if e.ref else "")
+            + (f"; digest {e.digest}" if e.digest else "")
+            + f"; captured {e.captured_at}"
+            for e in record.evidence
+        ),
+    )
+    out += _md_list(
+        "Open items",
+        (
+            _item_line(i) + (f"; done when: {_inline(i.acceptance_check)}" if i.acceptance_check else "")
+            for i in order_open_items(record)
+        ),
+    )
+    out += _md_list(
+        "Risks",
+        (
+            f"[{r.severity}] {_inline(r.description)}" + (f" (mitigation: {_inline(r.mitigation)})" if r.mitigation else "")
+            for r in record.risks
+        ),
+    )
+    out += _md_list(
+        "Do not retry",
+        (
+            f"{f.id}: {_inline(f.attempt)}"
+            + (f" (outcome: {_inline(f.outcome)})" if f.outcome else "")
+            + (f"; evidence {', '.join(f.evidence_ids)}" if f.evidence_ids else "")
+            for f in record.failed_attempts
+        ),
+    )
+    out += [f"## Validation: {validation.status}" + (f" ({validation.validated_at})" if validation.validated_at else "")]
+    out += [f"- {c.name}: {c.status}" + (f" ({_inline(c.detail)})" if c.detail else "") for c in validation.checks]
+    if validation.freshness is not None:
+        f = validation.freshness
+        out.append(
+            f"- freshness: {'STALE' if f.stale else 'fresh'} (head {_head(f.git_head_at_capture)} at capture, "
+            f"{_head(f.git_head_now)} when checked)"
+        )
+    out.append("")
+    out += _md_list("Redactions", (f"{r.field}: {r.reason} -> {r.replacement}" for r in record.redactions))
+    return "\n".join(out).rstrip() + "\n"
