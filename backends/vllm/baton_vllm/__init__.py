@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .backend import MaxModelLenMismatch, VllmBackend
+from .backend import MaxModelLenMismatch, ToolCallHistoryUnsupported, VllmBackend
 
-__all__ = ["MaxModelLenMismatch", "VllmBackend"]
+__all__ = ["MaxModelLenMismatch", "ToolCallHistoryUnsupported", "VllmBackend"]

@@ -49,6 +49,12 @@ def _user_agent() -> str:
         return "baton-engine-vllm"
 
 
+class ToolCallHistoryUnsupported(CannotCount):
+    """The server answered 400 to a history with assistant tool_calls (vLLM 0.32 mistral mode,
+    vllm-project/vllm#57730): the request is valid, the server cannot render it. A distinct type so
+    the counter's fallback reason (which names only exception types) says what happened."""
+
+
 @dataclass(frozen=True)
 class MaxModelLenMismatch:
     """The server's window differs from the configured one.
@@ -102,7 +108,7 @@ class VllmBackend(TokenizerBackend):
         if status == 400 and has_tool_call_history(payload):
             # vLLM 0.32 --tokenizer-mode mistral rejects every assistant tool_calls message
             # (vllm-project/vllm#57730): the request is fine, the server cannot render it.
-            raise CannotCount("server cannot count tool-call histories (vLLM HTTP 400, vllm#57730)")
+            raise ToolCallHistoryUnsupported("server cannot count tool-call histories (vLLM HTTP 400, vllm#57730)")
         return self._count_from(status, body)
 
     def count_text(self, text: str) -> TokenCount:
