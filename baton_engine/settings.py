@@ -1,0 +1,246 @@
+"""One frozen settings object: BATON_* environment (INCONTEXT_* accepted as aliases) + Hermes ``baton:`` block.
+
+Precedence, per setting: ``BATON_*`` env > ``INCONTEXT_*`` env alias > Hermes ``config.yaml`` ``baton:`` block
+> default. The environment wins because it is how an operator overrides a shared config file for one
+process or deployment without editing it. Blank or malformed values fail with a ``SettingsError`` that
+names the variable (or config key) and says what is expected. Every call reads the environment afresh
+(skelet's class-level ``EnvSource`` snapshots ``os.environ`` once per process; we build a new source per call).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from skelet import EnvSource, Field, Storage
+
+from baton_engine.errors import UserInputError
+from baton_engine.tokens.contract import TokenizerConfig
+
+# Environment variables cannot contain NUL, so this default can only mean "not set".
+_UNSET = "\x00unset"
+
+
+class SettingsError(UserInputError):
+    """A setting is blank or malformed; the message names it and says what is expected."""
+
+    kind = "settings_error"
+
+
+# setting -> (primary env var, incontext alias or None)
+ENV_VARIABLES: dict[str, tuple[str, str | None]] = {
+    "backend": ("BATON_TOKENIZER_BACKEND", "INCONTEXT_BACKEND"),
+    "url": ("BATON_TOKENIZER_URL", "INCONTEXT_TOKENIZER_URL"),
+    "model": ("BATON_TOKENIZER_MODEL", None),
+    "path": ("BATON_TOKENIZER_PATH", None),
+    "timeout_seconds": ("BATON_TOKENIZER_TIMEOUT_SECONDS", "INCONTEXT_TOKENIZER_TIMEOUT_SECONDS"),
+    "user_agent": ("BATON_TOKENIZER_USER_AGENT", "INCONTEXT_TOKENIZER_USER_AGENT"),
+    "api_key": ("BATON_TOKENIZER_API_KEY", None),
+    "fallback_margin_tokens": ("BATON_FALLBACK_MARGIN_TOKENS", "INCONTEXT_FALLBACK_MARGIN_TOKENS"),
+    "min_output_tokens": ("BATON_MIN_OUTPUT_TOKENS", "INCONTEXT_MIN_OUTPUT_TOKENS"),
+    "compression_window_tokens": ("BATON_COMPRESSION_WINDOW_TOKENS", "INCONTEXT_COMPRESSION_WINDOW_TOKENS"),
+}
+TOKENIZER_KEYS = ("backend", "url", "model", "path", "timeout_seconds", "user_agent", "api_key")
+
+
+class _RawEnvironment(
+    Storage,
+    sources=[],
+):
+    """Raw strings of every variable Baton reads; parsing and messages are ours (they name the variable)."""
+
+    baton_tokenizer_backend: str = Field(_UNSET, read_only=True)
+    incontext_backend: str = Field(_UNSET, read_only=True)
+    baton_tokenizer_url: str = Field(_UNSET, read_only=True)
+    incontext_tokenizer_url: str = Field(_UNSET, read_only=True)
+    baton_tokenizer_model: str = Field(_UNSET, read_only=True)
+    baton_tokenizer_path: str = Field(_UNSET, read_only=True)
+    baton_tokenizer_timeout_seconds: str = Field(_UNSET, read_only=True)
+    incontext_tokenizer_timeout_seconds: str = Field(_UNSET, read_only=True)
+    baton_tokenizer_user_agent: str = Field(_UNSET, read_only=True)
+    incontext_tokenizer_user_agent: str = Field(_UNSET, read_only=True)
+    baton_tokenizer_api_key: str = Field(_UNSET, read_only=True, hide=True)
+    baton_fallback_margin_tokens: str = Field(_UNSET, read_only=True)
+    incontext_fallback_margin_tokens: str = Field(_UNSET, read_only=True)
+    baton_min_output_tokens: str = Field(_UNSET, read_only=True)
+    incontext_min_output_tokens: str = Field(_UNSET, read_only=True)
+    baton_compression_window_tokens: str = Field(_UNSET, read_only=True)
+    incontext_compression_window_tokens: str = Field(_UNSET, read_only=True)
+
+
+class _MappingEnvSource(EnvSource):  # type: ignore[type-arg]
+    """An EnvSource over a given mapping instead of the process environment (fresh per call)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        super().__init__(prefix="")
+        self.data = {str(key).upper(): value for key, value in env.items()}  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class BatonSettings:
+    """Everything Baton reads at start-up. ``origins`` says where each non-default value came from."""
+
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    fallback_margin_tokens: int = 1024
+    min_output_tokens: int = 4096
+    compression_window_tokens: int | None = None
+    auto_checkpoint_on_end: bool = True
+    fallback_token_threshold: int | None = None
+    degradation_keep_recent: int = 6
+    degradation_max_tokens: int | None = None
+    brief_max_tokens: int = 1200
+    fresh_tail_tokens: int | None = None
+    origins: tuple[tuple[str, str], ...] = ()
+
+
+# ---- value parsers: (raw, label) -> value; label is the env var or config key to name in errors ----
+
+
+def _text(raw: Any, label: str) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise SettingsError(f"{label} must be a non-empty string; unset it to use the default")
+    return raw.strip()
+
+
+def _backend_name(raw: Any, label: str) -> str:
+    value = _text(raw, label).lower()
+    if not value.replace("-", "").replace("_", "").isalnum():
+        raise SettingsError(f"{label} must be a backend name like 'auto', 'tiktoken', 'hf', 'vllm' or 'rough'")
+    return value
+
+
+def _url(raw: Any, label: str) -> str:
+    value = _text(raw, label)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(f"{label} must be an http(s) URL such as http://127.0.0.1:8000 (or .../tokenize)")
+    return value.rstrip("/")
+
+
+def _int(minimum: int) -> Callable[[Any, str], int]:
+    def parse(raw: Any, label: str) -> int:
+        if isinstance(raw, bool):
+            raise SettingsError(f"{label} must be an integer >= {minimum}, not a boolean")
+        try:
+            value = int(raw.strip()) if isinstance(raw, str) else int(raw) if isinstance(raw, int) else None
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise SettingsError(f"{label} must be an integer >= {minimum}")
+        return value
+
+    return parse
+
+
+def _seconds(raw: Any, label: str) -> float:
+    try:
+        value = float(raw.strip()) if isinstance(raw, str) else float(raw) if isinstance(raw, (int, float)) else None
+    except ValueError:
+        value = None
+    if isinstance(raw, bool) or value is None or not math.isfinite(value) or value <= 0:
+        raise SettingsError(f"{label} must be a number of seconds > 0")
+    return value
+
+
+def _bool(raw: Any, label: str) -> bool:
+    if not isinstance(raw, bool):
+        raise SettingsError(f"{label} must be true or false")
+    return raw
+
+
+_TOKENIZER_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "backend": _backend_name,
+    "url": _url,
+    "model": _text,
+    "path": _text,
+    "timeout_seconds": _seconds,
+    "user_agent": _text,
+    "api_key": _text,
+}
+_BUDGET_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "fallback_margin_tokens": _int(0),
+    "min_output_tokens": _int(1),
+    "compression_window_tokens": _int(1),
+}
+_CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "auto_checkpoint_on_end": _bool,
+    "fallback_token_threshold": _int(1),
+    "degradation_keep_recent": _int(0),
+    "degradation_max_tokens": _int(1),
+    "brief_max_tokens": _int(1),
+    "fresh_tail_tokens": _int(1),
+}
+
+
+def _env_values(env: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:
+    """setting -> (raw value, variable name) for every variable that is set, the BATON_* name winning."""
+    source = EnvSource(prefix="") if env is None else _MappingEnvSource(env)
+    raw = _RawEnvironment(_sources=[source])
+    found: dict[str, tuple[str, str]] = {}
+    for setting, names in ENV_VARIABLES.items():
+        for name in names:
+            if name is None:
+                continue
+            value = getattr(raw, name.lower())
+            if value != _UNSET:
+                found[setting] = (value, name)
+                break
+    return found
+
+
+def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
+    """setting -> (value, config key) from the Hermes ``baton:`` block; unknown keys are errors (typos)."""
+    if hermes_block is None:
+        return {}
+    if not isinstance(hermes_block, Mapping):
+        raise SettingsError("baton: in config.yaml must be a mapping of settings")
+    found: dict[str, tuple[Any, str]] = {}
+    known = [*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer"]
+    for key, value in hermes_block.items():
+        if key == "tokenizer":
+            if not isinstance(value, Mapping):
+                raise SettingsError("baton.tokenizer in config.yaml must be a mapping")
+            for sub_key, sub_value in value.items():
+                if sub_key not in TOKENIZER_KEYS:
+                    raise SettingsError(
+                        f"baton.tokenizer.{sub_key} in config.yaml is not a setting; known: {', '.join(TOKENIZER_KEYS)}"
+                    )
+                found[sub_key] = (sub_value, f"baton.tokenizer.{sub_key} in config.yaml")
+        elif key in known:
+            found[key] = (value, f"baton.{key} in config.yaml")
+        else:
+            raise SettingsError(f"baton.{key} in config.yaml is not a setting; known: {', '.join(known)}")
+    return found
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None, hermes_block: Mapping[str, Any] | None = None
+) -> BatonSettings:
+    """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``."""
+    from_env = _env_values(env)
+    from_config = _config_values(hermes_block)
+    parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_CONFIG_ONLY_PARSERS}
+    values: dict[str, Any] = {}
+    origins: list[tuple[str, str]] = []
+    for setting, parse in parsers.items():
+        chosen = from_env.get(setting) or from_config.get(setting)
+        if chosen is None:
+            continue
+        raw, label = chosen
+        if setting not in from_env and raw is None:
+            continue  # an explicit null in config.yaml means "use the default"
+        values[setting] = parse(raw, label)
+        origins.append((setting, label))
+    tokenizer = TokenizerConfig(**{k: values.pop(k) for k in TOKENIZER_KEYS if k in values})
+    window = values.get("compression_window_tokens")
+    reserve = values.get("min_output_tokens", 4096) + values.get("fallback_margin_tokens", 1024)
+    if window is not None and reserve >= window:
+        raise SettingsError(
+            f"compression window ({window}) must exceed min output + fallback margin ({reserve}); "
+            "raise BATON_COMPRESSION_WINDOW_TOKENS or lower BATON_MIN_OUTPUT_TOKENS / BATON_FALLBACK_MARGIN_TOKENS"
+        )
+    return BatonSettings(tokenizer=tokenizer, origins=tuple(origins), **values)
+

@@ -1,0 +1,190 @@
+"""The one place Baton asks for a token count: cache, exact -> rough+margin fallback, never raises.
+
+Logs carry counts, sources and exception TYPE names only: prompts, exception messages and
+tracebacks can hold secrets, so none of them is ever formatted into a record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from baton_engine.tokens.contract import ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
+
+LOGGER = logging.getLogger("baton_engine.tokens")
+FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"
+UNKNOWN_SOURCE = "unknown"
+
+
+class MalformedCount(Exception):
+    """The backend returned something that is not a usable TokenCount."""
+
+
+@dataclass(frozen=True)
+class CounterStats:
+    calls: int = 0
+    cache_hits: int = 0
+    backend_calls: int = 0
+    fallbacks: int = 0
+    unknown: int = 0
+    last_fallback_reason: str | None = None
+    last_max_model_len: int | None = None
+
+
+def _request_key(request: ChatRequest) -> str | None:
+    """sha256 of the canonical JSON of the request; None when it is not JSON (then it is not cached)."""
+    try:
+        canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return "chat:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _text_key(text: str) -> str | None:
+    if not isinstance(text, str):
+        return None
+    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _checked(result: object) -> TokenCount:
+    if (
+        not isinstance(result, TokenCount)
+        or isinstance(result.tokens, bool)
+        or not isinstance(result.tokens, int)
+        or result.tokens < 0
+    ):
+        raise MalformedCount
+    return result
+
+
+class TokenCounter:
+    """Wraps one backend. Thread-safe; bounded LRU per whole request; failures are never cached."""
+
+    def __init__(self, backend: TokenizerBackend, *, fallback_margin_tokens: int = 1024, cache_size: int = 256):
+        if fallback_margin_tokens < 0:
+            raise ValueError("fallback_margin_tokens must be >= 0")
+        if cache_size < 0:
+            raise ValueError("cache_size must be >= 0")
+        self._backend = backend
+        self._margin = fallback_margin_tokens
+        self._cache_size = cache_size
+        self._cache: OrderedDict[str, TokenCount] = OrderedDict()
+        self._epoch = 0
+        self._lock = threading.Lock()
+        self._stats = CounterStats()
+        self._source = self._safe_source()
+
+    def _safe_source(self) -> str:
+        try:
+            source = self._backend.source
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("tokenizer backend source unavailable type=%s", type(exc).__name__)
+            return "unknown-backend"
+        return source if isinstance(source, str) and source else "unknown-backend"
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def backend(self) -> TokenizerBackend:
+        return self._backend
+
+    def stats(self) -> CounterStats:
+        with self._lock:
+            return self._stats
+
+    def _record(self, **changes: object) -> None:
+        """Add integer deltas; ``last_*`` fields are replaced. Caller holds the lock."""
+        updates = {
+            name: value if name.startswith("last_") else getattr(self._stats, name) + value
+            for name, value in changes.items()
+        }
+        self._stats = replace(self._stats, **updates)
+
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        """Exact count when the backend can; else rough + margin; else ``tokens=None``. Never raises."""
+        return self._count(
+            _request_key(request), "chat", lambda: self._backend.count_chat(request),
+            lambda: estimate_chat_request(request),
+        )
+
+    def count_text(self, text: str) -> TokenCount:
+        """Plain text, no special tokens (brief budgets). Same guarantees as ``count_chat``."""
+        return self._count(
+            _text_key(text), "text", lambda: self._backend.count_text(text), lambda: _estimate_text(text)
+        )
+
+    def _count(
+        self, key: str | None, kind: str, exact: Callable[[], object], estimate: Callable[[], int]
+    ) -> TokenCount:
+        with self._lock:
+            self._record(calls=1)
+            cached = self._cache.get(key) if key is not None else None
+            if cached is not None:
+                self._cache.move_to_end(key)  # type: ignore[arg-type]
+                self._record(cache_hits=1)
+                return cached
+            self._record(backend_calls=1)
+            epoch = self._epoch
+        try:
+            result = _checked(exact())
+        except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
+            return self._fallback(kind, type(exc).__name__, estimate)
+        if result.source == ROUGH_SOURCE:
+            # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
+            result = TokenCount(result.tokens + self._margin, False, FALLBACK_SOURCE, result.max_model_len)  # type: ignore[operator]
+        LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
+        with self._lock:
+            if result.max_model_len is not None:
+                self._record(last_max_model_len=result.max_model_len)
+            if key is not None and epoch == self._epoch and self._cache_size:
+                self._cache[key] = result
+                self._cache.move_to_end(key)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return result
+
+    def _fallback(self, kind: str, error_type: str, estimate: Callable[[], int]) -> TokenCount:
+        reason = f"{self._source}: {error_type}"
+        try:
+            rough_tokens = int(estimate()) + self._margin
+        except Exception as rough_exc:  # noqa: BLE001
+            LOGGER.warning("count unknown kind=%s backend_error=%s rough_error=%s; leaving requests unchanged",
+                           kind, reason, type(rough_exc).__name__)
+            with self._lock:
+                self._record(unknown=1, fallbacks=1, last_fallback_reason=reason)
+            return TokenCount(tokens=None, exact=False, source=UNKNOWN_SOURCE, fallback_reason=reason)
+        LOGGER.warning("count fell back kind=%s reason=%s tokens=%d source=%s",
+                       kind, reason, rough_tokens, FALLBACK_SOURCE)
+        with self._lock:
+            self._record(fallbacks=1, last_fallback_reason=reason)
+        return TokenCount(tokens=rough_tokens, exact=False, source=FALLBACK_SOURCE, fallback_reason=reason)
+
+    def clear_cache(self) -> None:
+        """Forget every cached count; a reply already in flight cannot refill the cache (epoch)."""
+        with self._lock:
+            self._epoch += 1
+            self._cache.clear()
+        try:
+            self._backend.clear_cache()
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("backend clear_cache failed type=%s", type(exc).__name__)
+
+    def close(self) -> None:
+        try:
+            self._backend.close()
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("backend close failed type=%s", type(exc).__name__)
+
+
+def _estimate_text(text: object) -> int:
+    if not isinstance(text, str):
+        raise TypeError("text must be a str")
+    return estimate_tokens_rough(text)

@@ -1,0 +1,161 @@
+"""The built-in ``rough`` backend: Hermes' own chars/4 estimate, always available, never exact.
+
+The arithmetic mirrors ``agent/model_metadata.py`` of hermes-agent 0.19.0 (``estimate_tokens_rough``,
+``estimate_messages_tokens_rough``, ``estimate_request_tokens_rough``) so that a Baton fallback never
+disagrees with the number Hermes itself would have used. Hermes is not imported: the core must work
+without it, and the hermes-marked tests compare both implementations on the same inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from baton_engine.tokens.contract import (
+    BackendSpec,
+    ChatRequest,
+    TokenCount,
+    TokenizerBackend,
+    TokenizerConfig,
+)
+from baton_engine.tokens.hookspecs import hookimpl
+
+ROUGH_SOURCE = "rough"
+IMAGE_TOKEN_COST = 1500
+_IMAGE_PART_TYPES = {"image", "image_url", "input_image"}
+
+
+def estimate_tokens_rough(text: str) -> int:
+    """ceil(chars / 4); 0 for empty text."""
+    if not text:
+        return 0
+    return (len(text) + 3) // 4
+
+
+def _count_image_tokens(msg: Any) -> int:
+    count = 0
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, list):
+        count += sum(
+            1 for part in content if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES
+        )
+    stashed = msg.get("_anthropic_content_blocks") if isinstance(msg, dict) else None
+    if isinstance(stashed, list):
+        count += sum(1 for part in stashed if isinstance(part, dict) and part.get("type") == "image")
+    if isinstance(content, dict) and content.get("_multimodal"):
+        inner = content.get("content")
+        if isinstance(inner, list):
+            count += sum(
+                1 for part in inner if isinstance(part, dict) and part.get("type") in {"image", "image_url"}
+            )
+    return count * IMAGE_TOKEN_COST
+
+
+def _message_chars(msg: Any) -> int:
+    """len(str(...)) of the message with image payloads stripped, exactly as Hermes measures it."""
+    if not isinstance(msg, dict):
+        return len(str(msg))
+    shadow: dict[str, Any] = {}
+    for key, value in msg.items():
+        if key == "_anthropic_content_blocks":
+            continue
+        if key == "content" and isinstance(value, list):
+            shadow[key] = [
+                {"type": part.get("type"), "image": "[stripped]"}
+                if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES
+                else part
+                for part in value
+            ]
+        elif key == "content" and isinstance(value, dict) and value.get("_multimodal"):
+            shadow[key] = value.get("text_summary", "")
+        else:
+            shadow[key] = value
+    return len(str(shadow))
+
+
+def estimate_messages_tokens_rough(messages: Sequence[Any]) -> int:
+    total_chars = sum(_message_chars(msg) for msg in messages)
+    image_tokens = sum(_count_image_tokens(msg) for msg in messages)
+    return ((total_chars + 3) // 4) + image_tokens
+
+
+def estimate_tools_tokens_rough(tools: Sequence[Any]) -> int:
+    """Name + description + compact JSON of parameters, chars/4 (Hermes' tool-schema estimate)."""
+    total_chars = 0
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function")
+        spec = fn if isinstance(fn, dict) else tool
+        name = spec.get("name") or ""
+        desc = spec.get("description") or ""
+        params = spec.get("parameters") or {}
+        if isinstance(name, str):
+            total_chars += len(name)
+        if isinstance(desc, str):
+            total_chars += len(desc)
+        try:
+            total_chars += len(json.dumps(params, ensure_ascii=False, separators=(",", ":")))
+        except Exception:  # noqa: BLE001 - Hermes falls back to repr() for unserialisable schemas
+            total_chars += len(str(params))
+    return (total_chars + 3) // 4
+
+
+def estimate_request_tokens_rough(
+    messages: Sequence[Any], *, system_prompt: str = "", tools: Sequence[Any] | None = None
+) -> int:
+    """Same signature and result as Hermes' ``estimate_request_tokens_rough``."""
+    total = 0
+    if system_prompt:
+        total += (len(system_prompt) + 3) // 4
+    if messages:
+        total += estimate_messages_tokens_rough(messages)
+    if tools:
+        total += estimate_tools_tokens_rough(tools)
+    return total
+
+
+def estimate_chat_request(request: ChatRequest) -> int:
+    """Rough count of a chat request (messages + tools); raises TypeError on a request without a message list."""
+    if not isinstance(request, Mapping):
+        raise TypeError("chat request must be a mapping")
+    messages = request.get("messages")
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+        raise TypeError("chat request needs a 'messages' list")
+    tools = request.get("tools")
+    if tools is not None and (not isinstance(tools, Sequence) or isinstance(tools, (str, bytes))):
+        raise TypeError("'tools' must be a list")
+    return estimate_request_tokens_rough(messages, tools=tools or None)
+
+
+class RoughBackend(TokenizerBackend):
+    """Never exact; the counter adds the fallback margin where a budget depends on it."""
+
+    @classmethod
+    def from_config(cls, config: TokenizerConfig) -> RoughBackend:
+        return cls()
+
+    @property
+    def source(self) -> str:
+        return ROUGH_SOURCE
+
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        return TokenCount(tokens=estimate_chat_request(request), exact=False, source=ROUGH_SOURCE)
+
+    def count_text(self, text: str) -> TokenCount:
+        if not isinstance(text, str):
+            raise TypeError("text must be a str")
+        return TokenCount(tokens=estimate_tokens_rough(text), exact=False, source=ROUGH_SOURCE)
+
+
+@hookimpl
+def baton_tokenizer_backends() -> list[BackendSpec]:
+    """Registered through the same hook as every other backend (see ``tokens.plugins``)."""
+    return [
+        BackendSpec(
+            ROUGH_SOURCE,
+            factory=RoughBackend.from_config,
+            description="Hermes-compatible chars/4 estimate; always available, never exact",
+        )
+    ]

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from baton_engine.budget import (
+    OUTPUT_BUDGET_FIELDS,
+    clamp_output,
+    compression_pressure,
+    compression_window,
+    margin_for,
+    threshold_tokens,
+)
+from baton_engine.tokens.contract import TokenCount
+
+EXACT = "hf:Qwen/Qwen3-8B"
+
+
+def exact(tokens: int) -> TokenCount:
+    return TokenCount(tokens, True, EXACT)
+
+
+def clamp(request: dict, count: TokenCount, window: int = 100_000, reserve: int = 4096, margin: int = 1024):
+    return clamp_output(request, count, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
+
+
+def test_threshold_matches_hermes_default() -> None:
+    assert threshold_tokens(131072, 0.75) == 98304
+    assert threshold_tokens(200_000, 0.5) == 100_000
+
+
+def test_window_reserves_output_override_wins() -> None:
+    assert compression_window(131072, 0.75) == 98304
+    assert compression_window(131072, 0.9, reserved_output_tokens=65536) == 65536
+    assert compression_window(131072, 0.75, override=50_000) == 50_000
+
+
+@pytest.mark.parametrize(
+    "kwargs", [dict(context_length=0, threshold_percent=0.5), dict(context_length=1000, threshold_percent=1.5),
+               dict(context_length=1000, threshold_percent=0.5, override=0),
+               dict(context_length=1000, threshold_percent=0.5, reserved_output_tokens=1000)]
+)
+def test_window_rejects_nonsense(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        compression_window(**kwargs)
+
+
+def test_pressure_compacts_exactly_when_less_than_reserve_remains() -> None:
+    window, reserve = 100_000, 4096
+    assert compression_pressure(window - reserve, reserve) < window  # exactly R left: no compaction
+    assert compression_pressure(window - reserve + 1, reserve) >= window
+    with pytest.raises(ValueError):
+        compression_pressure(-1, reserve)
+
+
+def test_clamps_hermes_65536_default_to_what_fits() -> None:
+    request = {"model": "m", "messages": [], "max_tokens": 65536}
+    result = clamp(request, exact(90_000), window=98_304)
+    assert result.changed and result.request["max_tokens"] == 8304 and result.field == "max_tokens"
+    assert request["max_tokens"] == 65536
+
+
+def test_caller_cap_smaller_than_room_is_kept() -> None:
+    result = clamp({"messages": [], "max_completion_tokens": 2000}, exact(1000))
+    assert result.request["max_completion_tokens"] == 2000
+
+
+def test_below_reserve_request_is_unchanged_never_one_token() -> None:
+    request = {"messages": [], "max_tokens": 65536}
+    result = clamp(request, exact(100_000 - 4095))
+    assert not result.changed and result.request is request and "needs compaction" in result.reason
+
+
+def test_unknown_count_leaves_request_unchanged() -> None:
+    request = {"messages": [], "max_tokens": 10}
+    result = clamp(request, TokenCount(None, False, "unknown"))
+    assert result.request is request and not result.changed and "unknown" in result.reason
+
+
+def test_margin_applies_to_rough_counts_once() -> None:
+    assert margin_for(exact(5), 1024) == 0
+    assert margin_for(TokenCount(5, False, "rough+margin", fallback_reason="vllm: CannotCount"), 1024) == 0
+    assert margin_for(TokenCount(5, False, "tiktoken:o200k_base+chat-overhead"), 1024) == 1024
+    result = clamp({"messages": []}, TokenCount(50_000, False, "tiktoken:o200k_base"))
+    assert result.request["max_tokens"] == 100_000 - 50_000 - 1024
+
+
+def test_aliases_in_extra_body_keep_field_and_location_and_conflicts_are_removed() -> None:
+    request = {"messages": [], "max_tokens": 9000, "extra_body": {"max_output_tokens": 7000, "top_k": 5}}
+    result = clamp(request, exact(10_000))
+    assert result.request == {"messages": [], "extra_body": {"top_k": 5}, "max_tokens": 7000}
+    nested_only = {"messages": [], "extra_body": {"max_completion_tokens": 50_000}}
+    result = clamp(nested_only, exact(60_000))
+    assert result.request == {"messages": [], "extra_body": {"max_completion_tokens": 40_000}}
+    assert nested_only["extra_body"] == {"max_completion_tokens": 50_000}
+
+
+def test_invalid_caps_are_ignored() -> None:
+    result = clamp({"messages": [], "max_tokens": True, "max_completion_tokens": -5, "max_output_tokens": "9"},
+                   exact(10_000))
+    assert result.request == {"messages": [], "max_tokens": 90_000}
+
+
+caps = st.one_of(st.none(), st.integers(-10, 200_000), st.booleans(), st.text(max_size=3))
+fields = st.sampled_from(OUTPUT_BUDGET_FIELDS)
+requests = st.builds(
+    lambda top, nested, keep_extra: {
+        "messages": [{"role": "user", "content": "hi"}],
+        **{f: v for f, v in top.items() if v is not None},
+        **({"extra_body": {f: v for f, v in nested.items() if v is not None}} if keep_extra else {}),
+    },
+    st.dictionaries(fields, caps, max_size=3),
+    st.dictionaries(fields, caps, max_size=3),
+    st.booleans(),
+)
+counts = st.one_of(
+    st.builds(exact, st.integers(0, 300_000)),
+    st.builds(lambda t: TokenCount(t, False, "rough+margin", fallback_reason="x: CannotCount"), st.integers(0, 300_000)),
+    st.builds(lambda t: TokenCount(t, False, "other"), st.integers(0, 300_000)),
+    st.just(TokenCount(None, False, "unknown")),
+)
+
+
+@given(requests, counts, st.integers(1, 300_000), st.integers(1, 10_000), st.integers(0, 5000))
+def test_clamp_properties(request: dict, count: TokenCount, window: int, reserve: int, margin: int) -> None:
+    before = copy.deepcopy(request)
+    result = clamp_output(request, count, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
+    assert request == before  # never mutates
+    caller = [v for d in (before, before.get("extra_body") or {}) for f, v in d.items()
+              if f in OUTPUT_BUDGET_FIELDS and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    used_margin = margin_for(count, margin)
+    if not result.changed:  # only when the count is unknown or no useful output fits
+        assert result.request is request
+        assert count.tokens is None or window - count.tokens - used_margin < min([reserve, *caller])
+        return
+    out = result.request
+    all_caps = [v for d in (out, out.get("extra_body") or {}) for f, v in d.items() if f in OUTPUT_BUDGET_FIELDS]
+    assert all_caps == [result.max_tokens]  # exactly one output field remains
+    assert count.tokens + result.max_tokens + used_margin <= window  # never exceeds W
+    assert result.max_tokens >= min([reserve, *caller])  # never below R (or the caller's smaller cap)
+    if caller:
+        assert result.max_tokens <= min(caller)
+    assert {k for k in out if k not in OUTPUT_BUDGET_FIELDS} == {k for k in before if k not in OUTPUT_BUDGET_FIELDS}
+
+
+@given(st.integers(0, 10**6), st.integers(1, 10**5))
+def test_pressure_is_p_plus_r_minus_one(prompt: int, reserve: int) -> None:
+    window = prompt + reserve
+    assert compression_pressure(prompt, reserve) == window - 1

@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.counter import TokenCounter
+from baton_engine.tokens.rough import RoughBackend, estimate_chat_request
+from conversations import conversation
+
+SECRET = "sk-live-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+
+class WordBackend(TokenizerBackend):
+    """A real (if simple) exact tokenizer: whitespace words. Records calls; can be told to fail."""
+
+    def __init__(self, fail: BaseException | None = None, result: object = "words", max_model_len: int | None = None):
+        self.calls = 0
+        self.fail = fail
+        self.result = result
+        self._max_model_len = max_model_len
+        self.gate: threading.Event | None = None
+        self.entered = threading.Event()
+
+    @property
+    def source(self) -> str:
+        return "words"
+
+    def _words(self, text: Callable[[], str]) -> TokenCount:
+        self.calls += 1
+        self.entered.set()
+        if self.gate is not None:
+            self.gate.wait(5)
+        if self.fail is not None:
+            raise self.fail
+        if self.result != "words":
+            return self.result  # type: ignore[return-value]
+        return TokenCount(len(text().split()), True, self.source, self._max_model_len)
+
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        return self._words(lambda: " ".join(str(m.get("content") or "") for m in request["messages"]))
+
+    def count_text(self, text: str) -> TokenCount:
+        return self._words(lambda: text)
+
+
+REQUEST = {"messages": [{"role": "user", "content": "count these four words"}]}
+
+
+def test_exact_count_passes_through_and_is_cached() -> None:
+    backend = WordBackend(max_model_len=32768)
+    counter = TokenCounter(backend)
+    first = counter.count_chat(REQUEST)
+    again = counter.count_chat({"messages": [{"content": "count these four words", "role": "user"}]})
+    assert first == again == TokenCount(4, True, "words", 32768)
+    assert backend.calls == 1
+    stats = counter.stats()
+    assert (stats.calls, stats.cache_hits, stats.backend_calls, stats.fallbacks) == (2, 1, 1, 0)
+    assert stats.last_max_model_len == 32768
+
+
+def test_text_and_chat_caches_do_not_collide() -> None:
+    backend = WordBackend()
+    counter = TokenCounter(backend)
+    assert counter.count_text("a b c").tokens == 3
+    assert counter.count_chat({"messages": [{"role": "user", "content": "a b c"}]}).tokens == 3
+    assert backend.calls == 2
+
+
+def test_cache_is_bounded_lru() -> None:
+    backend = WordBackend()
+    counter = TokenCounter(backend, cache_size=2)
+    for text in ("a", "b", "a", "c", "a", "b"):
+        counter.count_text(text)
+    # a miss, b miss, a hit, c miss (evicts b), a hit, b miss
+    assert backend.calls == 4
+
+
+@pytest.mark.parametrize("failure", [CannotCount("server said no"), RuntimeError("boom"), KeyError("count")])
+def test_failure_falls_back_to_rough_plus_margin_and_is_not_cached(failure: BaseException) -> None:
+    backend = WordBackend(fail=failure)
+    counter = TokenCounter(backend, fallback_margin_tokens=1000)
+    request = conversation(3)
+    result = counter.count_chat(request)
+    assert result == TokenCount(
+        estimate_chat_request(request) + 1000, False, "rough+margin", None, f"words: {type(failure).__name__}"
+    )
+    counter.count_chat(request)
+    assert backend.calls == 2
+    stats = counter.stats()
+    assert stats.fallbacks == 2 and stats.last_fallback_reason == f"words: {type(failure).__name__}"
+
+
+@pytest.mark.parametrize(
+    "bad", [None, 17, TokenCount(None, True, "words"), TokenCount(-1, True, "words"), TokenCount(True, True, "w")]
+)
+def test_malformed_backend_results_fall_back(bad: object) -> None:
+    counter = TokenCounter(WordBackend(result=bad), fallback_margin_tokens=0)
+    result = counter.count_text("one two three four five")
+    assert result.source == "rough+margin" and result.fallback_reason == "words: MalformedCount"
+    assert result.tokens == 6  # ceil(23 / 4)
+
+
+def test_both_failing_gives_unknown_and_never_raises() -> None:
+    counter = TokenCounter(WordBackend(fail=CannotCount()))
+    result = counter.count_chat({"messages": "not a list"})  # rough cannot read this either
+    assert result.tokens is None and not result.known and result.source == "unknown"
+    assert result.fallback_reason == "words: CannotCount"
+    assert counter.count_text(b"bytes").tokens is None  # type: ignore[arg-type]
+    assert counter.stats().unknown == 2
+
+
+def test_non_json_request_is_counted_but_not_cached() -> None:
+    backend = WordBackend()
+    counter = TokenCounter(backend)
+    request = {"messages": [{"role": "user", "content": "x y"}], "extra": object()}
+    assert counter.count_chat(request).tokens == 2
+    assert counter.count_chat(request).tokens == 2
+    assert backend.calls == 2
+
+
+def test_chosen_rough_backend_gets_the_margin_without_a_failure_reason() -> None:
+    counter = TokenCounter(RoughBackend(), fallback_margin_tokens=512)
+    request = conversation(2)
+    result = counter.count_chat(request)
+    assert result == TokenCount(estimate_chat_request(request) + 512, False, "rough+margin")
+
+
+def test_clear_cache_epoch_stops_an_in_flight_reply_from_refilling() -> None:
+    backend = WordBackend()
+    backend.gate = threading.Event()
+    counter = TokenCounter(backend)
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(counter.count_text, "in flight")
+        assert backend.entered.wait(5)
+        counter.clear_cache()
+        backend.gate.set()
+        assert future.result(5).tokens == 2
+    counter.count_text("in flight")
+    assert backend.calls == 2  # the reply from before the clear was not cached
+
+
+def test_concurrent_counts_are_consistent() -> None:
+    backend = WordBackend()
+    counter = TokenCounter(backend)
+    texts = [f"w{i % 10} " * (i % 10 + 1) for i in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(counter.count_text, texts))
+    assert [r.tokens for r in results] == [i % 10 + 1 for i in range(200)]
+    stats = counter.stats()
+    assert stats.calls == 200 and stats.cache_hits + stats.backend_calls == 200
+
+
+def test_no_prompt_text_or_exception_message_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    request = {"messages": [{"role": "user", "content": f"my key is {SECRET}"}]}
+    ok = TokenCounter(WordBackend())
+    ok.count_chat(request)
+    ok.count_text(f"key {SECRET}")
+    failing = TokenCounter(WordBackend(fail=CannotCount(f"server echoed {SECRET}")))
+    failing.count_chat(request)
+    failing.count_text(f"key {SECRET}")
+    unknown = TokenCounter(WordBackend(fail=ValueError(SECRET)))
+    unknown.count_chat({"messages": SECRET})
+    assert caplog.records, "the counter should log counts and fallbacks"
+    for record in caplog.records:
+        assert SECRET not in record.getMessage()
+        assert record.exc_info is None
+    assert any("CannotCount" in r.getMessage() for r in caplog.records)
+
+
+def test_backend_source_failure_does_not_break_the_counter() -> None:
+    class NoSource(WordBackend):
+        @property
+        def source(self) -> str:
+            raise RuntimeError("nope")
+
+    counter = TokenCounter(NoSource(fail=CannotCount()))
+    assert counter.source == "unknown-backend"
+    assert counter.count_text("abc").fallback_reason == "unknown-backend: CannotCount"
+
+
+def test_invalid_construction_is_rejected() -> None:
+    with pytest.raises(ValueError, match="fallback_margin_tokens"):
+        TokenCounter(RoughBackend(), fallback_margin_tokens=-1)
