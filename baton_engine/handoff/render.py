@@ -170,7 +170,7 @@ def _build_sections(
         if body.strip():
             sections.append(_Section(key, label, heading, body))
 
-    add("title", "title", None, f"# Resume brief: {_inline(record.work.title)}")
+    add("title", "title", None, f"# Resume brief: {_inline(record.work.title) or '(untitled)'}")
     add(
         "meta",
         "status",
@@ -197,7 +197,7 @@ def _build_sections(
             text += f"; merge basis: {', '.join(_inline(b) for b in lineage.merge_basis)}"
         add("lineage", "lineage", "## Lineage", text)
 
-    add("objective", "objective", "## Objective", _block(record.work.objective))
+    add("objective", "objective", "## Objective", _block(record.work.objective) or "(not recorded)")
     state = _block(record.summary.current_state)
     if record.summary.why_it_matters:
         state += f"\nWhy it matters: {_inline(record.summary.why_it_matters)}"

