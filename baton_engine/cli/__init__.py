@@ -15,3 +15,6 @@ def cli() -> None:
 
 def main() -> None:
     cli(prog_name="baton")
+
+
+from baton_engine.cli import tokens as _tokens  # noqa: E402,F401  (attaches `baton tokens`)

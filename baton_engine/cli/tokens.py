@@ -1,0 +1,157 @@
+"""``baton tokens``: count a chat request file with any installed backend, list backends.
+
+Thin: settings + registry + counter do the work; the same dicts are printed with ``--json``. Errors use the
+shared result shape ``{"ok": false, "error": {"kind", "message"}}`` and exit codes; this module does not
+import the handoff operations layer, so counting works even where the handoff store cannot load.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from baton_engine.cli import cli
+from baton_engine.errors import BatonError, UserInputError
+from baton_engine.settings import BatonSettings, load_settings
+from baton_engine.tokens.contract import BackendConfigError
+from baton_engine.tokens.counter import TokenCounter
+from baton_engine.tokens.plugins import backends_report, build_backend
+
+
+def _run(as_json: bool, operation: Callable[[], dict[str, Any]], render: Callable[[Console, dict[str, Any]], None]) -> None:
+    try:
+        result, code = operation(), 0
+    except BatonError as exc:
+        result, code = {"ok": False, "error": {"kind": exc.kind, "message": str(exc)}}, exc.exit_code
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    elif code:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            Text.assemble(("error", "bold red"), f" ({result['error']['kind']}): {result['error']['message']}")
+        )
+    else:
+        render(Console(highlight=False, soft_wrap=True), result)
+    if code:
+        sys.exit(code)
+
+
+def _json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (stable keys).")(func)
+
+
+def _load_json(path: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserInputError(f"cannot read {path} ({type(exc).__name__}); pass a readable UTF-8 JSON file") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def _chat_request(payload: Any, path: str) -> Mapping[str, Any]:
+    """A request object with a ``messages`` list, or a bare list of messages."""
+    if isinstance(payload, list):
+        payload = {"messages": payload}
+    if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+        raise UserInputError(
+            f"{path}: expected a chat request object with a 'messages' list (or a JSON list of messages)"
+        )
+    if not all(isinstance(message, dict) for message in payload["messages"]):
+        raise UserInputError(f"{path}: every item of 'messages' must be an object with a 'role'")
+    tools = payload.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise UserInputError(f"{path}: 'tools' must be a list of tool schemas")
+    return payload
+
+
+def _settings(backend: str | None) -> BatonSettings:
+    settings = load_settings()
+    if backend is None:
+        return settings
+    return replace(settings, tokenizer=replace(settings.tokenizer, backend=backend))
+
+
+def count_file(path: str, backend: str | None = None) -> dict[str, Any]:
+    """Count one chat request file exactly as Baton would count it inside the agent loop."""
+    request = _chat_request(_load_json(path), path)
+    settings = _settings(backend)
+    try:
+        tokenizer, selection = build_backend(settings.tokenizer)
+    except BackendConfigError as exc:
+        raise UserInputError(str(exc)) from None
+    counter = TokenCounter(tokenizer, fallback_margin_tokens=settings.fallback_margin_tokens)
+    try:
+        count = counter.count_chat(request)
+    finally:
+        counter.close()
+    return {
+        "ok": True,
+        "file": path,
+        **asdict(count),
+        "backend": {"name": selection.name, "reason": selection.reason},
+    }
+
+
+def list_backends() -> dict[str, Any]:
+    try:
+        return backends_report(load_settings().tokenizer)
+    except BackendConfigError as exc:
+        raise UserInputError(str(exc)) from None
+
+
+@cli.group("tokens")
+def tokens_group() -> None:
+    """Exact token counts through the installed tokenizer backends."""
+
+
+@tokens_group.command("count")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--backend", default=None, help="Backend name (overrides BATON_TOKENIZER_BACKEND); 'auto' selects.")
+@_json_option
+def count_command(file: Path, backend: str | None, as_json: bool) -> None:
+    """Count a chat request JSON file (messages + tools + template kwargs)."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        table = Table(box=None, show_header=False, pad_edge=False)
+        tokens = "unknown" if result["tokens"] is None else str(result["tokens"])
+        rows = [("tokens", tokens), ("exact", "yes" if result["exact"] else "no"), ("source", result["source"]),
+                ("backend", f"{result['backend']['name']} ({result['backend']['reason']})")]
+        if result["fallback_reason"]:
+            rows.append(("fallback reason", result["fallback_reason"]))
+        if result["max_model_len"] is not None:
+            rows.append(("max model len", str(result["max_model_len"])))
+        for key, value in rows:
+            table.add_row(key, Text(value))
+        console.print(table)
+
+    _run(as_json, lambda: count_file(str(file), backend), render)
+
+
+@tokens_group.command("backends")
+@_json_option
+def backends_command(as_json: bool) -> None:
+    """Installed backends, their distributions, and what 'auto' picks and why."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        table = Table("backend", "distribution", "description", box=None, pad_edge=False)
+        for item in result["backends"]:
+            table.add_row(item["name"], item["distribution"], Text(item["description"]))
+        console.print(table)
+        for item in result["broken"]:
+            console.print(Text(f"failed to import: {item['entry_point']} ({item['distribution']}: {item['error_type']})",
+                               style="yellow"))
+        console.print(Text(f"configured: {result['configured']}; auto picks {result['auto']['name']}: "
+                           f"{result['auto']['reason']}"))
+
+    _run(as_json, list_backends, render)
