@@ -2,7 +2,7 @@
 
 Why a budget in tokens: the brief is injected into the model's context after a compaction, so its
 size must be known exactly. ``count_tokens`` is the caller's text counter (the counting layer passes
-an exact one); without it a rough ``ceil(chars / 4)`` estimate is used.
+an exact one); without it the rough ``ceil(chars / 4)`` estimate of ``tokens.rough`` is used.
 
 Budget policy (deterministic, no clocks):
 
@@ -22,13 +22,13 @@ The brief renders only record content, which is redacted before it is stored; it
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.model import HandoffRecord, OpenItem
+from baton_engine.tokens.rough import estimate_tokens_rough
 
 DEFAULT_MAX_TOKENS = 1200
 # Below this the protected sections plus the truncation marker cannot be shown meaningfully.
@@ -54,13 +54,20 @@ DROP_ORDER = (
 )
 
 
+class DriftLike(Protocol):
+    """One drifted artifact (``freshness.ArtifactDrift``)."""
+
+    path: str
+    reason: str
+
+
 class FreshnessLike(Protocol):
     """What the brief reads from ``freshness.FreshnessReport``."""
 
     stale: bool
     git_head_at_capture: str | None
     git_head_now: str | None
-    drifted_artifacts: Sequence[Any]
+    drifted_artifacts: Sequence[DriftLike]
     reasons: Sequence[str]
 
 
@@ -86,11 +93,6 @@ class _Section:
 
     def text(self) -> str:
         return self.body if self.heading is None else f"{self.heading}\n{self.body}"
-
-
-def rough_token_count(text: str) -> int:
-    """The fallback estimate used when no exact counter is given: ceil(chars / 4)."""
-    return math.ceil(len(text) / 4)
 
 
 def short_ref(record_id: str) -> str:
@@ -137,15 +139,8 @@ def order_open_items(record: HandoffRecord) -> list[OpenItem]:
     return sorted(record.open_items, key=key)
 
 
-def _drift_line(entry: Any) -> str:
-    """A drifted artifact as ``path: reason`` (the report holds objects, mappings or pairs)."""
-    if isinstance(entry, dict):
-        path, reason = entry.get("path"), entry.get("reason")
-    elif isinstance(entry, (tuple, list)) and len(entry) == 2:
-        path, reason = entry
-    else:
-        path, reason = getattr(entry, "path", entry), getattr(entry, "reason", None)
-    return _inline(f"{path}: {reason}" if reason else f"{path}")
+def _drift_line(entry: DriftLike) -> str:
+    return _inline(f"{entry.path}: {entry.reason}")
 
 
 def _head(sha: str | None) -> str:
@@ -181,11 +176,9 @@ def _build_sections(
     if stale:
         assert freshness is not None
         lines = [f"- {_inline(reason)}" for reason in freshness.reasons]
-        if freshness.git_head_at_capture != freshness.git_head_now:
-            lines.append(
-                f"- git head: {_head(freshness.git_head_at_capture)} at capture, {_head(freshness.git_head_now)} now"
-            )
-        lines += [f"- changed: {_drift_line(d)}" for d in sorted(freshness.drifted_artifacts, key=_drift_line)]
+        if not lines:  # a report that says stale without saying why: show what it holds
+            lines.append(f"- git head {_head(freshness.git_head_at_capture)} at capture, {_head(freshness.git_head_now)} now")
+            lines += [f"- changed: {_drift_line(d)}" for d in sorted(freshness.drifted_artifacts, key=_drift_line)]
         add("stale", "STALE", "## STALE: the repository changed since capture; reconcile before acting", "\n".join(lines))
 
     lineage = record.lineage
@@ -299,10 +292,14 @@ def _freshness_body(record: HandoffRecord, freshness: FreshnessLike | None) -> s
         if not moved:
             moved.append(f"{len(freshness.reasons)} change(s) reported")
         return f"STALE: {'; '.join(moved)}. Re-read the changed files and re-validate before continuing."
-    return (
-        f"Checked at render time: git head {_head(freshness.git_head_now)} matches the capture and no recorded "
-        "artifact changed. Re-check with `git status` if time has passed."
+    head = (
+        f"git head {_head(freshness.git_head_now)} matches the capture"
+        if freshness.git_head_now
+        else "no git head to compare"
     )
+    checked = getattr(freshness, "checked_artifacts", None)
+    artifacts = "no recorded artifact changed" if checked is None else f"{checked} recorded artifact hash(es) match"
+    return f"Checked at render time: {head}; {artifacts}. Re-check with `git status` if time has passed."
 
 
 def _marker(short_id: str, omitted: Sequence[str], shortened: Sequence[str]) -> _Section:
@@ -434,7 +431,7 @@ def render_brief(
             f"brief max_tokens must be at least {MIN_MAX_TOKENS} (got {max_tokens}); "
             "raise brief.max_tokens in .baton/config.json"
         )
-    count = count_tokens or rough_token_count
+    count = count_tokens or estimate_tokens_rough
     source = counter_source or (ROUGH_COUNTER_SOURCE if count_tokens is None else "caller")
     fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose))
     text = fitter.fit()

@@ -90,6 +90,12 @@ def record(data: dict[str, Any]) -> HandoffRecord:
     return HandoffRecord.model_validate(copy.deepcopy(data))
 
 
+@dataclass(frozen=True)
+class Drift:
+    path: str
+    reason: str
+
+
 @dataclass
 class FakeFreshness:
     """The attributes ``render_brief`` reads from freshness.FreshnessReport (a plain value object)."""

@@ -8,6 +8,7 @@ from brief.records import (
     HEAD_NOW,
     PARENT_A,
     PARENT_B,
+    Drift,
     FakeFreshness,
     check_golden,
     full_data,
@@ -23,15 +24,19 @@ from baton_engine.handoff.render import (
     ROUGH_COUNTER_SOURCE,
     render_brief,
     render_markdown,
-    rough_token_count,
 )
+from baton_engine.tokens.rough import estimate_tokens_rough
 from batontest.secrets_corpus import SAMPLES
 
 STALE = FakeFreshness(
     stale=True,
     git_head_now=HEAD_NOW,
-    drifted_artifacts=[("tests/conftest.py", "content hash changed"), ("auth/session.py", "deleted")],
-    reasons=["git head moved since capture", "2 recorded artifacts changed"],
+    drifted_artifacts=[Drift("auth/session.py", "missing"), Drift("tests/conftest.py", "changed")],
+    reasons=[
+        "git head moved from 3f2a9c1d4e5b to 9d8c7b6a5f4e since capture",
+        "artifact auth/session.py missing since capture",
+        "artifact tests/conftest.py changed since capture",
+    ],
 )
 FRESH = FakeFreshness(stale=False)
 
@@ -132,14 +137,23 @@ def test_no_open_items_says_so(minimal_record: HandoffRecord) -> None:
 
 def test_stale_section_before_next_action_and_freshness_says_what_moved(full_record: HandoffRecord) -> None:
     text = render_brief(full_record, freshness=STALE).text
-    assert text.index("## STALE") < text.index("## First next action")
-    stale = text.split("## STALE", 1)[1].split("\n\n", 1)[0]
-    assert "- git head moved since capture" in stale
-    assert "- changed: auth/session.py: deleted" in stale
-    assert stale.index("auth/session.py") < stale.index("tests/conftest.py")  # sorted, not report order
+    assert text.index("## STALE") < text.index("## Objective") < text.index("## First next action")
+    stale = text.split("## STALE", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert stale == [f"- {reason}" for reason in STALE.reasons]
     final = text.rstrip("\n").split("\n\n")[-1]
     assert final.startswith("## Verify freshness\nSTALE: git head 3f2a9c1d4e5b -> 9d8c7b6a5f4e; 2 artifact(s)")
     assert "(Only after reconciling STALE above.)" in text
+
+
+def test_stale_without_reasons_lists_what_the_report_holds(full_record: HandoffRecord) -> None:
+    report = FakeFreshness(stale=True, git_head_now=None,
+                           drifted_artifacts=[Drift("b.py", "changed"), Drift("a.py", "missing")])
+    stale = render_brief(full_record, freshness=report).text.split("## STALE", 1)[1].split("\n\n", 1)[0]
+    assert stale.splitlines()[1:] == [
+        "- git head 3f2a9c1d4e5b at capture, unknown now",
+        "- changed: a.py: missing",
+        "- changed: b.py: changed",
+    ]
 
 
 def test_fresh_and_unchecked_freshness_sections(full_record: HandoffRecord) -> None:
@@ -189,7 +203,7 @@ def test_longest_protected_section_is_shortened_when_nothing_left_to_drop() -> N
 def test_within_budget_is_untouched(full_record: HandoffRecord) -> None:
     brief = render_brief(full_record)
     assert not brief.truncated and "[Truncated" not in brief.text
-    assert brief.tokens == rough_token_count(brief.text) and brief.counter_source == ROUGH_COUNTER_SOURCE
+    assert brief.tokens == estimate_tokens_rough(brief.text) and brief.counter_source == ROUGH_COUNTER_SOURCE
 
 
 def test_budget_below_minimum_is_a_clear_error(full_record: HandoffRecord) -> None:

