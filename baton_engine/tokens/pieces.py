@@ -1,0 +1,101 @@
+"""Exact incremental counting of a rendered prompt, piece by piece.
+
+A tokenizer extracts its added/special tokens (``<|im_start|>``, ``[INST]``, ...) before it
+pre-tokenizes, so BPE never merges across one. A rendered chat prompt can therefore be split
+AT those strings, each piece between them encoded on its own, and the sum is exactly the
+count of encoding the whole prompt. Chat templates put special tokens around every message,
+so when a conversation grows by one message only the new pieces are encoded; the rest come
+from a bounded, thread-safe LRU cache. (Splitting anywhere else is not exact: cutting 1 MB of
+text into 16 chunks changed its count by 4 tokens.)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+
+# Counts for a batch of texts encoded with no special tokens added, in order.
+BatchCounter = Callable[[Sequence[str]], Sequence[int]]
+
+
+class PieceCounter:
+    """Sum of cached per-piece counts; exact for tokenizers that split at ``split_tokens`` first.
+
+    ``split_tokens`` must be strings the tokenizer always turns into exactly one token and never
+    merges with neighbouring text (added tokens without lstrip/rstrip/single_word). Longest
+    match wins where they overlap, as in the tokenizer's own added-token matcher.
+    """
+
+    def __init__(
+        self,
+        count_batch: BatchCounter,
+        split_tokens: Iterable[str],
+        *,
+        max_entries: int = 16_384,
+        max_cached_chars: int = 32 * 1024 * 1024,
+    ) -> None:
+        tokens = sorted({t for t in split_tokens if t}, key=lambda t: (-len(t), t))
+        self._split_tokens = frozenset(tokens)
+        self._pattern = re.compile("(" + "|".join(map(re.escape, tokens)) + ")") if tokens else None
+        self._count_batch = count_batch
+        self._max_entries = max_entries
+        self._max_cached_chars = max_cached_chars
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cached_chars = 0
+        self._lock = threading.Lock()
+        self.encoded_pieces = 0  # pieces sent to the tokenizer so far (observability, tests)
+
+    def split(self, text: str) -> list[str]:
+        """The non-empty pieces of ``text``: split tokens on their own, text between them."""
+        if self._pattern is None:
+            return [text] if text else []
+        return [piece for piece in self._pattern.split(text) if piece]
+
+    def count(self, text: str) -> int:
+        """Exact token count of ``text`` (no special tokens added), reusing cached pieces."""
+        pieces = self.split(text)
+        total = 0
+        counts: dict[str, int] = {}
+        missing: list[str] = []
+        with self._lock:
+            for piece in pieces:
+                if piece in self._split_tokens or piece in counts:
+                    continue
+                cached = self._cache.get(piece)
+                if cached is None:
+                    counts[piece] = -1
+                    missing.append(piece)
+                else:
+                    self._cache.move_to_end(piece)
+                    counts[piece] = cached
+        if missing:
+            fresh = list(self._count_batch(missing))
+            if len(fresh) != len(missing):
+                raise RuntimeError("tokenizer returned a different number of counts than pieces")
+            counts.update(zip(missing, fresh))
+            with self._lock:
+                self.encoded_pieces += len(missing)
+                for piece, value in zip(missing, fresh):
+                    self._remember(piece, value)
+        for piece in pieces:
+            total += 1 if piece in self._split_tokens else counts[piece]
+        return total
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._cached_chars = 0
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def _remember(self, piece: str, value: int) -> None:
+        if len(piece) > self._max_cached_chars or piece in self._cache:
+            return
+        self._cache[piece] = value
+        self._cached_chars += len(piece)
+        while len(self._cache) > self._max_entries or self._cached_chars > self._max_cached_chars:
+            evicted, _ = self._cache.popitem(last=False)
+            self._cached_chars -= len(evicted)

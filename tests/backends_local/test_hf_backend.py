@@ -1,0 +1,243 @@
+"""The hf backend with real Qwen3 and Mistral-NeMo tokenizers, checked against direct apply_chat_template."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from importlib.metadata import entry_points
+from typing import Any
+
+import pytest
+
+from baton_engine.tokens.contract import BackendConfigError, CannotCount, TokenizerConfig
+from baton_engine.tokens.normalize import normalize_request
+from batontest import assets
+
+from baton_hf.backend import HfBackend
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+TIME_TOOL = {"type": "function", "function": {"name": "get_time"}}  # no description / parameters
+
+
+@pytest.fixture(scope="module")
+def qwen() -> HfBackend:
+    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+
+
+@pytest.fixture(scope="module")
+def nemo() -> HfBackend:
+    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.mistral_nemo_dir())))
+
+
+def direct_count(backend: HfBackend, request: dict[str, Any]) -> int:
+    """The reference: vLLM's normalisation + one apply_chat_template(tokenize=True) call."""
+    tokenizer = backend._tokenizer
+    from baton_hf.template import detect_content_format
+
+    normalized = normalize_request(request, content_format=detect_content_format(tokenizer.chat_template))
+    ids = tokenizer.apply_chat_template(
+        normalized.messages, tools=normalized.tools, tokenize=True, return_dict=False, **normalized.chat_template_kwargs
+    )
+    return len(ids)
+
+
+def tool_conversation(call_ids: tuple[str, str, str]) -> dict[str, Any]:
+    first, second, third = call_ids
+    return {
+        "messages": [
+            {"role": "system", "content": "You are a concise assistant."},
+            {"role": "user", "content": "Weather in Paris and Rome, and the time?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [  # parallel tool calls
+                    {"id": first, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                    {"id": second, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": first, "content": '{"temp_c": 21, "sky": "clear"}'},
+            {"role": "tool", "tool_call_id": second, "content": [{"type": "text", "text": "temp 25"}, {"type": "text", "text": "sunny"}]},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": third, "type": "function", "function": {"name": "get_time", "arguments": "not json"}}]},
+            {"role": "tool", "tool_call_id": third, "content": "12:00"},
+            {"role": "assistant", "content": "Paris 21C clear, Rome 25C sunny, it is noon."},
+            {"role": "user", "content": "Thanks!  \n\n"},
+        ],
+        "tools": [WEATHER_TOOL, TIME_TOOL],
+    }
+
+
+QWEN_IDS = ("call_1", "call_2", "call_3")
+NEMO_IDS = ("abcdefgh1", "abcdefgh2", "abcdefgh3")  # Mistral's template requires 9-character ids
+
+
+def test_entry_point_registers_the_hf_backend() -> None:
+    (entry,) = [ep for ep in entry_points(group="baton_engine.tokenizers") if ep.name == "hf"]
+    (spec,) = entry.load().baton_tokenizer_backends()
+    assert spec.name == "hf"
+    backend = spec.factory(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir()), model="Qwen/Qwen3-8B"))
+    assert backend.source == "hf:Qwen/Qwen3-8B"
+    assert backend.count_text("hello world").tokens == 2
+
+
+def test_qwen3_tool_conversation_matches_direct_render(qwen: HfBackend) -> None:
+    request = tool_conversation(QWEN_IDS)
+    count = qwen.count_chat(request)
+    assert count.exact and count.source == "hf:qwen3" and count.max_model_len == 131072
+    assert count.tokens == direct_count(qwen, request)
+    assert count.tokens > 200
+
+
+def test_normalisation_changes_the_count_like_vllm(qwen: HfBackend) -> None:
+    """Tools without description/parameters render with explicit nulls in vLLM: more tokens than a naive render."""
+    request = {"messages": [{"role": "user", "content": "What time is it?"}], "tools": [TIME_TOOL]}
+    naive = qwen._tokenizer.apply_chat_template(
+        request["messages"], tools=request["tools"], tokenize=True, return_dict=False, add_generation_prompt=True
+    )
+    counted = qwen.count_chat(request).tokens
+    assert counted == direct_count(qwen, request)
+    null_fields = len(qwen._tokenizer.encode(', "description": null, "parameters": null', add_special_tokens=False))
+    assert counted - len(naive) == pytest.approx(null_fields, abs=1)
+    assert counted > len(naive)
+
+
+def test_empty_and_missing_content(qwen: HfBackend, nemo: HfBackend) -> None:
+    request = {"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": None}, {"role": "user", "content": []}]}
+    assert qwen.count_chat(request).tokens == direct_count(qwen, request)
+    nemo_request = {"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": None}]}
+    assert nemo.count_chat(nemo_request).tokens == direct_count(nemo, nemo_request)
+
+
+def test_enable_thinking_kwarg_reaches_the_template(qwen: HfBackend) -> None:
+    base = {"messages": [{"role": "user", "content": "2+2?"}]}
+    thinking_off = {**base, "chat_template_kwargs": {"enable_thinking": False, "unknown_flag": 1}}
+    on, off = qwen.count_chat(base).tokens, qwen.count_chat(thinking_off).tokens
+    assert off == direct_count(qwen, thinking_off)
+    assert off - on == len(qwen._tokenizer.encode("<think>\n\n</think>\n\n", add_special_tokens=False))
+
+
+def test_generation_prompt_and_continue_final_message(qwen: HfBackend) -> None:
+    messages = [{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": "Hi th"}]
+    with_prompt = qwen.count_chat({"messages": messages[:1]}).tokens
+    without = qwen.count_chat({"messages": messages[:1], "add_generation_prompt": False}).tokens
+    assert with_prompt - without == len(qwen._tokenizer.encode("<|im_start|>assistant\n", add_special_tokens=False))
+    continued = {"messages": messages, "add_generation_prompt": False, "continue_final_message": True}
+    assert qwen.count_chat(continued).tokens == direct_count(qwen, continued)
+    assert qwen.render(continued).endswith("Hi th")
+    with pytest.raises(CannotCount, match="continue_final_message"):
+        qwen.count_chat({"messages": messages, "continue_final_message": True})
+
+
+def test_mistral_nemo_tool_conversation_matches_direct_render(nemo: HfBackend) -> None:
+    request = tool_conversation(NEMO_IDS)
+    request["messages"] = request["messages"][1:]  # NeMo's template places a system prompt differently; keep it simple
+    count = nemo.count_chat(request)
+    assert count.tokens == direct_count(nemo, request)
+    assert "[TOOL_CALLS]" in nemo.render(request) and "[AVAILABLE_TOOLS]" in nemo.render(request)
+    assert count.max_model_len is None  # the export does not know NeMo's context length
+
+
+def test_template_rejection_is_cannot_count_without_prompt_text(nemo: HfBackend) -> None:
+    request = tool_conversation(("secret-id-that-is-long", "b", "c"))
+    with pytest.raises(CannotCount) as info:
+        nemo.count_chat(request)
+    assert "secret" not in str(info.value) and "Paris" not in str(info.value)
+    assert "TemplateError" in str(info.value)
+
+
+def test_count_text_is_exact_and_honours_special_token_strings(qwen: HfBackend) -> None:
+    text = "  leading spaces <|im_end|>\n trailing\t\t<think>x</think>  \n\n<|im_start|><|im_start|>end "
+    expected = len(qwen._tokenizer.encode(text, add_special_tokens=False))
+    assert qwen.count_text(text).tokens == expected
+    assert qwen.count_text("").tokens == 0
+
+
+def test_growing_conversation_encodes_only_new_pieces(qwen: HfBackend) -> None:
+    qwen.clear_cache()
+    assert len(qwen._pieces) == 0
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for turn in range(30):
+        messages.append({"role": "user" if turn % 2 == 0 else "assistant", "content": f"message number {turn} " * 5})
+    request = {"messages": messages}
+    qwen.count_chat(request)
+    before = qwen._pieces.encoded_pieces
+    grown = {"messages": [*messages, {"role": "user", "content": "one more question"}]}
+    assert qwen.count_chat(grown).tokens == direct_count(qwen, grown)
+    assert qwen._pieces.encoded_pieces - before <= 4  # new message text + changed tail, not 30 messages
+
+
+def test_concurrent_counts_equal_sequential_counts(qwen: HfBackend) -> None:
+    requests = [
+        {"messages": [{"role": "user", "content": f"question {i} " * (i + 1)}], "tools": [WEATHER_TOOL] if i % 2 else None}
+        for i in range(16)
+    ]
+    requests = [{k: v for k, v in r.items() if v is not None} for r in requests]
+    expected = [direct_count(qwen, r) for r in requests]
+    qwen.clear_cache()
+    results: dict[int, int | None] = {}
+
+    def work(index: int) -> None:
+        for _ in range(5):
+            results[index] = qwen.count_chat(requests[index]).tokens
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [results[i] for i in range(len(requests))] == expected
+
+
+def test_missing_tokenizer_is_a_clear_config_error(tmp_path) -> None:
+    with pytest.raises(BackendConfigError, match="BATON_TOKENIZER_PATH"):
+        HfBackend.from_config(TokenizerConfig(backend="hf"))
+    with pytest.raises(BackendConfigError, match="BATON_TOKENIZER_PATH") as info:
+        HfBackend.from_config(TokenizerConfig(backend="hf", path=str(tmp_path / "nowhere")))
+    assert str(tmp_path) not in str(info.value)  # only the last path component is shown
+
+
+def test_uncached_hub_id_fails_fast_even_without_hf_hub_offline(tmp_path) -> None:
+    """local_files_only=True means no network wait (an online lookup would hang ~47 s here)."""
+    code = (
+        "import time; from baton_engine.tokens.contract import TokenizerConfig, BackendConfigError\n"
+        "from baton_hf.backend import HfBackend\n"
+        "t = time.monotonic()\n"
+        "try:\n    HfBackend.from_config(TokenizerConfig(backend='hf', path='no-such-org/no-such-model'))\n"
+        "except BackendConfigError as e:\n    print(round(time.monotonic() - t, 1), 'huggingface-cli download' in str(e))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_HOME"] = str(tmp_path)
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    elapsed, helpful = out.stdout.split()
+    assert helpful == "True"
+    assert float(elapsed) < 10, out.stderr[-500:]
+    assert time.monotonic() - started < 60
+
+
+def test_hub_id_in_a_hand_made_cache_loads_offline(tmp_path) -> None:
+    snapshot = tmp_path / "hub" / "models--Qwen--Qwen3-Test" / "snapshots" / "0000"
+    snapshot.mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (snapshot / name).symlink_to(assets.qwen3_dir() / name)
+    (snapshot / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    (tmp_path / "hub" / "models--Qwen--Qwen3-Test" / "refs").mkdir()
+    (tmp_path / "hub" / "models--Qwen--Qwen3-Test" / "refs" / "main").write_text("0000")
+    code = (
+        "from baton_engine.tokens.contract import TokenizerConfig\nfrom baton_hf.backend import HfBackend\n"
+        "b = HfBackend.from_config(TokenizerConfig(backend='hf', path='Qwen/Qwen3-Test'))\n"
+        "print(b.source, b.count_text('hello world').tokens)\n"
+    )
+    env = {**os.environ, "HF_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["hf:Qwen/Qwen3-Test", "2"], out.stderr[-500:]
