@@ -33,6 +33,7 @@ Pure: ``now`` is a parameter; the state is a small JSON object the caller persis
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -243,6 +244,8 @@ def evaluate(
     readiness: float | None = None,
 ) -> DetectorResult:
     """Score the signals, apply thresholds and the cooldown, and return the next state."""
+    if now.tzinfo is None:
+        raise UserInputError("detector: `now` has no timezone; pass an aware datetime (UTC)")
     state = state or DetectorState()
     inputs = normalise(signals, config)
     v = {name: value or 0.0 for name, value in inputs.items()}
@@ -268,7 +271,7 @@ def evaluate(
         window = config.cooldown_minutes * 60
         rise = round(pressure - (state.last_pressure or 0.0), COMPARE_DIGITS)
         if 0 <= since < window and rise < config.material_rise:
-            suppressed, remaining = True, int(window - since + 0.999999)
+            suppressed, remaining = True, math.ceil(window - since)
             reasons.append(
                 f"repeat suppressed: recommended {since / 60:.0f} min ago at pressure "
                 f"{state.last_pressure or 0.0:.2f}, cooldown {config.cooldown_minutes:g} min, "

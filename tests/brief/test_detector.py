@@ -259,3 +259,8 @@ def test_readiness_prefers_the_fresh_report_and_none_without_record() -> None:
     assert readiness(None) is None
     minimal = record(minimal_data())
     assert readiness(minimal) == pytest.approx(0.3)
+
+
+def test_naive_now_is_refused() -> None:
+    with pytest.raises(UserInputError, match="no timezone"):
+        evaluate(signals(turns=1), DEFAULT, now=datetime(2026, 1, 1))
