@@ -412,6 +412,37 @@ class _Fitter:
         return best
 
 
+class _CounterFailed(Exception):
+    """The caller's counter raised or returned something that is not a token count."""
+
+
+def _checked_counter(count: Callable[[str], int]) -> Callable[[str], int]:
+    def checked(text: str) -> int:
+        try:
+            tokens = count(text)
+        except Exception as exc:
+            raise _CounterFailed(type(exc).__name__) from exc
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise _CounterFailed(f"returned {type(tokens).__name__}")
+        return tokens
+
+    return checked
+
+
+def _fit(record: HandoffRecord, freshness: FreshnessLike | None, verbose: bool, max_tokens: int,
+         count: Callable[[str], int], source: str) -> Brief:
+    fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose))
+    text = fitter.fit()
+    return Brief(
+        text=text,
+        tokens=count(text),
+        truncated=bool(fitter.omitted or fitter.shortened),
+        counter_source=source,
+        omitted=tuple(fitter.omitted),
+        shortened=tuple(fitter.shortened),
+    )
+
+
 def render_brief(
     record: HandoffRecord,
     *,
@@ -425,25 +456,23 @@ def render_brief(
 
     ``counter_source`` names the counter in the result (e.g. ``tiktoken:o200k_base``); it defaults
     to the rough estimator's name, or ``"caller"`` when a counter is given without a name.
+    Fail-open: if the caller's counter raises or returns a non-count, the brief is fitted with the
+    rough estimate instead and ``counter_source`` says so (with the exception type only). Pass an
+    exact counter or none: a rough count plus a safety margin would make every brief look over budget.
     """
     if max_tokens < MIN_MAX_TOKENS:
         raise UserInputError(
             f"brief max_tokens must be at least {MIN_MAX_TOKENS} (got {max_tokens}); "
             "raise brief.max_tokens in .baton/config.json"
         )
-    count = count_tokens or estimate_tokens_rough
-    source = counter_source or (ROUGH_COUNTER_SOURCE if count_tokens is None else "caller")
-    fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose))
-    text = fitter.fit()
-    truncated = bool(fitter.omitted or fitter.shortened)
-    return Brief(
-        text=text,
-        tokens=count(text),
-        truncated=truncated,
-        counter_source=source,
-        omitted=tuple(fitter.omitted),
-        shortened=tuple(fitter.shortened),
-    )
+    if count_tokens is None:
+        return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, ROUGH_COUNTER_SOURCE)
+    source = counter_source or "caller"
+    try:
+        return _fit(record, freshness, verbose, max_tokens, _checked_counter(count_tokens), source)
+    except _CounterFailed as failure:
+        fallback = f"{ROUGH_COUNTER_SOURCE} (fallback: {source} failed, {failure})"
+        return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, fallback)
 
 
 def _md_list(title: str, rows: Iterable[str]) -> list[str]:

@@ -257,3 +257,14 @@ def test_multiline_items_stay_one_line() -> None:
     text = render_brief(record(data)).text
     assert "- line one ## not a heading - not an item" in text
     assert "\n## not a heading" not in text
+
+
+@pytest.mark.parametrize(
+    ("counter", "why"),
+    [(lambda text: 1 // 0, "ZeroDivisionError"), (lambda text: None, "returned NoneType"), (lambda text: -1, "returned int")],
+)
+def test_failing_counter_falls_back_to_rough(full_record: HandoffRecord, counter, why: str) -> None:
+    brief = render_brief(full_record, max_tokens=300, count_tokens=counter, counter_source="vllm:qwen3")
+    assert brief.counter_source == f"{ROUGH_COUNTER_SOURCE} (fallback: vllm:qwen3 failed, {why})"
+    assert brief.tokens == estimate_tokens_rough(brief.text) <= 300
+    assert brief.text == render_brief(full_record, max_tokens=300).text
