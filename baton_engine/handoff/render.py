@@ -106,21 +106,20 @@ def _inline(text: str) -> str:
 
 
 def _block(text: str) -> str:
-    """A paragraph: trailing spaces and blank runs removed, line structure kept."""
-    lines = [line.rstrip() for line in text.strip().splitlines()]
-    out: list[str] = []
-    for line in lines:
-        if line or (out and out[-1]):
+    """A paragraph: line structure kept, blank lines and trailing spaces removed, and a line that
+    would read as a Markdown heading escaped, so record text can never fake a brief section."""
+    out = []
+    for line in text.strip().splitlines():
+        line = line.rstrip()
+        if line.lstrip().startswith("#"):
+            line = "\\" + line.lstrip()
+        if line:
             out.append(line)
     return "\n".join(out)
 
 
 def _bullets(items: Iterable[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
-
-
-def _open_item_sort_key(item: OpenItem) -> tuple[int, str]:
-    return (PRIORITY_RANK.get(item.priority, len(PRIORITY_RANK)), item.id)
 
 
 def order_open_items(record: HandoffRecord) -> list[OpenItem]:
@@ -133,8 +132,7 @@ def order_open_items(record: HandoffRecord) -> list[OpenItem]:
 
     def key(item: OpenItem) -> tuple[int, int, str]:
         blocked = any(ref in open_ids and ref != item.id for ref in item.blocked_by)
-        rank, item_id = _open_item_sort_key(item)
-        return (1 if blocked else 0, rank, item_id)
+        return (1 if blocked else 0, PRIORITY_RANK[item.priority], item.id)
 
     return sorted(record.open_items, key=key)
 
