@@ -1,7 +1,8 @@
 """A loopback stand-in for vLLM's /tokenize, /detokenize and GET /v1/models.
 
-Renders with a real Hugging Face tokenizer and ``baton_engine.tokens.normalize`` (vLLM's own
-request normalisation), so its counts are real counts: the vllm-real conformance tests check it
+Renders with a real Hugging Face tokenizer, ``baton_engine.tokens.normalize`` (vLLM's own
+request normalisation) and vLLM's template facts (``baton_hf.template``), encoding the whole
+prompt in one piece as vLLM does, so its counts are real counts: the vllm-real conformance tests check it
 against a real vLLM 0.32 server on the same requests. Used where a 3.7 GB server is too heavy:
 happy-path tests of the vllm backend and the benchmark (``requests_received`` counts round trips).
 
@@ -18,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from baton_engine.tokens.normalize import RequestShapeError, normalize_request
+from baton_engine.tokens.normalize import RequestShapeError, normalize_request, template_supports_developer
+from baton_hf.template import accepted_kwargs, detect_content_format
 
 DEFAULT_MODEL_NAME = "qwen3-standin"
 DEFAULT_MAX_MODEL_LEN = 40960
@@ -102,21 +104,26 @@ class VllmStandin:
             isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls") for m in body["messages"]
         ):  # vllm-project/vllm#57730: mistral tokenizer mode rejects assistant tool_calls
             return 400, _error("1 validation error for AssistantMessage", "BadRequestError", 400)
+        if _has_non_string_arguments(body["messages"]):  # vLLM's pydantic schema: arguments must be str
+            return 400, _error("function.arguments: Input should be a valid string", "BadRequestError", 400)
+        template = body.get("chat_template") or self.tokenizer.chat_template
         try:
-            normalized = normalize_request(body)
+            normalized = normalize_request(
+                body,
+                content_format=detect_content_format(template),
+                supports_developer=template_supports_developer(template),
+            )
         except RequestShapeError as exc:
             return 400, _error(str(exc), "BadRequestError", 400)
-        kwargs = dict(normalized.chat_template_kwargs)
-        kwargs.update(
-            add_generation_prompt=normalized.add_generation_prompt,
-            continue_final_message=normalized.continue_final_message,
-        )
-        if body.get("chat_template") is not None:
-            kwargs["chat_template"] = body["chat_template"]
+        accepted = accepted_kwargs(template, self.tokenizer.apply_chat_template)
+        kwargs = {k: v for k, v in normalized.chat_template_kwargs.items() if k in accepted}
         with self._render_lock:
-            prompt = self.tokenizer.apply_chat_template(
-                normalized.messages, tools=normalized.tools, tokenize=False, **kwargs
-            )
+            try:
+                prompt = self.tokenizer.apply_chat_template(
+                    normalized.messages, tools=normalized.tools, chat_template=template, tokenize=False, **kwargs
+                )
+            except Exception as exc:  # the template raised (raise_exception, TypeError, ...): vLLM answers 400
+                return 400, _error(f"chat template error ({type(exc).__name__})", "BadRequestError", 400)
             ids = self.tokenizer.encode(prompt, add_special_tokens=bool(body.get("add_special_tokens", False)))
         return 200, self._tokens_reply(ids)
 
@@ -139,6 +146,14 @@ class VllmStandin:
         with self._count_lock:
             self.requests_received[route] += 1
             self.last_headers = headers
+
+
+def _has_non_string_arguments(messages: Any) -> bool:
+    return any(
+        not isinstance((call.get("function") or {}).get("arguments"), str)
+        for m in messages if isinstance(m, dict) and isinstance(m.get("tool_calls"), list)
+        for call in m["tool_calls"] if isinstance(call, dict)
+    )
 
 
 def _error(message: str, kind: str, code: int) -> dict[str, Any]:

@@ -46,6 +46,7 @@ def chat_payload(request: ChatRequest, model: str | None) -> dict[str, Any]:
     if pick("response_format") is not None:
         raise CannotCount("vLLM /tokenize cannot mirror response_format")
 
+    _check_tool_call_arguments(messages)
     payload: dict[str, Any] = {}
     chosen_model = model or pick("model")
     if chosen_model:
@@ -79,6 +80,20 @@ def has_tool_call_history(payload: Mapping[str, Any]) -> bool:
         isinstance(m, Mapping) and m.get("role") == "assistant" and m.get("tool_calls")
         for m in payload.get("messages", ())
     )
+
+
+def _check_tool_call_arguments(messages: list[Any] | tuple[Any, ...]) -> None:
+    """vLLM's request schema wants ``function.arguments`` as a string (even invalid JSON); a dict
+    or null is a 400 there, so a count would describe a request the server never accepts."""
+    for index, message in enumerate(messages):
+        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+        for call in calls if isinstance(calls, (list, tuple)) else ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping) and not isinstance(function.get("arguments"), str):
+                raise CannotCount(
+                    f"messages[{index}].tool_calls[].function.arguments must be a JSON string "
+                    f"(got {type(function.get('arguments')).__name__}); vLLM rejects it"
+                )
 
 
 def _message(message: Any) -> Any:
