@@ -507,10 +507,15 @@ def render_markdown(record: HandoffRecord) -> str:
         + (f"; branch label {_inline(lineage.branch_label)}" if lineage.branch_label else "")
         + (f"; merge basis {', '.join(lineage.merge_basis)}" if lineage.merge_basis else "")
     )
+    extra = automation.model_extra or {}
+    used = extra.get("inputs_used")
+    unused = extra.get("inputs_unused")
     out.append(
         f"- automation: {automation.trigger}"
         + ("" if automation.score is None else f", score {automation.score}")
         + (f"; {'; '.join(automation.reasons)}" if automation.reasons else "")
+        + (f"; inputs used: {', '.join(f'{k} {v}' for k, v in sorted(used.items()))}" if isinstance(used, dict) and used else "")
+        + (f"; unused: {', '.join(map(str, unused))}" if isinstance(unused, list) and unused else "")
     )
     out += ["", "## Objective", _block(record.work.objective), ""]
     out += _md_list("Scope", (_inline(s) for s in record.work.scope))

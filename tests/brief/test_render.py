@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from brief.records import (
     HEAD,
@@ -17,6 +19,8 @@ from brief.records import (
 )
 
 from baton_engine.errors import UserInputError
+from baton_engine.handoff.config import DetectorConfig
+from baton_engine.handoff.detector import DetectorSignals, evaluate
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.handoff.redact import redact_record
 from baton_engine.handoff.render import (
@@ -58,6 +62,9 @@ def merge_record() -> HandoffRecord:
     data["status"] = "draft"
     data["lineage"] = {"parents": [PARENT_A, PARENT_B], "relation": "merge", "branch_label": "login-fix",
                        "merge_basis": ["D-001", "D-002"]}
+    detected = evaluate(DetectorSignals(context_tokens=900, context_window=1000, turns=40, explicit=False),
+                        DetectorConfig(), now=datetime(2026, 11, 30, 1, 15, tzinfo=UTC), readiness=0.9)
+    data["automation"] = detected.to_automation("threshold").model_dump(mode="json")
     return record(data)
 
 
@@ -78,7 +85,10 @@ def test_brief_golden(name: str) -> None:
 
 
 def test_markdown_golden_full_record() -> None:
-    check_golden("show-full.md", render_markdown(merge_record()))
+    text = render_markdown(merge_record())
+    assert "- automation: threshold, score 0.78; pressure 0.78 from the progress term;" in text
+    assert "inputs used: context 0.9, explicit 0.0, turn 1.0; unused: elapsed, change, stuck, work_boundary" in text
+    check_golden("show-full.md", text)
 
 
 def _headings(text: str) -> list[str]:
