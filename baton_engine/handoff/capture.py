@@ -65,6 +65,8 @@ class DecisionIn(_Strict):
 
 
 class EvidenceIn(_Strict):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)  # output is digested byte-exact
+
     id: str | None = None
     type: EvidenceType = "human"
     claim: str = Field(min_length=1)

@@ -1,0 +1,153 @@
+"""Project commands of ``baton``: init, status, detect, doctor, gc, audit, migrate.
+
+Thin like ``cli/handoff.py``: parse flags, call ``baton_engine.operations``, print the dict or a rich view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from baton_engine import operations
+from baton_engine.cli import cli
+from baton_engine.cli.output import checks_table, json_option, parse_json, redactions_table, root_option, run
+from baton_engine.errors import UserInputError
+
+
+def _panel(console: Console, title: str, lines: list[str]) -> None:
+    console.print(Panel(Text("\n".join(lines)), title=title, expand=False))
+
+
+@cli.command("init")
+@click.option("--migrate-legacy", is_flag=True, help="Move an existing .threadline/ to .baton/.")
+@root_option
+@json_option
+def init_command(root: Path | None, as_json: bool, migrate_legacy: bool) -> None:
+    """Create .baton/ in the project root (the current directory or --root)."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        lines = [f"{key}: {value}" for key, value in result.items() if key != "ok"]
+        _panel(console, "baton init", lines)
+
+    run(as_json, lambda: operations.init(root, migrate_legacy=migrate_legacy), render)
+
+
+@cli.command("status")
+@root_option
+@json_option
+def status_command(root: Path | None, as_json: bool) -> None:
+    """Project data location, record counts and the latest ready and draft handoffs."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        counts = ", ".join(f"{k}: {v}" for k, v in result["counts"].items()) or "no handoffs yet"
+        lines = [f"root: {result['root']}", f"data: {result['data_dir']}" + (" (legacy)" if result["legacy"] else ""),
+                 f"handoffs: {counts}"]
+        for key in ("latest_ready", "latest_draft"):
+            entry = result[key]
+            if entry:
+                lines.append(f"{key.replace('_', ' ')}: {entry['short_id']} {entry['title']}")
+        lines += [f"unreadable: {p['path']}: {p['problem']}" for p in result["problems"]]
+        _panel(console, "baton status", lines)
+
+    run(as_json, lambda: operations.status(root), render)
+
+
+@cli.command("detect")
+@click.option("--event", help='Detector signals as JSON, e.g. \'{"explicit": true}\' or \'{"turns": 30}\'.')
+@root_option
+@json_option
+def detect_command(root: Path | None, as_json: bool, event: str | None) -> None:
+    """Score handoff pressure from the given signals; shows inputs used/unused and reasons, creates nothing."""
+
+    def parsed() -> dict[str, Any] | None:
+        if event is None:
+            return None
+        data = parse_json(event, what="--event")
+        if not isinstance(data, dict):
+            raise UserInputError("--event must be a JSON object of detector signals")
+        return data
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        verdict = "recommend a handoff" if result["recommend"] else "no handoff needed"
+        lines = [f"pressure: {result['pressure']:.2f} ({verdict})",
+                 f"auto prepare: {result['auto_prepare']}", f"readiness: {result['readiness']}",
+                 f"inputs used: {_names(result['inputs_used'])}", f"inputs unused: {_names(result['inputs_unused'])}"]
+        if result["suppressed_by_cooldown"]:
+            lines.append(f"suppressed by cooldown ({result['cooldown_remaining_seconds']:.0f}s left)")
+        lines += [f"- {reason}" for reason in result["reasons"]]
+        _panel(console, "baton detect", lines)
+
+    run(as_json, lambda: operations.detect(root, event=parsed()), render)
+
+
+def _names(inputs: Any) -> str:
+    if isinstance(inputs, dict):
+        return ", ".join(f"{k}={v}" for k, v in inputs.items()) or "none"
+    return ", ".join(str(item) for item in inputs) or "none"
+
+
+@cli.command("doctor")
+@root_option
+@json_option
+def doctor_command(root: Path | None, as_json: bool) -> None:
+    """Environment and project health (exit 3 when a check fails)."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        console.print(checks_table(result["checks"]))
+
+    run(as_json, lambda: operations.doctor(root), render)
+
+
+@cli.command("gc")
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+@root_option
+@json_option
+def gc_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
+    """Delete rebuildable files only (.baton/cache/, index.sqlite); records are never touched."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        verb = "would remove" if result["dry_run"] else "removed"
+        console.print(Text(f"{verb}: {', '.join(result['removed'])}" if result["removed"] else "nothing to remove"))
+
+    run(as_json, lambda: operations.gc(root, dry_run=dry_run), render)
+
+
+@cli.command("audit")
+@root_option
+@json_option
+def audit_command(root: Path | None, as_json: bool) -> None:
+    """What the project stores: records, redactions (field + reason) and external references."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        counts = ", ".join(f"{k}: {v}" for k, v in result["by_status"].items()) or "none"
+        console.print(Text(f"{result['handoffs']} handoff record(s) ({counts})"))
+        if result["redactions"]:
+            console.print(redactions_table(result["redactions"]))
+        table = Table("handoff", "kind", "ref", box=None, pad_edge=False)
+        for ref in result["external_refs"]:
+            table.add_row(ref["handoff"][-8:], ref["kind"], Text(str(ref["ref"])))
+        if result["external_refs"]:
+            console.print(table)
+        for item in result["sensitive_artifacts"]:
+            console.print(Text(f"sensitive artifact: {item['path']}", style="yellow"))
+
+    run(as_json, lambda: operations.audit(root), render)
+
+
+@cli.command("migrate")
+@click.option("--dry-run", is_flag=True, help="Only report what would move.")
+@root_option
+@json_option
+def migrate_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
+    """Move a legacy .threadline/ project to .baton/ (rewrites only $schema)."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        _panel(console, "baton migrate", [f"{key}: {value}" for key, value in result.items() if key != "ok"])
+
+    run(as_json, lambda: operations.migrate(root, dry_run=dry_run), render)
