@@ -94,7 +94,9 @@ def parse_config(data: Any, *, source: str = CONFIG_FILE_NAME) -> BatonConfig:
         return BatonConfig.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(f"{_key_path(err['loc'])}: {err['msg']}" for err in exc.errors(include_input=False))
-        raise UserInputError(f"{source}: invalid setting(s): {problems}. Fix or delete the key(s) to use defaults.") from None
+        raise UserInputError(
+            f"{source}: invalid setting(s): {problems}. Fix or delete the key(s) to use defaults."
+        ) from None
 
 
 def load_config(baton_dir: Path) -> BatonConfig:

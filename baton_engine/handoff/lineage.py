@@ -76,7 +76,9 @@ def _build(data: dict[str, Any], changes: Mapping[str, Any] | None) -> HandoffRe
             raise UserInputError(f"changes must be a JSON object of record fields, not {type(changes).__name__}")
         protected = sorted(PROTECTED_KEYS & set(changes))
         if protected:
-            raise UserInputError(f"changes may not set {', '.join(protected)}; Baton assigns identity, status and lineage")
+            raise UserInputError(
+                f"changes may not set {', '.join(protected)}; Baton assigns identity, status and lineage"
+            )
         data = _deep_merge(data, changes)
     try:
         return HandoffRecord.model_validate(data)

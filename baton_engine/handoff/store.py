@@ -144,7 +144,9 @@ def atomic_write(target: Path, data: bytes) -> None:
 
 def _ensure_dir(path: Path, root: Path, created: list[str]) -> None:
     if path.is_symlink():
-        raise PolicyBlocked(f"{_relative(root, path)} is a symlink; Baton only writes real directories inside the project")
+        raise PolicyBlocked(
+            f"{_relative(root, path)} is a symlink; Baton only writes real directories inside the project"
+        )
     if not path.exists():
         path.mkdir()
         created.append(_relative(root, path))
@@ -213,8 +215,8 @@ def _legacy_rewrites(handoffs: Path) -> tuple[list[Path], list[dict[str, str]], 
             continue
         count += 1
         data, problem = _read_json(path)
-        if problem is not None:
-            skipped.append({"file": path.name, "problem": problem[1]})
+        if data is None:
+            skipped.append({"file": path.name, "problem": problem[1] if problem else "unreadable"})
         elif data.get("$schema") == LEGACY_SCHEMA_ID:
             rewrite.append(path)
     return rewrite, skipped, count
@@ -243,8 +245,8 @@ def _migrate(root: Path, *, dry_run: bool) -> dict[str, Any]:
     _fsync_dir(root)
     for path in rewrite:
         moved = target / HANDOFFS_DIR / path.name
-        data, problem = _read_json(moved)
-        if problem is None:
+        data, _problem = _read_json(moved)
+        if data is not None:
             data["$schema"] = SCHEMA_ID
             atomic_write(moved, _encode(data))
     return result
@@ -254,7 +256,10 @@ def _encode(data: dict[str, Any]) -> bytes:
     return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _read_json(path: Path) -> tuple[dict[str, Any], None] | tuple[None, tuple[str, str]]:
+ReadProblem = tuple[str, str]  # (kind, reason)
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any] | None, ReadProblem | None]:
     """Decode one store file without following symlinks; ``(None, (kind, reason))`` on any problem."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -285,7 +290,7 @@ def _read_json(path: Path) -> tuple[dict[str, Any], None] | tuple[None, tuple[st
     return data, None
 
 
-def _parse_record(data: dict[str, Any]) -> tuple[HandoffRecord, None] | tuple[None, tuple[str, str]]:
+def _parse_record(data: dict[str, Any]) -> tuple[HandoffRecord | None, ReadProblem | None]:
     if data.get("$schema") not in ACCEPTED_SCHEMA_IDS or data.get("kind") != "handoff":
         return None, ("foreign", "is not a Baton v0.1 handoff ($schema / kind do not match)")
     try:
@@ -349,7 +354,8 @@ class HandoffStore:
         except PolicyBlocked as exc:
             return ListResult(problems=[StoreProblem(handoffs, "symlink", str(exc))])
         except OSError as exc:
-            return ListResult(problems=[StoreProblem(handoffs, "unreadable", f"cannot be listed ({type(exc).__name__})")])
+            reason = f"cannot be listed ({type(exc).__name__})"
+            return ListResult(problems=[StoreProblem(handoffs, "unreadable", reason)])
         found: dict[str, list[StoreEntry]] = {}
         problems: list[StoreProblem] = []
         for name in names:
@@ -385,7 +391,9 @@ class HandoffStore:
         try:
             candidate.parent.resolve().relative_to(self.paths.root.resolve())
         except ValueError:
-            raise PolicyBlocked(f"{path} is outside the project root {self.paths.root}; Baton reads only inside it") from None
+            raise PolicyBlocked(
+                f"{path} is outside the project root {self.paths.root}; Baton reads only inside it"
+            ) from None
         data, problem = _read_json(candidate)
         record = None
         if data is not None:

@@ -109,7 +109,8 @@ records = st.fixed_dictionaries(
         "validation": st.fixed_dictionaries(
             {"status": st.sampled_from(["pass", "warn", "fail", "not_run"]),
              "checks": st.lists(st.fixed_dictionaries(
-                 {"name": text, "status": st.sampled_from(["pass", "warn", "fail", "skipped"]), "detail": st.text(max_size=20)}
+                 {"name": text, "status": st.sampled_from(["pass", "warn", "fail", "skipped"]),
+                  "detail": st.text(max_size=20)}
              ), max_size=3)}
         ),
         "lineage": st.fixed_dictionaries(
@@ -175,7 +176,8 @@ def test_bad_fields_are_rejected_with_a_reason(make_record, field: str, value: A
 
 
 def test_failed_attempts_are_a_top_level_extension_that_conforms(make_record, assert_conforms) -> None:
-    record = make_record(failed_attempts=[{"id": "F-001", "attempt": "pin numpy<2", "recorded_at": ids.now_timestamp()}])
+    attempt = {"id": "F-001", "attempt": "pin numpy<2", "recorded_at": ids.now_timestamp()}
+    record = make_record(failed_attempts=[attempt])
     data = record.to_json_dict()
     assert data["failed_attempts"][0]["id"] == "F-001"
     assert_conforms(data)
@@ -218,7 +220,8 @@ def test_transition_follows_the_state_machine(make_record, start: str) -> None:
         if target in STATUS_TRANSITIONS[start]:
             moved = transition(record, target, at="2030-01-01T00:00:00Z", reason="because")
             assert moved.status == target and moved.updated_at == "2030-01-01T00:00:00Z"
-            assert moved.status_history[-1] == {"from": start, "to": target, "at": moved.updated_at, "reason": "because"}
+            step = {"from": start, "to": target, "at": moved.updated_at, "reason": "because"}
+            assert moved.status_history[-1] == step
             assert content_view(moved) == content_view(record)
             assert record.status == start  # input untouched
         else:
