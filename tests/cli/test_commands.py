@@ -187,20 +187,27 @@ def test_ready_with_warnings_needs_a_reason(baton, project: Path) -> None:
 
 def test_validation_failure_exit_3_and_policy_block_exit_5(baton, project: Path, tmp_path: Path) -> None:
     short = create(baton, project)["handoff"]["short_id"]
-    (project / "src" / "app.py").unlink()  # recorded artifact gone
+    (project / "src" / "app.py").unlink()  # recorded artifact gone, not declared deleted
     failed = baton("handoff", "validate", short, "--json", cwd=project)
-    statuses = {c["name"]: c["status"] for c in failed.data["validation"]["checks"]}
-    assert statuses["artifacts"] in ("fail", "warn")
-    if statuses["artifacts"] == "fail":
-        assert failed.code == 3 and failed.data["error"]["kind"] == "validation_failed"
+    assert failed.code == 3 and failed.data["error"]["kind"] == "validation_failed"
+    assert {c["name"]: c["status"] for c in failed.data["validation"]["checks"]}["artifacts"] == "fail"
+    assert baton("handoff", "ready", short, "--json", cwd=project).code == 3
     outside = tmp_path / "elsewhere.txt"
     outside.write_text("x", encoding="utf-8")
     escaping = create(baton, project, "--artifact", "../elsewhere.txt")["handoff"]["short_id"]
     blocked = baton("handoff", "validate", escaping, "--json", cwd=project)
     assert blocked.code == 5 and blocked.data["error"]["kind"] == "policy_blocked"
     assert "policy.paths" in blocked.data["error"]["message"]
-    not_allowed = baton("handoff", "validate", short, "--json", "--recheck", "rm -rf /", cwd=project)
-    assert not_allowed.code in (3, 5)
+
+
+def test_recheck_outside_the_allowlist_is_a_policy_block(baton, project: Path, actionable: str) -> None:
+    refused = baton("handoff", "validate", actionable, "--json", "--recheck", "rm -rf src", cwd=project)
+    assert refused.code == 5
+    assert refused.data["validation"]["rejected_rechecks"] == ["rm -rf src"]
+    assert (project / "src" / "app.py").exists()
+    allowed = baton("handoff", "validate", actionable, "--json", "--recheck", "git status", cwd=project)
+    assert allowed.code == 0, allowed.stdout
+    assert [r["command"] for r in allowed.data["validation"]["rechecks"]] == ["git status"]
 
 
 def test_list_and_show_formats(baton, project: Path, actionable: str, snapshot) -> None:
