@@ -85,7 +85,11 @@ class StoreEntry:
 
 @dataclass(frozen=True)
 class StoreProblem:
-    """A file in the store that is not a usable record. ``reason`` never quotes file content."""
+    """A file in the store that is not a usable record.
+
+    ``kind``: corrupt, foreign, invalid, oversized, duplicate, symlink, not_a_file, unreadable.
+    ``reason`` completes the sentence "<file> ..." and never quotes file content.
+    """
 
     path: Path
     kind: str
@@ -371,7 +375,7 @@ class HandoffStore:
                 record, problem = _parse_record(data)
             if record is None:
                 assert problem is not None
-                problems.append(StoreProblem(path, problem[0], f"{name} {problem[1]}"))
+                problems.append(StoreProblem(path, problem[0], problem[1]))
                 continue
             found.setdefault(record.id, []).append(StoreEntry(path, record))
         entries: list[StoreEntry] = []
@@ -380,8 +384,8 @@ class HandoffStore:
             copies.sort(key=lambda entry: entry.path.name != record_file_name(entry.record))
             entries.append(copies[0])
             for extra in copies[1:]:
-                problems.append(StoreProblem(extra.path, "duplicate", f"{extra.path.name} repeats record "
-                                             f"{extra.record.short_id} stored in {copies[0].path.name}"))
+                problems.append(StoreProblem(extra.path, "duplicate", f"repeats record {extra.record.short_id} "
+                                             f"stored in {copies[0].path.name}"))
         problems.sort(key=lambda problem: problem.path.name)
         entries.sort(key=lambda entry: (ids.parse_timestamp(entry.record.created_at), entry.record.id))
         return ListResult(entries, problems)

@@ -109,3 +109,13 @@ def test_sha256_file_matches_hashlib(tmp_path: Path) -> None:
     assert gitinfo.sha256_file(target) == "sha256:" + hashlib.sha256(payload).hexdigest()
     with pytest.raises(FileNotFoundError):
         gitinfo.sha256_file(tmp_path / "missing")
+
+
+def test_a_hanging_git_times_out_to_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert gitinfo.run_git(tmp_path, "status", timeout=0.3) is None
