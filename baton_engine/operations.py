@@ -27,7 +27,8 @@ Result keys (all results start with ``"ok"``):
   "marked_resumed", "record"}`` (``record`` only with ``format="json"``).
 - fork: ``{"ok", "handoff", "parent"}``; merge: ``{"ok", "handoff", "parents"}``.
 - detect: ``{"ok", "pressure", "recommend", "auto_prepare", "readiness", "inputs_used", "inputs_unused",
-  "terms", "reasons", "suppressed_by_cooldown", "cooldown_remaining_seconds", "latest_draft"}``.
+  "terms", "reasons", "suppressed_by_cooldown", "cooldown_remaining_seconds", "latest_draft", "created",
+  "redactions"}`` (``created`` is the captured draft with ``--capture``, else null).
 - doctor: ``{"ok", "checks": [{"name", "status", "detail"}]}``.
 - gc: ``{"ok", "removed", "dry_run"}``; audit: ``{"ok", "handoffs", "by_status", "redactions",
   "external_refs", "sensitive_artifacts", "problems"}``; migrate: ``{"ok", "dry_run", "legacy_dir", "target_dir",
@@ -55,7 +56,7 @@ from baton_engine.handoff.model import HandoffRecord, Redaction, transition
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import BackendConfigError
 from baton_engine.tokens.counter import TokenCounter
-from baton_engine.tokens.plugins import build_backend
+from baton_engine.tokens.plugins import build_backend, discover
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_tokens_rough
 
 SHOW_FORMATS = ("json", "yaml", "md", "prompt")
@@ -484,24 +485,37 @@ def detect(
     start: Path | str | None = None,
     *,
     event: dict[str, Any] | None = None,
+    capture_payload: dict[str, Any] | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Handoff pressure for the signals in ``event``; creates no handoff, only updates the cooldown cache.
+    """Handoff pressure for the signals in ``event``; by default creates nothing but the cooldown cache.
 
+    With ``capture_payload``, a recommended handoff (an explicit request always is) is captured as a draft
+    whose ``automation`` block holds the score, the inputs used/unused and the reasons, for audit.
     Readiness is that of the latest draft (None without one, so nothing is ever auto-prepared blindly).
     """
     paths, handoffs, config = _open(start)
     signals = detector.DetectorSignals.from_mapping(event or {}, source="--event")
+    if capture_payload is not None:
+        capture.parse_payload(capture_payload)  # a bad payload fails before any state changes
     draft = handoffs.latest("draft")
     readiness = None
     if draft is not None:
         readiness = detector.readiness(draft, validate.validate_record(draft, paths.root, config))
     result = detector.evaluate(signals, config.detector, _load_detector_state(paths),
                                now=now or utc_now(), readiness=readiness)
+    created, redactions = None, []
+    if capture_payload is not None and result.recommend:
+        trigger = "manual" if signals.explicit else "threshold"
+        record, found = capture.build_draft(capture_payload, paths.root, automation=result.to_automation(trigger),
+                                            now=now)
+        handoffs.save(record)
+        created, redactions = summary_of(record), _redactions(found)
     _save_detector_state(paths, result.new_state)
     evaluated = result.to_json_dict()
     evaluated.pop("state")
-    return {"ok": True, **evaluated, "latest_draft": summary_of(draft) if draft else None}
+    return {"ok": True, **evaluated, "latest_draft": summary_of(draft) if draft else None,
+            "created": created, "redactions": redactions}
 
 
 # --- maintenance ------------------------------------------------------------------------------------------------
@@ -571,6 +585,22 @@ def _check_records(start: Path) -> dict[str, str]:
         return _check("records", "warn", f"{len(listing.entries)} readable, {len(listing.problems)} unreadable "
                       "(see `baton handoff list`)")
     return _check("records", "pass", f"{len(listing.entries)} readable handoff record(s)")
+
+
+@doctor_check
+def _check_tokenizer(start: Path) -> dict[str, str]:
+    paths = store.find_project_root(start)
+    try:
+        config = load_config(paths.data_dir) if paths is not None else BatonConfig()
+        with _brief_counter(config) as (_count, source):
+            chosen = source or "rough estimate (no exact tokenizer configured)"
+    except BatonError as exc:
+        return _check("tokenizer", "fail", str(exc))
+    broken = discover().broken
+    if broken:
+        names = ", ".join(item.describe() for item in broken)
+        return _check("tokenizer", "warn", f"brief budgets use {chosen}; plugin(s) failed to import: {names}")
+    return _check("tokenizer", "pass", f"brief budgets use {chosen}")
 
 
 def doctor(start: Path | str | None = None) -> dict[str, Any]:

@@ -16,7 +16,15 @@ from rich.text import Text
 
 from baton_engine import operations
 from baton_engine.cli import cli
-from baton_engine.cli.output import checks_table, json_option, parse_json, redactions_table, root_option, run
+from baton_engine.cli.output import (
+    checks_table,
+    json_option,
+    load_json_file,
+    parse_json,
+    redactions_table,
+    root_option,
+    run,
+)
 from baton_engine.errors import UserInputError
 
 
@@ -60,10 +68,14 @@ def status_command(root: Path | None, as_json: bool) -> None:
 
 @cli.command("detect")
 @click.option("--event", help='Detector signals as JSON, e.g. \'{"explicit": true}\' or \'{"turns": 30}\'.')
+@click.option("--capture", "capture_file", help="Capture payload file ('-' for stdin): create a draft when recommended.")
 @root_option
 @json_option
-def detect_command(root: Path | None, as_json: bool, event: str | None) -> None:
-    """Score handoff pressure from the given signals; shows inputs used/unused and reasons, creates nothing."""
+def detect_command(root: Path | None, as_json: bool, event: str | None, capture_file: str | None) -> None:
+    """Score handoff pressure from the given signals; shows inputs used/unused and reasons.
+
+    Creates nothing unless --capture is given and a handoff is recommended (an explicit request always is).
+    """
 
     def parsed() -> dict[str, Any] | None:
         if event is None:
@@ -81,9 +93,19 @@ def detect_command(root: Path | None, as_json: bool, event: str | None) -> None:
         if result["suppressed_by_cooldown"]:
             lines.append(f"suppressed by cooldown ({result['cooldown_remaining_seconds']:.0f}s left)")
         lines += [f"- {reason}" for reason in result["reasons"]]
+        if result["created"]:
+            lines.append(f"draft created: {result['created']['short_id']} {result['created']['title']}")
         _panel(console, "baton detect", lines)
 
-    run(as_json, lambda: operations.detect(root, event=parsed()), render)
+    def payload() -> dict[str, Any] | None:
+        if capture_file is None:
+            return None
+        data = load_json_file(capture_file)
+        if not isinstance(data, dict):
+            raise UserInputError(f"{capture_file}: expected a JSON object with the capture payload")
+        return data
+
+    run(as_json, lambda: operations.detect(root, event=parsed(), capture_payload=payload()), render)
 
 
 def _names(inputs: Any) -> str:

@@ -296,7 +296,8 @@ def test_doctor(baton, project: Path, git_project: Path, tmp_path: Path) -> None
     healthy = baton("doctor", "--json", cwd=project)
     assert healthy.code == 0 and healthy.data["ok"] is True
     names = [c["name"] for c in healthy.data["checks"]]
-    assert names[:5] == ["python", "git", "project", "config", "records"]
+    assert names[:6] == ["python", "git", "project", "config", "records", "tokenizer"]
+    assert {c["name"]: c["detail"] for c in healthy.data["checks"]}["tokenizer"].startswith("brief budgets use rough")
     (project / ".baton" / "config.json").write_text('{"brief": {"max_tokens": "lots"}}', encoding="utf-8")
     broken = baton("doctor", "--json", cwd=project)
     assert broken.code == 3
@@ -355,3 +356,42 @@ def test_json_output_is_deterministic(baton, project: Path, actionable: str) -> 
     first = baton("resume", actionable, "--json", cwd=project).stdout
     second = baton("resume", actionable, "--json", cwd=project).stdout
     assert first == second
+
+
+def test_detect_with_capture_creates_an_auditable_draft(baton, project: Path, tmp_path: Path) -> None:
+    payload = tmp_path / "capture.json"
+    payload.write_text(json.dumps({"title": "Auto", "objective": "O", "state": "S"}), encoding="utf-8")
+    quiet = baton("detect", "--json", "--event", '{"turns": 2}', "--capture", str(payload), cwd=project)
+    assert quiet.code == 0 and quiet.data["created"] is None
+    explicit = baton("detect", "--json", "--event", '{"explicit": true}', "--capture", str(payload), cwd=project)
+    assert explicit.code == 0 and explicit.data["created"]["title"] == "Auto"
+    record = baton("handoff", "show", explicit.data["created"]["short_id"], "--json", cwd=project).data["content"]
+    automation = record["automation"]
+    assert automation["trigger"] == "manual" and automation["score"] == 1.0
+    assert automation["inputs_used"] == {"explicit": 1.0} and "context" in automation["inputs_unused"]
+    assert automation["reasons"] == explicit.data["reasons"]
+    payload.write_text(json.dumps({"title": "no objective"}), encoding="utf-8")
+    bad = baton("detect", "--json", "--event", '{"explicit": true}', "--capture", str(payload), cwd=project)
+    assert bad.code == 2 and "objective" in bad.data["error"]["message"]
+
+
+def test_resume_counts_with_the_configured_exact_tokenizer(baton, project: Path, actionable: str) -> None:
+    from batontest.assets import qwen3_dir
+    from tokenizers import Tokenizer
+
+    tokenizer_dir = qwen3_dir()
+    config_path = project / ".baton" / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["tokenizer"] = {"backend": "hf", "path": str(tokenizer_dir), "url": None, "model": None}
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    assert baton("handoff", "ready", actionable, "--json", cwd=project).code == 0
+    resumed = baton("resume", "--json", cwd=project)
+    assert resumed.code == 0, resumed.stdout
+    brief = resumed.data["brief"]
+    assert brief["counter_source"].startswith("hf:")
+    reference = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    assert brief["tokens"] == len(reference.encode(brief["text"], add_special_tokens=False).ids)
+    config["tokenizer"]["backend"] = "no-such-backend"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    broken = baton("resume", "--json", cwd=project)
+    assert broken.code == 2 and "no-such-backend" in broken.data["error"]["message"]
