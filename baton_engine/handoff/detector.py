@@ -288,7 +288,8 @@ def evaluate(
         if readiness is None:
             reasons.append("no handoff record yet: auto-prepare needs a capture first")
         elif not auto_prepare:
-            reasons.append(f"readiness {readiness:.2f} below {config.auto_prepare_min_readiness:.2f}: not auto-prepared")
+            minimum = config.auto_prepare_min_readiness
+            reasons.append(f"readiness {readiness:.2f} below {minimum:.2f}: not auto-prepared")
     new_state = (
         DetectorState(last_recommended_at=format_timestamp(now), last_pressure=round(pressure, 4))
         if recommend

@@ -35,6 +35,7 @@ DEFAULT_MAX_TOKENS = 1200
 MIN_MAX_TOKENS = 128
 ROUGH_COUNTER_SOURCE = "rough:chars/4"
 ELLIPSIS = " …"
+STALE_HEADING = "## STALE: the repository changed since capture; reconcile before acting"
 
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
 
@@ -175,9 +176,10 @@ def _build_sections(
         assert freshness is not None
         lines = [f"- {_inline(reason)}" for reason in freshness.reasons]
         if not lines:  # a report that says stale without saying why: show what it holds
-            lines.append(f"- git head {_head(freshness.git_head_at_capture)} at capture, {_head(freshness.git_head_now)} now")
+            at_capture, now = _head(freshness.git_head_at_capture), _head(freshness.git_head_now)
+            lines.append(f"- git head {at_capture} at capture, {now} now")
             lines += [f"- changed: {_drift_line(d)}" for d in sorted(freshness.drifted_artifacts, key=_drift_line)]
-        add("stale", "STALE", "## STALE: the repository changed since capture; reconcile before acting", "\n".join(lines))
+        add("stale", "STALE", STALE_HEADING, "\n".join(lines))
 
     lineage = record.lineage
     if lineage.parents or lineage.relation != "root":
@@ -514,7 +516,8 @@ def render_markdown(record: HandoffRecord) -> str:
         f"- automation: {automation.trigger}"
         + ("" if automation.score is None else f", score {automation.score}")
         + (f"; {'; '.join(automation.reasons)}" if automation.reasons else "")
-        + (f"; inputs used: {', '.join(f'{k} {v}' for k, v in sorted(used.items()))}" if isinstance(used, dict) and used else "")
+        + (f"; inputs used: {', '.join(f'{k} {v}' for k, v in sorted(used.items()))}"
+           if isinstance(used, dict) and used else "")
         + (f"; unused: {', '.join(map(str, unused))}" if isinstance(unused, list) and unused else "")
     )
     out += ["", "## Objective", _block(record.work.objective), ""]
@@ -530,7 +533,8 @@ def render_markdown(record: HandoffRecord) -> str:
         (
             f"{d.id}: {_inline(d.decision)}"
             + (f" (why: {_inline(d.rationale)})" if d.rationale else "")
-            + (f"; alternatives: {', '.join(_inline(a) for a in d.alternatives_considered)}" if d.alternatives_considered else "")
+            + (f"; alternatives: {', '.join(_inline(a) for a in d.alternatives_considered)}"
+               if d.alternatives_considered else "")
             + (f"; evidence {', '.join(d.evidence_ids)}" if d.evidence_ids else "")
             + f"; made {d.made_at}"
             for d in record.decisions
@@ -567,7 +571,8 @@ def render_markdown(record: HandoffRecord) -> str:
     out += _md_list(
         "Risks",
         (
-            f"[{r.severity}] {_inline(r.description)}" + (f" (mitigation: {_inline(r.mitigation)})" if r.mitigation else "")
+            f"[{r.severity}] {_inline(r.description)}"
+            + (f" (mitigation: {_inline(r.mitigation)})" if r.mitigation else "")
             for r in record.risks
         ),
     )
@@ -580,7 +585,8 @@ def render_markdown(record: HandoffRecord) -> str:
             for f in record.failed_attempts
         ),
     )
-    out += [f"## Validation: {validation.status}" + (f" ({validation.validated_at})" if validation.validated_at else "")]
+    validated_at = f" ({validation.validated_at})" if validation.validated_at else ""
+    out += [f"## Validation: {validation.status}{validated_at}"]
     out += [f"- {c.name}: {c.status}" + (f" ({_inline(c.detail)})" if c.detail else "") for c in validation.checks]
     if validation.freshness is not None:
         f = validation.freshness
