@@ -1,0 +1,31 @@
+"""Pure post-compaction message lists: the Baton block, a pair-safe verbatim tail, degradation.
+
+No I/O, no Hermes import, no handoff-store access: callers pass messages, an already-rendered
+brief and a token-counting callable, and get a valid OpenAI-format message list back.
+"""
+
+from __future__ import annotations
+
+from baton_engine.compaction.builder import (
+    DEFAULT_MAX_BLOCK_TOKENS,
+    BatonBlock,
+    CompactionResult,
+    CountTokens,
+    DegradeReason,
+    build_compacted_messages,
+    degrade,
+    degrade_messages,
+)
+from baton_engine.compaction.markers import is_baton_message
+
+__all__ = [
+    "DEFAULT_MAX_BLOCK_TOKENS",
+    "BatonBlock",
+    "CompactionResult",
+    "CountTokens",
+    "DegradeReason",
+    "build_compacted_messages",
+    "degrade",
+    "degrade_messages",
+    "is_baton_message",
+]

@@ -1,0 +1,330 @@
+"""Build the message list a compaction hands back to the host: Baton block, notice, verbatim tail.
+
+Layout (after any leading system messages of the input, kept verbatim for the gateway path)::
+
+    user       Baton block: provenance line, STALE banner?, brief, end line
+    assistant  continuation notice             <- only when a user message follows
+    user       latest user request, verbatim   <- only when it did not fit the fresh tail
+    ...        fresh tail, verbatim, pair-safe
+
+When no user message follows the block, the notice is appended to the block's own message instead,
+so roles always alternate. ``fresh_tail_tokens=0`` therefore gives ``[user block, assistant notice,
+user request]``, or the single ``[user block+notice]`` when the transcript holds no user request.
+
+Why not the seed's ``[system block, user notice]``: Hermes' Anthropic adapter keeps only the LAST
+system message as the system prompt (a system block would silently replace the agent's prompt), its
+Bedrock and Gemini adapters fold every system message into the prompt, and Hermes' own compressor
+pins its summary to ``user`` for the same reason (#52160). With the block as ``user``, a separate
+notice that is also ``user`` would put two user turns in a row (rejected by strict-alternation
+templates and rewritten by Hermes' repair pass), and a notice that swallowed the request would have
+to be parsed apart again at the next compaction, risking the user's words. So the request stays its
+own verbatim message and a one-line assistant notice sits between block and request: three messages.
+
+Pure and total: no I/O, no Hermes import, never raises; same input -> same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from baton_engine.compaction.markers import (
+    STALE_BANNER,
+    degraded_note,
+    degraded_notice_text,
+    end_line,
+    notice_text,
+    provenance_line,
+    safe_field,
+)
+from baton_engine.compaction.sanitize import Message, Sanitized, Unit, copy_json, is_real_user_request, sanitize
+from baton_engine.handoff.model import HandoffRecord
+from baton_engine.tokens.rough import estimate_messages_tokens_rough
+
+CountTokens = Callable[[list[Message]], int]
+DEFAULT_MAX_BLOCK_TOKENS = 1400
+TRUNCATION_MARK = "[... brief truncated to fit the handoff block budget]"
+UNCOUNTABLE_TOKENS = 1 << 40  # what a message costs when even the rough estimate fails: never fits
+
+DegradeReason = Literal[
+    "validation_failed", "not_initialised", "disk_not_writable", "tokenizer_down", "internal_error", "unspecified"
+]
+_DEGRADE_EXPLANATIONS: dict[str, str] = {
+    "validation_failed": "the new handoff record failed validation",
+    "not_initialised": "Baton is not initialised for this project, so no handoff could be stored",
+    "disk_not_writable": "the handoff store is not writable",
+    "tokenizer_down": "exact token counting is unavailable",
+    "internal_error": "Baton hit an internal error while compacting",
+    "unspecified": "the compaction could not complete",
+}
+
+
+@dataclass(frozen=True)
+class BatonBlock:
+    """What the block shows: the handoff's identity and its already-rendered brief (<= ~1,200 tokens)."""
+
+    short_id: str
+    status: str
+    captured_at: str
+    brief: str
+    stale: bool = False
+
+    @classmethod
+    def from_record(cls, record: HandoffRecord, brief: str) -> BatonBlock:
+        freshness = record.validation.freshness
+        return cls(
+            short_id=record.short_id,
+            status=record.status,
+            captured_at=record.created_at,
+            brief=brief,
+            stale=bool(freshness and freshness.stale),
+        )
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """The new message list plus what was decided and repaired (counts only: safe to log)."""
+
+    messages: list[Message]
+    block_tokens: int = 0
+    tail_tokens: int = 0
+    tail_messages: int = 0
+    brief_truncated: bool = False
+    block_over_budget: bool = False
+    latest_request_carried: bool = False
+    replaced_blocks: int = 0
+    dropped_orphans: int = 0
+    stripped_tool_calls: int = 0
+    dropped_malformed: int = 0
+    dropped_system: int = 0
+    counting_fell_back: bool = False
+    error_type: str | None = None
+
+
+class _GuardedCounter:
+    """The caller's counter, made total: a failure or a nonsense answer becomes rough + 10%."""
+
+    def __init__(self, count_tokens: CountTokens) -> None:
+        self._count_tokens = count_tokens
+        self.fell_back = False
+
+    def __call__(self, messages: list[Message]) -> int:
+        try:
+            value = self._count_tokens(messages)
+        except Exception:  # noqa: BLE001 - a broken tokenizer must never break the agent
+            value = None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        self.fell_back = True
+        try:
+            rough = estimate_messages_tokens_rough(messages)
+        except Exception:  # noqa: BLE001
+            return UNCOUNTABLE_TOKENS
+        return rough + rough // 10
+
+
+def build_compacted_messages(
+    messages: Any,
+    *,
+    block: BatonBlock,
+    fresh_tail_tokens: int,
+    count_tokens: CountTokens,
+    max_block_tokens: int = DEFAULT_MAX_BLOCK_TOKENS,
+) -> CompactionResult:
+    """Replace ``messages`` by the Baton block, a notice and the freshest turns that fit.
+
+    ``count_tokens`` counts a list of messages (exactly, ideally). The block is fitted to
+    ``max_block_tokens`` by truncating the brief; the tail is the longest run of whole units
+    (a tool-call message with all its results is one unit) ending at the last message whose count
+    is <= ``fresh_tail_tokens``. The latest real user request is always kept, inside the tail or
+    right after the notice. Earlier Baton messages are dropped: the new block replaces them.
+    """
+    counter = _GuardedCounter(count_tokens)
+    try:
+        return _build(messages, block, _non_negative(fresh_tail_tokens), counter, _non_negative(max_block_tokens))
+    except Exception as exc:  # noqa: BLE001 - pure and total by contract
+        return _minimal_result(messages, block, type(exc).__name__, counter.fell_back)
+
+
+def degrade(
+    messages: Any,
+    *,
+    reason: DegradeReason | str,
+    keep_recent: int,
+    max_tokens: int,
+    count_tokens: CountTokens,
+) -> CompactionResult:
+    """Compaction without a new handoff: recent messages only, plus a note saying why.
+
+    Keeps the most recent whole units within ``keep_recent`` messages and ``max_tokens`` tokens,
+    always the latest user request, and the most recent earlier Baton block (it still describes
+    everything before it). The note names the reason code only: no prompt text, no secrets.
+    """
+    counter = _GuardedCounter(count_tokens)
+    reason_code = reason if reason in _DEGRADE_EXPLANATIONS else "unspecified"
+    try:
+        state = sanitize(messages)
+        header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
+        if state.previous_block:
+            header = f"{header}\n\n{state.previous_block}"
+        limit_messages, limit_tokens = _non_negative(keep_recent), _non_negative(max_tokens)
+
+        def fits(candidate: list[Message]) -> bool:
+            return len(candidate) <= limit_messages and counter(candidate) <= limit_tokens
+
+        tail_start = _longest_fitting_suffix(state.units, fits)
+        return _result(state, header, degraded_notice_text(), tail_start, counter, block_tokens=0)
+    except Exception as exc:  # noqa: BLE001 - pure and total by contract
+        return _minimal_result(messages, None, type(exc).__name__, counter.fell_back)
+
+
+def degrade_messages(
+    messages: Any,
+    *,
+    reason: DegradeReason | str,
+    keep_recent: int,
+    max_tokens: int,
+    count_tokens: CountTokens,
+) -> list[Message]:
+    """Just the message list of :func:`degrade`."""
+    return degrade(
+        messages, reason=reason, keep_recent=keep_recent, max_tokens=max_tokens, count_tokens=count_tokens
+    ).messages
+
+
+def _build(
+    messages: Any, block: BatonBlock, fresh_tail_tokens: int, counter: _GuardedCounter, max_block_tokens: int
+) -> CompactionResult:
+    state = sanitize(messages)
+    block_text, block_tokens, truncated, over_budget = _fit_block(block, counter, max_block_tokens)
+
+    def fits(candidate: list[Message]) -> bool:
+        return counter(candidate) <= fresh_tail_tokens
+
+    tail_start = _longest_fitting_suffix(state.units, fits) if fresh_tail_tokens > 0 else len(state.units)
+    result = _result(state, block_text, notice_text(block.short_id), tail_start, counter, block_tokens=block_tokens)
+    return _with(result, brief_truncated=truncated, block_over_budget=over_budget)
+
+
+def _result(
+    state: Sanitized, header: str, notice: str, tail_start: int, counter: _GuardedCounter, *, block_tokens: int
+) -> CompactionResult:
+    tail = _flatten(state.units[tail_start:])
+    latest = state.latest_request_unit
+    carried = latest is not None and latest < tail_start
+    conversation = ([state.units[latest][0]] if carried else []) + tail
+    if conversation and conversation[0]["role"] == "user":
+        head = [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]
+    else:
+        head = [{"role": "user", "content": f"{header}\n\n{notice}"}]
+    return CompactionResult(
+        messages=[*state.leading_system, *head, *conversation],
+        block_tokens=block_tokens,
+        tail_tokens=counter(tail) if tail else 0,
+        tail_messages=len(tail),
+        latest_request_carried=carried,
+        replaced_blocks=state.dropped["replaced"],
+        dropped_orphans=state.dropped["orphans"],
+        stripped_tool_calls=state.dropped["stripped_calls"],
+        dropped_malformed=state.dropped["malformed"],
+        dropped_system=state.dropped["system"],
+        counting_fell_back=counter.fell_back,
+    )
+
+
+def _fit_block(block: BatonBlock, counter: _GuardedCounter, max_tokens: int) -> tuple[str, int, bool, bool]:
+    """Render the block; if it is over budget, keep the longest prefix of the brief that fits."""
+    head = [provenance_line(block.short_id, block.status, block.captured_at)]
+    if block.stale:
+        head.append(STALE_BANNER)
+    closing = end_line(block.short_id)
+    brief = block.brief if isinstance(block.brief, str) else ""
+
+    def render(body: str) -> str:
+        return "\n\n".join([*head, body, closing]) if body else "\n\n".join([*head, closing])
+
+    def measure(text: str) -> int:
+        return counter([{"role": "user", "content": text}])
+
+    full = render(brief.strip())
+    tokens = measure(full)
+    if tokens <= max_tokens:
+        return full, tokens, False, False
+
+    def truncated(length: int) -> str:
+        kept = brief[:length].rstrip()
+        return render(f"{kept}\n{TRUNCATION_MARK}" if kept else TRUNCATION_MARK)
+
+    fitting, failing = -1, len(brief)  # binary search for the longest prefix whose block fits
+    while failing - fitting > 1:
+        middle = (fitting + failing) // 2
+        if measure(truncated(middle)) <= max_tokens:
+            fitting = middle
+        else:
+            failing = middle
+    text = truncated(max(fitting, 0))
+    tokens = measure(text)
+    return text, tokens, True, tokens > max_tokens
+
+
+def _longest_fitting_suffix(units: list[Unit], fits: Callable[[list[Message]], bool]) -> int:
+    """Smallest start index whose suffix of whole units fits, probing 1, 2, 4 ... units then bisecting.
+
+    Only suffixes that were actually measured as fitting are returned, so the budget holds even
+    for a counter that is not monotone; the number of counts grows with log(kept units).
+    """
+    fitting, failing, size = len(units), -1, 1
+    while fitting > 0:
+        start = max(len(units) - size, 0)
+        if not fits(_flatten(units[start:])):
+            failing = start
+            break
+        fitting, size = start, size * 2
+    while fitting - failing > 1:
+        middle = (fitting + failing) // 2
+        if fits(_flatten(units[middle:])):
+            fitting = middle
+        else:
+            failing = middle
+    return fitting
+
+
+def _flatten(units: list[Unit]) -> list[Message]:
+    return [message for unit in units for message in unit]
+
+
+def _non_negative(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _with(result: CompactionResult, **changes: Any) -> CompactionResult:
+    return CompactionResult(**{**result.__dict__, **changes})
+
+
+def _minimal_result(messages: Any, block: BatonBlock | None, error_type: str, fell_back: bool) -> CompactionResult:
+    """Last resort after an internal error: the block's identity line and the latest user request."""
+    try:
+        short_id = safe_field(getattr(block, "short_id", "unknown"))
+        header = (
+            provenance_line(short_id, getattr(block, "status", "unknown"), getattr(block, "captured_at", "unknown"))
+            + "\n\n"
+            + end_line(short_id)
+        )
+        notice = notice_text(short_id)
+    except Exception:  # noqa: BLE001
+        header, notice = provenance_line("unknown", "unknown", "unknown"), notice_text("unknown")
+    latest: list[Message] = []
+    try:
+        for message in reversed(list(messages)):
+            if isinstance(message, dict) and is_real_user_request(message):
+                latest = [copy_json(message)]
+                break
+    except Exception:  # noqa: BLE001
+        latest = []
+    head = (
+        [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]
+        if latest
+        else [{"role": "user", "content": f"{header}\n\n{notice}"}]
+    )
+    return CompactionResult(messages=head + latest, counting_fell_back=fell_back, error_type=error_type)

@@ -1,0 +1,94 @@
+"""The fixed texts Baton writes into a compacted transcript, and how to recognise them later.
+
+Every message Baton adds starts with a bracketed marker line, so the next compaction can find
+and REPLACE it instead of stacking a second block on top (lean-ctx's failure: summaries that are
+never recognised pile up until the prompt is four times the window). Only these exact prefixes
+are recognised; a user who merely mentions "Baton" is never mistaken for a block.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_FIELD_UNSAFE = re.compile(r"[\[\]|\s]+")
+_FIELD_MAX_CHARS = 64
+
+PROVENANCE_RE = re.compile(r"\[Baton handoff (?P<short_id>[^\s|\]]+) \| status: [^\s|\]]+ \| captured [^\]\n]*\]")
+NOTICE_PREFIX = "[Baton continuation "
+DEGRADED_PREFIX = "[Baton degraded compaction "
+STALE_BANNER = (
+    "STALE: the project changed after this handoff was captured. "
+    "Re-check files, branches and test results before relying on them."
+)
+
+
+def safe_field(value: Any, default: str = "unknown") -> str:
+    """One token-like field for a marker line: no brackets, bars or whitespace, bounded length.
+
+    Keeps the provenance line parseable whatever the caller passes in.
+    """
+    text = _FIELD_UNSAFE.sub("-", str(value)).strip("-")[:_FIELD_MAX_CHARS]
+    return text or default
+
+
+def provenance_line(short_id: str, status: str, captured_at: str) -> str:
+    return f"[Baton handoff {safe_field(short_id)} | status: {safe_field(status)} | captured {safe_field(captured_at)}]"
+
+
+def end_line(short_id: str) -> str:
+    return f"[End of Baton handoff {safe_field(short_id)}. Reference only: the conversation below is the live one.]"
+
+
+def notice_text(short_id: str) -> str:
+    return (
+        f"{NOTICE_PREFIX}{safe_field(short_id)}] Earlier turns are summarised in the handoff above. "
+        "The most recent messages follow verbatim; the latest user message is the active request."
+    )
+
+
+def degraded_notice_text() -> str:
+    return (
+        f"{NOTICE_PREFIX}degraded] Earlier turns were dropped without a new handoff. "
+        "The most recent messages follow verbatim; the latest user message is the active request."
+    )
+
+
+def degraded_note(reason: str, explanation: str) -> str:
+    return (
+        f"{DEGRADED_PREFIX}| reason: {safe_field(reason)}] Earlier turns were dropped because {explanation}. "
+        "Only the most recent messages are kept."
+    )
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a message's content: the string itself or its text parts joined by newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def is_baton_message(message: dict[str, Any]) -> bool:
+    """A block, continuation notice or degradation note that an earlier Baton compaction wrote."""
+    text = message_text(message).lstrip()
+    return (
+        PROVENANCE_RE.match(text) is not None
+        or text.startswith(NOTICE_PREFIX)
+        or text.startswith(DEGRADED_PREFIX)
+    )
+
+
+def embedded_block(message: dict[str, Any]) -> str | None:
+    """The handoff block (provenance line .. end line) inside an earlier Baton message, if any."""
+    text = message_text(message)
+    found = PROVENANCE_RE.search(text)
+    if found is None:
+        return None
+    closing = end_line(found.group("short_id"))
+    stop = text.find(closing, found.start())
+    return text[found.start() : stop + len(closing)] if stop >= 0 else text[found.start() :].rstrip()
