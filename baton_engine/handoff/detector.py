@@ -146,12 +146,14 @@ class DetectorResult:
 
     def to_automation(self, trigger: Trigger) -> Automation:
         """The record's ``automation`` block; inputs used/unused kept as extra fields for audit."""
-        return Automation(
-            trigger=trigger,
-            score=round(self.pressure, 4),
-            reasons=list(self.reasons),
-            inputs_used=dict(self.inputs_used),
-            inputs_unused=list(self.inputs_unused),
+        return Automation.model_validate(
+            {
+                "trigger": trigger,
+                "score": round(self.pressure, 4),
+                "reasons": list(self.reasons),
+                "inputs_used": dict(self.inputs_used),
+                "inputs_unused": list(self.inputs_unused),
+            }
         )
 
     def to_json_dict(self) -> dict[str, Any]:
