@@ -75,12 +75,23 @@ def error_result(exc: BatonError) -> dict[str, Any]:
     return result
 
 
+INTERNAL_ERROR_EXIT_CODE = 1
+
+
 def call(operation: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> tuple[dict[str, Any], int]:
-    """Run an operation for a surface that must not raise: (result dict, exit code)."""
+    """Run an operation for a surface that must never raise (CLI, engine tools, MCP): (result dict, exit code).
+
+    A result with ``"ok": false`` (e.g. a failing doctor) exits 3. An unexpected exception becomes an
+    ``internal_error`` naming only its type: its message could quote record content.
+    """
     try:
-        return operation(*args, **kwargs), 0
+        result = operation(*args, **kwargs)
     except BatonError as exc:
         return error_result(exc), exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the surfaces promise a JSON answer, never a traceback
+        message = f"unexpected {type(exc).__name__}; run `baton doctor` and report it if it persists"
+        return {"ok": False, "error": {"kind": "internal_error", "message": message}}, INTERNAL_ERROR_EXIT_CODE
+    return result, 0 if result.get("ok", True) else ValidationFailed.exit_code
 
 
 def _failure(error: BatonError, **details: Any) -> BatonError:

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from baton_engine.errors import BatonError, UserInputError
-from baton_engine.operations import error_result
+from baton_engine.errors import UserInputError
+from baton_engine.operations import call
 
 Renderer = Callable[[Console, dict[str, Any]], None]
 
@@ -46,26 +46,15 @@ def dumps(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
 
 
-def run(
-    as_json: bool,
-    operation: Callable[[], dict[str, Any]],
-    render: Renderer,
-    *,
-    failure_exit_code: int = 3,
-) -> None:
-    """Run ``operation``, print its result, exit with the spec's code (never returns normally on error)."""
-    out = Console(highlight=False, soft_wrap=True)
-    try:
-        result = operation()
-        code = 0 if result.get("ok", True) else failure_exit_code
-    except BatonError as exc:
-        result, code = error_result(exc), exc.exit_code
+def run(as_json: bool, operation: Callable[[], dict[str, Any]], render: Renderer) -> None:
+    """Run ``operation`` through ``operations.call``, print its result, exit with the spec's code."""
+    result, code = call(operation)
     if as_json:
         click.echo(dumps(result))
-    elif result.get("ok", True) or "error" not in result:
-        render(out, result)
-    else:
+    elif "error" in result:
         render_error(result)
+    else:
+        render(Console(highlight=False, soft_wrap=True), result)
     if code:
         sys.exit(code)
 

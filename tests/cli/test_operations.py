@@ -1,0 +1,45 @@
+"""The operations layer called directly, as the engine tools and the MCP server will: same dicts as the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from baton_engine import operations
+from baton_engine.errors import ConflictError
+
+
+def test_call_turns_errors_into_the_error_dict(git_project: Path) -> None:
+    result, code = operations.call(operations.status, git_project)
+    assert code == 4
+    assert result == {"ok": False, "error": {"kind": "not_found", "message": result["error"]["message"]}}
+    assert "baton init" in result["error"]["message"]
+
+
+def test_call_never_raises_and_hides_unexpected_messages() -> None:
+    def broken() -> dict:
+        raise RuntimeError("prompt text that must not leak")
+
+    result, code = operations.call(broken)
+    assert code == operations.INTERNAL_ERROR_EXIT_CODE
+    assert result["error"]["kind"] == "internal_error"
+    assert "RuntimeError" in result["error"]["message"] and "prompt text" not in result["error"]["message"]
+
+
+def test_error_details_ride_along() -> None:
+    error = ConflictError("merge refused")
+    error.details = {"handoff": {"id": "x"}}  # type: ignore[attr-defined]
+    assert operations.error_result(error) == {"ok": False, "error": {"kind": "conflict", "message": "merge refused"},
+                                              "handoff": {"id": "x"}}
+
+
+def test_operations_and_cli_print_the_same_json(baton, git_project: Path) -> None:
+    operations.init(git_project)
+    created = operations.checkpoint_create(git_project, {"title": "T", "objective": "O", "state": "S",
+                                                         "artifacts": [{"path": "src/app.py"}]})
+    short = created["handoff"]["short_id"]
+    direct = operations.show_handoff(git_project, short, format="prompt")
+    via_cli = baton("handoff", "show", short, "--json", "--format", "prompt", cwd=git_project)
+    assert via_cli.code == 0
+    assert json.loads(via_cli.stdout) == direct
+    assert via_cli.stdout == json.dumps(direct, indent=2, ensure_ascii=False) + "\n"
