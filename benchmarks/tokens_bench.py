@@ -1,0 +1,245 @@
+"""Token-counting benchmark: one run prints every figure, ratio and whether each target is met.
+
+    .venv/bin/python benchmarks/tokens_bench.py [--quick]
+
+1. tokens/s of each local backend's ``count_text`` on ~1 MB of mixed text next to raw tiktoken / raw
+   ``tokenizers`` (target: tiktoken backend within 25% of raw tiktoken).
+2. cold vs warm ``count_chat`` of a 200-message conversation that grew by one message (target: warm <= 25% of cold).
+3. /tokenize calls per counted request through the counter, counted on the loopback stand-in (target 1; 0 on a repeat).
+4. the rough estimator's error vs exact counts over generated, deterministic conversations.
+
+Offline: tokenizers come from the repository's assets (tests/batontest/assets.py). Timings are medians; the
+machine is shared, so compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "counting")]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
+from conversations import conversation, conversation_of_messages  # noqa: E402
+
+from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend, TokenizerConfig  # noqa: E402
+from baton_engine.tokens.counter import TokenCounter  # noqa: E402
+from baton_engine.tokens.plugins import build_backend, discover  # noqa: E402
+from baton_engine.tokens.rough import estimate_chat_request  # noqa: E402
+
+REGISTRY = discover()
+RESULTS: list[tuple[str, str, bool | None]] = []  # (target, figure, met?)
+
+
+def median_seconds(action: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def mixed_text(size: int = 1_000_000, seed: int = 3) -> str:
+    """English prose, Python, JSON, logs and non-Latin text, deterministic."""
+    rng = random.Random(seed)
+    prose = ("The scheduler retries a failed job three times before it marks the run as broken and pages "
+             "the on-call engineer, who reads the log and decides whether to roll back. ").split()
+    blocks = [
+        lambda: " ".join(rng.choice(prose) for _ in range(rng.randint(20, 80))) + "\n\n",
+        lambda: f"def handler_{rng.randint(0, 999)}(event, context):\n    if not event.get('id'):\n"
+                f"        raise ValueError('missing id')\n    return {{'status': {rng.randint(200, 504)}}}\n\n",
+        lambda: '{"id": %d, "tags": ["a", "b"], "ok": true, "ratio": %.4f}\n' % (rng.randint(0, 10**6), rng.random()),
+        lambda: f"2026-11-30T02:{rng.randint(10, 59)}:{rng.randint(10, 59)}Z WARN worker[{rng.randint(1, 64)}] "
+                f"timeout after {rng.randint(1, 30)}s\n",
+        lambda: "東京の天気は晴れ。Größe ändern — naïve café résumé. Привет, мир! 🚀✨\n",
+    ]
+    parts: list[str] = []
+    length = 0
+    while length < size:
+        part = rng.choice(blocks)()
+        parts.append(part)
+        length += len(part)
+    return "".join(parts)[:size]
+
+
+def local_backend(name: str) -> TokenizerBackend | None:
+    configs = {
+        "tiktoken": TokenizerConfig(backend="tiktoken", model="gpt-4o", path=str(tiktoken_encoding_file("o200k_base"))),
+        "hf": TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B"),
+    }
+    if name not in REGISTRY.backends:
+        return None
+    try:
+        return build_backend(configs[name], REGISTRY)[0]
+    except BackendConfigError as exc:
+        print(f"  {name}: cannot build ({exc})")
+        return None
+
+
+def raw_tiktoken_encode() -> Callable[[str], int]:
+    """Raw tiktoken o200k_base, loaded offline through TIKTOKEN_CACHE_DIR (file name = sha1 of the URL)."""
+    import tiktoken
+
+    cache = Path(tempfile.mkdtemp(prefix="tiktoken-cache-"))
+    url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(tiktoken_encoding_file("o200k_base").read_bytes())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    encoding = tiktoken.get_encoding("o200k_base")
+    return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+def raw_tokenizers_encode() -> Callable[[str], int]:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(qwen3_dir() / "tokenizer.json"))
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def section_throughput(repeats: int) -> None:
+    print("\n## 1. Throughput on ~1 MB of mixed text (count_text, median of %d)\n" % repeats)
+    text = mixed_text()
+    print(f"text: {len(text):,} chars, {len(text.encode()):,} bytes\n")
+    print("| counter | tokens | seconds | tokens/s | vs raw |")
+    print("|---|---|---|---|---|")
+    pairs = [("tiktoken", raw_tiktoken_encode, "raw tiktoken o200k"), ("hf", raw_tokenizers_encode, "raw tokenizers Qwen3")]
+    for name, make_raw, raw_label in pairs:
+        raw = make_raw()
+        raw_tokens = raw(text)
+        raw_s = median_seconds(lambda: raw(text), repeats)
+        print(f"| {raw_label} | {raw_tokens:,} | {raw_s:.3f} | {raw_tokens / raw_s:,.0f} | 1.00 |")
+        backend = local_backend(name)
+        if backend is None:
+            print(f"| {name} backend | not installed | | | |")
+            if name == "tiktoken":
+                RESULTS.append(("tiktoken backend within 25% of raw tiktoken", "backend not installed", None))
+            continue
+        backend.clear_cache()
+        tokens = backend.count_text(text).tokens
+        seconds = median_seconds(lambda: (backend.clear_cache(), backend.count_text(text)), repeats)
+        ratio = seconds / raw_s
+        same = "" if tokens == raw_tokens else f" (raw says {raw_tokens:,}!)"
+        print(f"| {name} backend | {tokens:,}{same} | {seconds:.3f} | {tokens / seconds:,.0f} | {ratio:.2f} |")
+        if name == "tiktoken":
+            RESULTS.append(("tiktoken backend within 25% of raw tiktoken", f"{ratio:.2f}x raw time", ratio <= 1.25))
+        else:
+            RESULTS.append((f"{name} backend count equals raw encode on 1 MB", f"{tokens} vs {raw_tokens}", tokens == raw_tokens))
+
+
+def section_growth(repeats: int) -> None:
+    print("\n## 2. Cold vs warm: a 200-message conversation that grew by one message (count_chat)\n")
+    base = conversation_of_messages(200)
+    grown = {**base, "messages": [*base["messages"], {"role": "user", "content": "One more question: and the tests?"}]}
+    print("| backend | tokens (201 msgs) | cold ms | warm ms | warm/cold | target <= 0.25 |")
+    print("|---|---|---|---|---|---|")
+    for name in ("tiktoken", "hf"):
+        if local_backend(name) is None:
+            print(f"| {name} | not installed | | | | |")
+            RESULTS.append((f"{name}: warm <= 25% of cold", "backend not installed", None))
+            continue
+        colds, warms = [], []
+        tokens = None
+        for _ in range(repeats):
+            cold_backend = local_backend(name)
+            cold_backend.count_chat({"messages": [{"role": "user", "content": "warm up the tokenizer"}]})
+            started = time.perf_counter()
+            tokens = cold_backend.count_chat(grown).tokens
+            colds.append(time.perf_counter() - started)
+            warm_backend = local_backend(name)
+            warm_backend.count_chat(base)
+            started = time.perf_counter()
+            warm_tokens = warm_backend.count_chat(grown).tokens
+            warms.append(time.perf_counter() - started)
+            assert warm_tokens == tokens, f"{name}: warm count {warm_tokens} != cold count {tokens}"
+        cold, warm = statistics.median(colds) * 1000, statistics.median(warms) * 1000
+        ratio = warm / cold
+        print(f"| {name} | {tokens:,} | {cold:.1f} | {warm:.1f} | {ratio:.2f} | {'met' if ratio <= 0.25 else 'NOT met'} |")
+        RESULTS.append((f"{name}: warm <= 25% of cold", f"{ratio:.2f}", ratio <= 0.25))
+
+
+def section_round_trips() -> None:
+    print("\n## 3. /tokenize calls per counted request (vllm backend through the counter, loopback stand-in)\n")
+    if "vllm" not in REGISTRY.backends:
+        print("vllm backend not installed")
+        RESULTS.append(("1 /tokenize call per request, 0 on repeat", "vllm backend not installed", None))
+        return
+    from batontest.vllm_standin import VllmStandin
+
+    with VllmStandin() as server:
+        backend, _ = build_backend(TokenizerConfig(backend="vllm", url=server.url, model=server.model_name), REGISTRY)
+        counter = TokenCounter(backend)
+        requests = [conversation(turns, seed=seed) for seed, turns in enumerate((2, 10, 40, 80))]
+        firsts, repeats = [], []
+        for request in requests:
+            before = server.requests_received["/tokenize"]
+            count = counter.count_chat(request)
+            middle = server.requests_received["/tokenize"]
+            counter.count_chat(request)
+            after = server.requests_received["/tokenize"]
+            firsts.append(middle - before)
+            repeats.append(after - middle)
+            assert count.exact, f"stand-in count fell back: {count.fallback_reason}"
+        counter.close()
+        other = {route: n for route, n in server.requests_received.items() if route != "/tokenize"}
+    print(f"requests counted: {len(requests)}; /tokenize calls on first count: {firsts}; on repeat: {repeats}")
+    print(f"other routes hit: {other or 'none'}")
+    met = all(n == 1 for n in firsts) and all(n == 0 for n in repeats)
+    RESULTS.append(("1 /tokenize call per request, 0 on repeat", f"first {firsts}, repeat {repeats}", met))
+
+
+def section_rough_error() -> None:
+    print("\n## 4. Rough estimate (Hermes chars/4) vs exact counts, 40 generated conversations\n")
+    requests = [conversation(turns, seed=seed, with_tools=seed % 4 != 0)
+                for seed, turns in enumerate([1, 2, 3, 5, 8, 13, 21, 34] * 5)]
+    print("| exact backend | mean error | median error | worst under | worst over | under by > 1024 (margin) |")
+    print("|---|---|---|---|---|---|")
+    for name in ("hf", "tiktoken"):
+        backend = local_backend(name)
+        if backend is None:
+            print(f"| {name} | not installed | | | | |")
+            continue
+        errors, short = [], 0
+        for request in requests:
+            exact = backend.count_chat(request).tokens
+            rough = estimate_chat_request(request)
+            errors.append((rough - exact) / exact)
+            short += exact - rough > 1024
+        print(f"| {backend.source} | {statistics.mean(errors):+.1%} | {statistics.median(errors):+.1%} | "
+              f"{min(errors):+.1%} | {max(errors):+.1%} | {short}/{len(requests)} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 7
+    print("# Baton token-counting benchmark")
+    print(f"\nbackends installed: {', '.join(REGISTRY.backends)}"
+          + "".join(f"; broken: {b.describe()}" for b in REGISTRY.broken))
+    section_throughput(repeats)
+    section_growth(repeats)
+    section_round_trips()
+    section_rough_error()
+    print("\n## Targets\n")
+    print("| target | figure | met? |")
+    print("|---|---|---|")
+    for target, figure, met in RESULTS:
+        print(f"| {target} | {figure} | {'n/a' if met is None else 'yes' if met else 'NO'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
