@@ -7,7 +7,7 @@ or a rich view of it; the behaviour lives in ``operations``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 from rich.console import Console
@@ -28,7 +28,7 @@ from baton_engine.cli.output import (
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.model import Status
 
-STATUSES = list(Status.__args__)  # type: ignore[attr-defined]
+STATUSES = list(get_args(Status))
 
 
 def _handoff_line(console: Console, verb: str, handoff: dict[str, Any]) -> None:
