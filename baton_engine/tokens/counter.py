@@ -58,6 +58,8 @@ def _checked(result: object) -> TokenCount:
         or isinstance(result.tokens, bool)
         or not isinstance(result.tokens, int)
         or result.tokens < 0
+        or not isinstance(result.exact, bool)
+        or not (result.max_model_len is None or type(result.max_model_len) is int)
     ):
         raise MalformedCount
     return result
@@ -112,17 +114,19 @@ class TokenCounter:
         """Exact count when the backend can; else rough + margin; else ``tokens=None``. Never raises."""
         return self._count(
             _request_key(request), "chat", lambda: self._backend.count_chat(request),
-            lambda: estimate_chat_request(request),
+            lambda: estimate_chat_request(request), self._margin,
         )
 
     def count_text(self, text: str) -> TokenCount:
-        """Plain text, no special tokens (brief budgets). Same guarantees as ``count_chat``."""
+        """Plain text, no special tokens (brief budgets). Never raises; the fallback is the rough estimate
+        WITHOUT the margin (source ``rough``): a fixed per-request margin would make every short text look
+        over budget. The margin protects the context window, which only whole-request counts decide."""
         return self._count(
-            _text_key(text), "text", lambda: self._backend.count_text(text), lambda: _estimate_text(text)
+            _text_key(text), "text", lambda: self._backend.count_text(text), lambda: _estimate_text(text), 0
         )
 
     def _count(
-        self, key: str | None, kind: str, exact: Callable[[], object], estimate: Callable[[], int]
+        self, key: str | None, kind: str, exact: Callable[[], object], estimate: Callable[[], int], margin: int
     ) -> TokenCount:
         with self._lock:
             self._record(calls=1)
@@ -136,10 +140,10 @@ class TokenCounter:
         try:
             result = _checked(exact())
         except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
-            return self._fallback(kind, type(exc).__name__, estimate)
-        if result.source == ROUGH_SOURCE:
+            return self._fallback(kind, type(exc).__name__, estimate, margin)
+        if result.source == ROUGH_SOURCE and margin:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
-            result = TokenCount(result.tokens + self._margin, False, FALLBACK_SOURCE, result.max_model_len)  # type: ignore[operator]
+            result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len)  # type: ignore[operator]
         LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
         with self._lock:
             if result.max_model_len is not None:
@@ -151,21 +155,21 @@ class TokenCounter:
                     self._cache.popitem(last=False)
         return result
 
-    def _fallback(self, kind: str, error_type: str, estimate: Callable[[], int]) -> TokenCount:
+    def _fallback(self, kind: str, error_type: str, estimate: Callable[[], int], margin: int) -> TokenCount:
         reason = f"{self._source}: {error_type}"
+        source = FALLBACK_SOURCE if margin else ROUGH_SOURCE
         try:
-            rough_tokens = int(estimate()) + self._margin
+            rough_tokens = int(estimate()) + margin
         except Exception as rough_exc:  # noqa: BLE001
             LOGGER.warning("count unknown kind=%s backend_error=%s rough_error=%s; leaving requests unchanged",
                            kind, reason, type(rough_exc).__name__)
             with self._lock:
                 self._record(unknown=1, fallbacks=1, last_fallback_reason=reason)
             return TokenCount(tokens=None, exact=False, source=UNKNOWN_SOURCE, fallback_reason=reason)
-        LOGGER.warning("count fell back kind=%s reason=%s tokens=%d source=%s",
-                       kind, reason, rough_tokens, FALLBACK_SOURCE)
+        LOGGER.warning("count fell back kind=%s reason=%s tokens=%d source=%s", kind, reason, rough_tokens, source)
         with self._lock:
             self._record(fallbacks=1, last_fallback_reason=reason)
-        return TokenCount(tokens=rough_tokens, exact=False, source=FALLBACK_SOURCE, fallback_reason=reason)
+        return TokenCount(tokens=rough_tokens, exact=False, source=source, fallback_reason=reason)
 
     def clear_cache(self) -> None:
         """Forget every cached count; a reply already in flight cannot refill the cache (epoch)."""

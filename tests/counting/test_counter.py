@@ -96,13 +96,16 @@ def test_failure_falls_back_to_rough_plus_margin_and_is_not_cached(failure: Base
 
 
 @pytest.mark.parametrize(
-    "bad", [None, 17, TokenCount(None, True, "words"), TokenCount(-1, True, "words"), TokenCount(True, True, "w")]
+    "bad", [None, 17, TokenCount(None, True, "words"), TokenCount(-1, True, "words"), TokenCount(True, True, "w"),
+            TokenCount(3, "yes", "words"), TokenCount(3, True, "words", max_model_len="big")],  # type: ignore[arg-type]
 )
 def test_malformed_backend_results_fall_back(bad: object) -> None:
-    counter = TokenCounter(WordBackend(result=bad), fallback_margin_tokens=0)
+    counter = TokenCounter(WordBackend(result=bad), fallback_margin_tokens=1000)
     result = counter.count_text("one two three four five")
-    assert result.source == "rough+margin" and result.fallback_reason == "words: MalformedCount"
-    assert result.tokens == 6  # ceil(23 / 4)
+    assert result == TokenCount(6, False, "rough", None, "words: MalformedCount")  # ceil(23 / 4), no margin
+    request = {"messages": [{"role": "user", "content": "one two"}]}
+    assert counter.count_chat(request) == TokenCount(
+        estimate_chat_request(request) + 1000, False, "rough+margin", None, "words: MalformedCount")
 
 
 def test_both_failing_gives_unknown_and_never_raises() -> None:
@@ -123,11 +126,12 @@ def test_non_json_request_is_counted_but_not_cached() -> None:
     assert backend.calls == 2
 
 
-def test_chosen_rough_backend_gets_the_margin_without_a_failure_reason() -> None:
+def test_chosen_rough_backend_gets_the_margin_on_requests_not_on_text() -> None:
     counter = TokenCounter(RoughBackend(), fallback_margin_tokens=512)
     request = conversation(2)
     result = counter.count_chat(request)
     assert result == TokenCount(estimate_chat_request(request) + 512, False, "rough+margin")
+    assert counter.count_text("x" * 40) == TokenCount(10, False, "rough")
 
 
 def test_clear_cache_epoch_stops_an_in_flight_reply_from_refilling() -> None:
