@@ -21,8 +21,11 @@ fi
 start=$(date +%s)
 rm -rf "$VENV"
 python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -U pip >&2
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check "$VLLM_SPEC" "$TORCH_SPEC" >&2
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -U pip 2>&1 \
+  | { grep -v "is ignored: it is neither a file nor a directory" || true; } >&2
+# (grep drops pip's notes about the machine's file:// index mirrors lacking a package)
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "$VLLM_SPEC" "$TORCH_SPEC" 2>&1 \
+  | { grep -v "is ignored: it is neither a file nor a directory" || true; } >&2
 # PyPI torchvision/torchaudio/torchcodec are built against another torch and break `import vllm` next to this one.
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec >&2 || true
 "$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server" >&2
