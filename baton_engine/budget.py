@@ -119,7 +119,9 @@ def clamp_output(
     numbers = f"window={window} prompt={prompt} margin={margin} available={available} reserve={reserve}"
     if available < reserve:
         return OutputBudget(request, False, f"needs compaction: {numbers}; request unchanged")
-    field, in_extra, value = ("max_tokens", False, available) if cap is None else (cap[0], cap[1], min(available, cap[2]))
+    field, in_extra, value = (
+        ("max_tokens", False, available) if cap is None else (cap[0], cap[1], min(available, cap[2]))
+    )
     rewritten = {k: v for k, v in request.items() if k not in OUTPUT_BUDGET_FIELDS}
     extra = request.get("extra_body")
     if isinstance(extra, Mapping):

@@ -27,7 +27,9 @@ from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.plugins import backends_report, build_backend
 
 
-def _run(as_json: bool, operation: Callable[[], dict[str, Any]], render: Callable[[Console, dict[str, Any]], None]) -> None:
+def _run(
+    as_json: bool, operation: Callable[[], dict[str, Any]], render: Callable[[Console, dict[str, Any]], None]
+) -> None:
     try:
         result, code = operation(), 0
     except BatonError as exc:
@@ -149,8 +151,8 @@ def backends_command(as_json: bool) -> None:
             table.add_row(item["name"], item["distribution"], Text(item["description"]))
         console.print(table)
         for item in result["broken"]:
-            console.print(Text(f"failed to import: {item['entry_point']} ({item['distribution']}: {item['error_type']})",
-                               style="yellow"))
+            problem = f"{item['entry_point']} ({item['distribution']}: {item['error_type']})"
+            console.print(Text(f"failed to import: {problem}", style="yellow"))
         console.print(Text(f"configured: {result['configured']}; auto picks {result['auto']['name']}: "
                            f"{result['auto']['reason']}"))
 

@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from baton_engine.tokens.contract import ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
@@ -104,7 +105,7 @@ class TokenCounter:
 
     def _record(self, **changes: object) -> None:
         """Add integer deltas; ``last_*`` fields are replaced. Caller holds the lock."""
-        updates = {
+        updates: dict[str, Any] = {
             name: value if name.startswith("last_") else getattr(self._stats, name) + value
             for name, value in changes.items()
         }

@@ -107,14 +107,20 @@ def discover(eps: Iterable[EntryPoint] | None = None) -> Registry:
     pm, owners, broken = _plugin_manager(eps)
     found: dict[str, InstalledBackend] = {}
     for impl in pm.hook.baton_tokenizer_backends.get_hookimpls():
-        dist = owners[pm.get_name(impl.plugin)]
-        specs = impl.function()
-        for spec in specs or ():
-            if not isinstance(spec, BackendSpec):
-                raise BackendConfigError(
-                    f"tokenizer plugin from distribution {dist!r} returned {type(spec).__name__}, "
-                    "expected BackendSpec; upgrade or uninstall it"
-                )
+        plugin_name = pm.get_name(impl.plugin) or ""
+        dist = owners[plugin_name]
+        try:
+            specs = impl.function()
+        except Exception as exc:  # noqa: BLE001 - a failing hook is reported like a failed import
+            LOGGER.warning("tokenizer plugin skipped distribution=%s type=%s", dist, type(exc).__name__)
+            broken = (*broken, BrokenPlugin(plugin_name.partition(":")[2], dist, type(exc).__name__))
+            continue
+        if not isinstance(specs, (list, tuple)) or not all(isinstance(spec, BackendSpec) for spec in specs):
+            raise BackendConfigError(
+                f"tokenizer plugin from distribution {dist!r} returned {type(specs).__name__}, expected a list "
+                "of BackendSpec; upgrade or uninstall it"
+            )
+        for spec in specs:
             other = found.get(spec.name)
             if other is not None and other.distribution != dist:
                 first, second = sorted((other.distribution, dist))
@@ -150,18 +156,16 @@ def select_backend(config: TokenizerConfig, registry: Registry | None = None) ->
     if requested != AUTO:
         if requested not in installed:
             names = ", ".join(installed)
-            broken = "".join(
-                f"; plugin that failed to import: {item.describe()}" for item in registry.broken
-            )
+            failed = "".join(f"; plugin that failed to import: {item.describe()}" for item in registry.broken)
             raise BackendConfigError(
-                f"tokenizer backend {requested!r} is not installed (installed: {names}{broken}); set "
+                f"tokenizer backend {requested!r} is not installed (installed: {names}{failed}); set "
                 "BATON_TOKENIZER_BACKEND to one of them or to 'auto', or install the backend's distribution"
             )
         return Selection(requested, "chosen explicitly (backend setting)", requested)
     name, why = _auto_choice(config)
     if name in installed:
         return Selection(name, f"auto: {why}", requested)
-    broken = next((item for item in registry.broken if item.entry_point == name), None)
+    broken: BrokenPlugin | None = next((item for item in registry.broken if item.entry_point == name), None)
     problem = (
         f"its plugin failed to import ({broken.distribution}: {broken.error_type})"
         if broken

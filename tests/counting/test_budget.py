@@ -118,7 +118,8 @@ requests = st.builds(
 )
 counts = st.one_of(
     st.builds(exact, st.integers(0, 300_000)),
-    st.builds(lambda t: TokenCount(t, False, "rough+margin", fallback_reason="x: CannotCount"), st.integers(0, 300_000)),
+    st.builds(lambda t: TokenCount(t, False, "rough+margin", fallback_reason="x: CannotCount"),
+              st.integers(0, 300_000)),
     st.builds(lambda t: TokenCount(t, False, "other"), st.integers(0, 300_000)),
     st.just(TokenCount(None, False, "unknown")),
 )

@@ -66,7 +66,7 @@ def test_default_auto_without_settings_builds_rough() -> None:
 
 def test_only_the_selected_backend_is_constructed(plugin_modules) -> None:
     registry = discover([plugin_modules("plug_only_one", ["alpha", "beta", "gamma"])])
-    backend, selection = build_backend(TokenizerConfig(backend="beta"), registry)
+    _, selection = build_backend(TokenizerConfig(backend="beta"), registry)
     assert selection.name == "beta"
     assert sys.modules["plug_only_one"].BUILT == ["beta"]
 
@@ -144,7 +144,7 @@ def test_factory_failure_is_a_startup_error_naming_type_only(plugin_modules) -> 
             return [BackendSpec("boom", factory=boom)]
     ''')
     registry = discover([plugin_modules("plug_boom", [], source=source)])
-    with pytest.raises(BackendConfigError, match="'boom'.*failed to start \\(OSError\\)") as info:
+    with pytest.raises(BackendConfigError, match=r"'boom'.*failed to start \(OSError\)") as info:
         build_backend(TokenizerConfig(backend="boom"), registry)
     assert "SECRET" not in str(info.value)
 
@@ -155,3 +155,32 @@ def test_report_lists_backends_and_auto_choice(plugin_modules) -> None:
     assert [b["name"] for b in report["backends"]] == ["hf", "rough"]
     assert report["configured"] == "rough"
     assert report["auto"]["name"] == "hf" and "path" in report["auto"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [("return BackendSpec('x', factory=None)", "returned BackendSpec, expected a list"),
+     ("return ['x']", "returned list, expected a list of BackendSpec")],
+)
+def test_plugin_returning_the_wrong_shape_fails_at_startup(plugin_modules, body: str, expected: str) -> None:
+    source = f"""
+from baton_engine.tokens.contract import BackendSpec
+from baton_engine.tokens.hookspecs import hookimpl
+@hookimpl
+def baton_tokenizer_backends():
+    {body}
+"""
+    with pytest.raises(BackendConfigError, match=expected):
+        discover([plugin_modules("plug_shape_" + str(len(body)), [], source=source)])
+
+
+def test_plugin_whose_hook_raises_is_reported_and_skipped(plugin_modules) -> None:
+    source = """
+from baton_engine.tokens.hookspecs import hookimpl
+@hookimpl
+def baton_tokenizer_backends():
+    raise RuntimeError("secret")
+"""
+    registry = discover([plugin_modules("plug_hook_raises", [], source=source)])
+    assert [(b.entry_point, b.error_type) for b in registry.broken] == [("plug_hook_raises", "RuntimeError")]
+    assert list(registry.backends) == ["rough"]

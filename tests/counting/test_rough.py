@@ -65,6 +65,7 @@ def test_matches_real_hermes_estimator_on_generated_conversations() -> None:
         request = conversation(1 + seed * 3, seed=seed, with_tools=seed % 2 == 0)
         request["messages"].append({"role": "user", "content": [
             {"type": "text", "text": "see"}, {"type": "input_image", "image_url": "data:," + "Z" * 999}]})
-        ours = estimate_request_tokens_rough(request["messages"], tools=request.get("tools"), system_prompt="sys " * seed)
-        theirs = hermes_estimate(request["messages"], tools=request.get("tools"), system_prompt="sys " * seed)
+        kwargs = {"tools": request.get("tools"), "system_prompt": "sys " * seed}
+        ours = estimate_request_tokens_rough(request["messages"], **kwargs)
+        theirs = hermes_estimate(request["messages"], **kwargs)
         assert ours == theirs

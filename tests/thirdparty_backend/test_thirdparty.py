@@ -14,7 +14,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 RUN_CLI = "from baton_engine.cli import main; main()"
-REQUEST = {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "count these five words"}],
+REQUEST = {"messages": [{"role": "system", "content": "be brief"},
+                        {"role": "user", "content": "count these five words"}],
            "tools": [{"type": "function", "function": {"name": "ls", "parameters": {}}}]}
 
 
@@ -81,7 +82,7 @@ def test_unknown_name_fails_listing_installed(venv_with_words: tuple[Path, Path]
 def test_two_distributions_claiming_one_name_fail_at_startup(
     venv_with_words: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    python, root = venv_with_words
+    _, root = venv_with_words
     clone = tmp_path / "venv2"
     python2 = _venv(clone)
     _install(python2, root / "src")
