@@ -2,8 +2,10 @@
 
 Library choice: Yelp's ``detect-secrets`` supplies the known-provider detectors (AWS, GitHub,
 GitLab, Slack, Stripe, Twilio, SendGrid, Discord, JWT, npm, PyPI, Azure storage, Mailchimp,
-Telegram, ...), the quoted ``"secret": "..."`` keyword detector and the Shannon-entropy
-measure. Its plugins are called directly through ``analyze_string`` (no global settings, no
+Telegram, ...) and the Shannon-entropy measure. Its ``KeywordDetector`` is not used: its
+regexes are super-linear on long identifier runs (minutes on a 20 kB field), which is not
+acceptable inside the agent loop; Baton's bounded assignment pattern covers the same
+``"secret": "..."`` / ``password = "..."`` forms. Its plugins are called directly through ``analyze_string`` (no global settings, no
 baseline, no ``verify``: nothing ever touches the network). Its own high-entropy plugins are
 not used: they flag every quoted hex string (git SHAs, sha256 digests). Baton adds the few
 patterns the library lacks: newer provider prefixes (``sk-proj-``, ``sk-ant-``, ``AIza``,
@@ -59,7 +61,8 @@ _SECRET_PAIRS = frozenset(
 # A name with one of these parts describes a secret (its length, file, name), it does not hold one.
 _DESCRIPTIVE_PARTS = frozenset(
     {"count", "counts", "file", "path", "name", "names", "type", "kind", "id", "ids", "length", "limit",
-     "budget", "env", "var", "hint", "policy", "source", "backend", "usage", "url", "expires", "expiry", "ttl"}
+     "budget", "env", "var", "hint", "policy", "source", "backend", "usage", "url", "expires", "expiry", "ttl",
+     "cost", "size", "max", "min", "words", "pairs", "re", "regex", "pattern", "patterns", "format", "prefix"}
 )
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -80,7 +83,7 @@ def is_secret_name(name: str) -> bool:
 
 _PLACEHOLDER_RE = re.compile(
     r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|<[^<>]*>|\{\{[^{}]*\}\}|\*+|x{3,}|X{3,}|\.\.\.|null|none|nil|true|false"
-    r"|os\.environ.*|process\.env.*|getenv\(.*)$",
+    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|os\.environ.*|process\.env.*|getenv\(.*)$",
     re.IGNORECASE,
 )
 
@@ -135,36 +138,44 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|apikey|bot)\s+)?"
        r"(?!(?:bearer|basic|token|digest|apikey|bot)\b)(?P<cred>[A-Za-z0-9._~+/=-]{6,})", "cred"),
     _p("bearer-token", r"(?i)\bbearer\s+(?P<cred>[A-Za-z0-9._~+/=-]{16,})", "cred"),
-    _p("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/?#@\[\]]*:(?P<pw>[^\s@/?#\[\]]+)@", "pw"),
-    _p("url-credential", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?P<cred>[^\s:/?#@\[\]]{20,})@", "cred"),
+    _p("url-password", r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:(?P<pw>[^\s@/?#\[\]]+)@", "pw"),
+    _p("url-credential", r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://(?P<cred>[^\s:/?#@\[\]]{20,})@", "cred"),
     _p("connection-string-secret",
-       r"(?i)(?<![A-Za-z])(?:AccountKey|SharedAccessKey|SharedAccessSignature|Password|Pwd)=(?P<v>[^;\s\"']+)", "v"),
+       r"(?i)(?:(?<![A-Za-z])(?:AccountKey|SharedAccessKey|SharedAccessSignature)|(?<=;)\s*(?:Password|Pwd))="
+       r"(?P<v>[^;\s\"']+)", "v"),
 )
 
+# Wrapped in a lookahead so every name is tried, even inside another match's value ("see: API_KEY=...").
 _ASSIGNMENT_RE = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{1,80})[\"']?\]?[ \t]*(?P<sep>:=|=|:)[ \t]*"
-    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;&}\])]+))"
+    r"(?<![A-Za-z0-9_.-])(?=(?P<name>[A-Za-z_][A-Za-z0-9_.-]{1,80})[\"']?\]?[ \t]*(?P<sep>:=|!?={1,3}|:)[ \t]*"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`,;&}\])(\[]++)(?![(\[])))"
 )
 
 
 def _assignment_hits(text: str) -> Iterator[SecretHit]:
     """``API_KEY=...``, ``export DB_PASSWORD="..."``, ``password: ...``: the value of a secret-named name."""
     for match in _ASSIGNMENT_RE.finditer(text):
-        if not is_secret_name(match.group("name")):
+        if match.group("sep") not in ("=", ":", ":=") or not is_secret_name(match.group("name")):
             continue
         group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
         value = match.group(group)
         if _is_placeholder(value):
             continue
-        if group == "bare" and match.group("sep") == ":" and not _credential_like(value, match.group("name")):
-            continue  # prose such as "token: expired" is not an assignment
+        if group == "bare" and not _credential_like(value, match.group("name"), match.group("sep")):
+            continue  # prose ("token: expired") or code ("secret = tmp_path / name")
         yield SecretHit(match.start(group), match.end(group), "secret-assignment")
 
 
-def _credential_like(value: str, name: str) -> bool:
+_CODE_NAME_RE = re.compile(r"^(?:[a-z_]+|[A-Z_][A-Z0-9_]*)(?:\.[A-Za-z_]+)*$")
+
+
+def _credential_like(value: str, name: str, sep: str) -> bool:
+    """Unquoted values of lower-case names are often code (``secret = tmp_path``) or prose."""
     if name.isupper():
         return True
-    return len(value) >= 8 and not value.isalpha()
+    if _CODE_NAME_RE.match(value):
+        return False
+    return sep != ":" or (len(value) >= 8 and not value.isalpha())
 
 
 # --- detect-secrets -----------------------------------------------------------------------
@@ -182,7 +193,6 @@ def _library_plugins() -> tuple[tuple[str, Any], ...]:
     from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
     from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
     from detect_secrets.plugins.jwt import JwtTokenDetector
-    from detect_secrets.plugins.keyword import KeywordDetector
     from detect_secrets.plugins.mailchimp import MailchimpDetector
     from detect_secrets.plugins.npm import NpmDetector
     from detect_secrets.plugins.openai import OpenAIDetector
@@ -199,7 +209,7 @@ def _library_plugins() -> tuple[tuple[str, Any], ...]:
     classes = (
         AWSKeyDetector, AzureStorageKeyDetector, BasicAuthDetector, CloudantDetector, DiscordBotTokenDetector,
         GitHubTokenDetector, GitLabTokenDetector, IbmCloudIamDetector, IbmCosHmacDetector, JwtTokenDetector,
-        KeywordDetector, MailchimpDetector, NpmDetector, OpenAIDetector, PrivateKeyDetector, PypiTokenDetector,
+        MailchimpDetector, NpmDetector, OpenAIDetector, PrivateKeyDetector, PypiTokenDetector,
         SendGridDetector, SlackDetector, SoftlayerDetector, SquareOAuthDetector, StripeDetector,
         TelegramBotTokenDetector, TwilioKeyDetector,
     )
@@ -210,20 +220,35 @@ def _reason_from_type(secret_type: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
 
 
+# Some library regexes backtrack quadratically on long lines; scanning overlapping windows keeps
+# the cost linear. Any secret shorter than the overlap lies wholly inside some window.
+_WINDOW = 1536
+_OVERLAP = 512
+
+
+def _windows(line: str) -> Iterator[tuple[int, str]]:
+    if len(line) <= _WINDOW:
+        yield 0, line
+        return
+    for start in range(0, len(line) - _OVERLAP, _WINDOW - _OVERLAP):
+        yield start, line[start : start + _WINDOW]
+
+
 def _library_hits(text: str) -> Iterator[SecretHit]:
     offset = 0
     for line in text.splitlines(keepends=True):
-        for reason, plugin in _library_plugins():
-            if reason == "private-key":
-                continue  # header-only match; the whole block is handled by Baton's PEM pattern
-            for value in set(plugin.analyze_string(line)):
-                value = value.strip()
-                if len(value) < 4 or _is_placeholder(value):
-                    continue
-                start = line.find(value)
-                while start != -1:
-                    yield SecretHit(offset + start, offset + start + len(value), reason)
-                    start = line.find(value, start + len(value))
+        for base, window in _windows(line):
+            for reason, plugin in _library_plugins():
+                if reason == "private-key":
+                    continue  # header-only match; the whole block is handled by Baton's PEM pattern
+                for value in set(plugin.analyze_string(window)):
+                    value = value.strip()
+                    if len(value) < 4 or _is_placeholder(value):
+                        continue
+                    start = window.find(value)
+                    while start != -1:
+                        yield SecretHit(offset + base + start, offset + base + start + len(value), reason)
+                        start = window.find(value, start + len(value))
         offset += len(line)
 
 

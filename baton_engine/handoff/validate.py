@@ -546,11 +546,13 @@ def _stored_ids(root: Path) -> set[str] | None:
 
 
 def _has_resolution(record: HandoffRecord) -> bool:
-    lineage = record.lineage
-    if getattr(lineage, "resolution", None) or getattr(lineage, "resolution_decision", None):
-        return True
+    """``lineage.resolution`` naming a decision (what ``lineage.merge`` writes), a decision carrying
+    ``resolves``, or a decision whose text starts with "Resolution"."""
+    named = getattr(record.lineage, "resolution", None)
+    if named:
+        return any(decision.id == named for decision in record.decisions)
     for decision in record.decisions:
-        if getattr(decision, "resolves", None) or getattr(decision, "kind", None) == "resolution":
+        if getattr(decision, "resolves", None) is not None:
             return True
         if re.match(r"^\s*(?:merge\s+)?resolution\b", decision.decision, re.IGNORECASE):
             return True
@@ -573,8 +575,9 @@ def _check_lineage(record: HandoffRecord, root: Path, known_ids: Collection[str]
         if len(lineage.parents) < 2:
             result.fail("a merge needs at least two parents")
         if not _has_resolution(record):
-            result.fail("a merge needs a resolution decision (a decision starting with 'Resolution:' or carrying "
-                        "'resolves'); write how the parents' conflicts were resolved")
+            result.fail("a merge needs a resolution decision (lineage.resolution naming a decision, or a decision "
+                        "carrying 'resolves' or starting with 'Resolution:'); write how the parents' conflicts were "
+                        "resolved")
     known = set(known_ids) if known_ids is not None else _stored_ids(root)
     if lineage.parents and known is None:
         result.warn("no handoff store found under the root, so parent records could not be looked up")

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from batontest.secrets_corpus import NON_SECRETS, SAMPLES
+from batontest.secrets_corpus import NON_SECRETS, SAMPLES, SAMPLES_BY_NAME
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -66,6 +66,13 @@ def test_env_assignment_keeps_name() -> None:
         ("token: expired", False),
         ("api_key: abc123xyz789", True),
         ("PASSWORD=plain", True),
+        ("password=hunter2", True),
+        ('x["api_key"] == "BATON_TOKENIZER_API_KEY"', False),
+        ("f(api_key=SECRET)", False),
+        ("_SECRET_WORDS = frozenset(", False),
+        ('secret = tmp_path / "out.json"', False),
+        ("IMAGE_TOKEN_COST = 1500", False),
+        ("https://api.example.test/cb?code=1&access_token=Zq81mXp0", True),
     ],
 )
 def test_placeholders_and_prose_are_not_assignments(text: str, changed: bool) -> None:
@@ -202,3 +209,38 @@ def test_property_non_secret_text_is_left_intact(items: list[str], joiner: str) 
 def test_property_redaction_is_idempotent_on_any_text(text: str) -> None:
     once, _ = redact_text(text)
     assert redact_text(once) == (once, [])
+
+
+_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
+_json = st.recursive(
+    _json_leaf,
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True), children, max_size=4)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tree=st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True), _json, min_size=1, max_size=5),
+       sample=st.sampled_from(SAMPLES), data=st.data())
+def test_property_secret_anywhere_in_a_record_is_removed(tree: dict, sample, data) -> None:
+    """Plant a corpus snippet at a random place in random JSON: it never survives, and a second pass is a no-op."""
+    key = data.draw(st.sampled_from(sorted(tree)))
+    tree = {**tree, key: [tree[key], {"note": "see: " + sample.text}]}
+    new, redactions = redact_record(tree)
+    dumped = json.dumps(new)
+    for secret in sample.secrets:
+        assert secret not in dumped
+    assert redactions and all(r.field.startswith(key) for r in redactions if "note" in r.field)
+    assert redact_record(new) == (new, [])
+
+
+@pytest.mark.parametrize("name", ["twilio_api_key", "sendgrid", "azure_storage_connection_string", "mailchimp"])
+@pytest.mark.parametrize("offset", [0, 1000, 1020, 1030, 1530, 2040, 5000])
+def test_library_windows_never_split_a_secret(name: str, offset: int) -> None:
+    """Long lines are scanned in overlapping windows; a secret across a window edge is still found."""
+    sample = SAMPLES_BY_NAME[name]
+    text = "x" * offset + " " + sample.text + " " + "y" * 3000
+    out, _ = redact_text(text)
+    for secret in sample.secrets:
+        assert secret not in out
