@@ -1,0 +1,87 @@
+"""Build a throw-away Hermes home (``HERMES_HOME`` with ``config.yaml``) and a git project for it.
+
+Why: Hermes reads ``$HERMES_HOME/config.yaml`` (model endpoint, context engine, plugins) when an
+``AIAgent`` is built, and module-level state means the variable must be set before any Hermes
+import. These helpers write the files a user would write so the end-to-end tests and the demo
+run the real agent loop against a loopback model server, offline.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERMES_OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HERMES_REDACT_SECRETS": "false",  # let a planted secret reach the engine: Baton must redact it itself
+}
+
+
+def hermes_config(
+    *,
+    base_url: str,
+    model: str,
+    context_length: int = 65536,
+    max_tokens: int = 65536,
+    engine: str = "baton",
+    plugins_enabled: Sequence[str] = ("baton",),
+    baton: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The config.yaml content: custom provider at ``base_url``, the chosen context engine, memory off."""
+    config: dict[str, Any] = {
+        "model": {"default": model, "provider": "custom", "base_url": base_url,
+                  "context_length": context_length, "max_tokens": max_tokens},
+        "context": {"engine": engine},
+        "plugins": {"enabled": list(plugins_enabled)},
+        "memory": {"memory_enabled": False, "user_profile_enabled": False},
+    }
+    if baton is not None:
+        config["baton"] = dict(baton)
+    return config
+
+
+def write_hermes_home(home: Path, config: Mapping[str, Any]) -> Path:
+    """Create ``home`` with ``config.yaml``; returns the home directory."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=True), encoding="utf-8")
+    return home
+
+
+def hermes_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a process running Hermes against ``home`` (inherits PATH etc.)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "INCONTEXT_", "OPENAI_"))}
+    env.update(HERMES_OFFLINE_ENV)
+    env["HERMES_HOME"] = str(home)
+    env.pop("HERMES_SAFE_MODE", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git_project(root: Path, files: Mapping[str, str] | None = None) -> Path:
+    """A git repository with one commit (``files`` or a small README)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in (files or {"README.md": "# demo project\n"}).items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    git = ["git", "-c", "user.name=Baton Test", "-c", "user.email=baton@example.invalid", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "initial"], cwd=root, check=True)
+    return root
+
+
+def baton_init(project: Path, python: str | None = None) -> None:
+    """Run ``baton init`` in ``project`` through the installed CLI entry (as a user would)."""
+    command = "from baton_engine.cli import main; main()"
+    subprocess.run([python or sys.executable, "-c", command, "init", "--json"], cwd=project,
+                   check=True, capture_output=True, text=True)

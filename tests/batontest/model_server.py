@@ -1,0 +1,455 @@
+"""A loopback OpenAI-compatible model server for driving the REAL Hermes agent loop offline.
+
+Why: the end-to-end tests and the demo need a provider that behaves like a strict real one
+(vLLM, OpenAI) without weights or a network: it streams SSE chunks the way the OpenAI SDK
+expects (role, content or tool-call deltas, finish, a usage-only chunk, ``[DONE]``), answers
+non-streaming auxiliary calls, reports ``usage.prompt_tokens`` counted with a REAL tokenizer
+(Qwen3 through the hf backend, on the request's messages + tools), and rejects with 400 what a
+strict server rejects: prompt + output budget above the window, orphan tool messages, and
+assistant tool calls left without results. Every request is recorded for assertions.
+
+    policy = ScriptedPolicy(tool_heavy_script(rounds=6))
+    with ModelServer(policy, context_window=65536) as server:
+        ...  # point Hermes at server.base_url
+        assert not server.rejections
+
+The model's behaviour is a policy: a function of the request body returning a ``Reply``
+(deterministic). ``ScriptedPolicy`` plays a fixed list of replies, one per main (streaming)
+request, then answers with its final text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL_NAME = "qwen3-local"
+FIXED_CREATED = 1_764_000_000  # deterministic "created" timestamps
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the scripted model makes."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the model answers to one request: text, tool calls, or both."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+Policy = Callable[[dict[str, Any]], Reply]
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server received it, with what it decided."""
+
+    index: int
+    path: str
+    stream: bool
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int | None
+    max_completion_tokens: int | None
+    prompt_tokens: int | None = None
+    status: int = 200
+    rejection: str | None = None
+    reply: Reply | None = None
+
+    @property
+    def output_budget(self) -> int:
+        """The output cap the client asked for (0 when it sent none)."""
+        return self.max_completion_tokens or self.max_tokens or 0
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [str((t.get("function") or {}).get("name")) for t in self.tools if isinstance(t, dict)]
+
+
+class ScriptedPolicy:
+    """Plays ``steps`` in order, one per main request; afterwards always answers ``final_answer``.
+
+    Auxiliary (non-streaming) requests never advance the script: they get ``auxiliary_answer``.
+    """
+
+    def __init__(self, steps: Sequence[Reply], *, final_answer: str = "All steps are done.",
+                 auxiliary_answer: str = "Scripted auxiliary answer") -> None:
+        self.steps = list(steps)
+        self.final_answer = final_answer
+        self.auxiliary_answer = auxiliary_answer
+        self.position = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if not body.get("stream"):
+            return Reply(content=self.auxiliary_answer)
+        with self._lock:
+            if self.position < len(self.steps):
+                reply = self.steps[self.position]
+                self.position += 1
+                return reply
+        return Reply(content=self.final_answer)
+
+
+def filler_text(seed: str, words: int) -> str:
+    """Deterministic tool-log-like prose (``words`` words), different for every seed."""
+    vocabulary = (
+        "parser cache request handler retry module build test fixture schema token budget window "
+        "migration config loader index query latency commit branch review patch import error warning "
+        "timeout socket worker queue batch record field column release deploy metric trace span"
+    ).split()
+    out: list[str] = []
+    counter = 0
+    while len(out) < words:
+        digest = hashlib.sha256(f"{seed}:{counter}".encode()).digest()
+        out.extend(vocabulary[b % len(vocabulary)] for b in digest[:16])
+        counter += 1
+    lines = [" ".join(out[i : i + 16]) for i in range(0, words, 16)]
+    return "\n".join(f"{seed} L{n:03d}: {line}" for n, line in enumerate(lines))
+
+
+def todo_round(round_no: int, *, items: int = 3, words_per_item: int = 160, planted: str | None = None) -> Reply:
+    """A ``todo`` write with bulky item texts: the tool result echoes all of it back (tool-heavy)."""
+    todos = []
+    for i in range(items):
+        text = f"Round {round_no} task {i}: analyse findings\n" + filler_text(f"r{round_no}i{i}", words_per_item)
+        if planted and i == 0:
+            text += f"\nconfig excerpt: {planted}"
+        status = "in_progress" if i == 0 else "completed"
+        todos.append({"id": f"r{round_no}-t{i}", "content": text, "status": status})
+    return Reply(
+        content=f"Recording the findings of round {round_no}.",
+        tool_calls=(ToolCall("todo", {"todos": todos, "merge": False}),),
+    )
+
+
+def capture_call(round_no: int) -> Reply:
+    """A ``baton_capture`` call recording a decision and an open item, as an agent would."""
+    arguments = {
+        "decisions": [f"Round {round_no}: keep the parser cache keyed by request hash"],
+        "open_items": [f"Round {round_no}: re-run the latency benchmark after the patch"],
+    }
+    return Reply(content=f"Capturing the state after round {round_no}.",
+                 tool_calls=(ToolCall("baton_capture", arguments),))
+
+
+def tool_heavy_script(rounds: int, *, planted: str | None = None, capture_every: int = 0,
+                      words_per_item: int = 160) -> list[Reply]:
+    """``rounds`` bulky todo rounds (the planted text goes into round 1), optionally a
+    ``baton_capture`` call after every ``capture_every`` rounds."""
+    steps: list[Reply] = []
+    for n in range(1, rounds + 1):
+        steps.append(todo_round(n, planted=planted if n == 1 else None, words_per_item=words_per_item))
+        if capture_every and n % capture_every == 0:
+            steps.append(capture_call(n))
+    return steps
+
+
+class PromptCounter:
+    """Counts a chat request with the hf backend on a real tokenizer (Qwen3 by default)."""
+
+    def __init__(self, tokenizer_dir: str | Path | None = None) -> None:
+        from baton_engine.tokens.contract import TokenizerConfig
+        from baton_hf.backend import HfBackend
+
+        if tokenizer_dir is None:
+            from batontest.assets import qwen3_dir
+
+            tokenizer_dir = qwen3_dir()
+        self.backend = HfBackend.from_config(TokenizerConfig(backend="hf", path=str(tokenizer_dir)))
+
+    def __call__(self, body: dict[str, Any]) -> int:
+        request: dict[str, Any] = {"messages": body.get("messages") or []}
+        if body.get("tools"):
+            request["tools"] = body["tools"]
+        if isinstance(body.get("chat_template_kwargs"), dict):
+            request["chat_template_kwargs"] = body["chat_template_kwargs"]
+        count = self.backend.count_chat(request)
+        assert count.tokens is not None
+        return count.tokens
+
+
+def protocol_problem(messages: Sequence[Any]) -> str | None:
+    """What a strict server (OpenAI, vLLM) rejects in a message list, or None when valid."""
+    if not messages:
+        return "messages must not be empty"
+    pending: set[str] = set()
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in {"system", "developer", "user", "assistant", "tool"}:
+            return f"message {position} has no valid role"
+        role = message["role"]
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                return (f"message {position}: messages with role 'tool' must be a response to a preceding "
+                        "message with 'tool_calls'")
+            pending.discard(call_id)
+            continue
+        if pending:
+            return (f"message {position}: an assistant message with 'tool_calls' must be followed by tool "
+                    "messages responding to each 'tool_call_id'")
+        if role == "assistant":
+            pending = {str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict)}
+    if pending:
+        return "the last assistant message has tool_calls without tool results"
+    return None
+
+
+class ModelServer:
+    """Start/stop as a context manager; binds 127.0.0.1 on a free port.
+
+    ``prompt_inflation`` is added to the REPORTED ``usage.prompt_tokens`` only (to force
+    compaction on small transcripts); the window check always uses the real count.
+    ``on_request`` is called after each recorded chat request (the demo prints from it).
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        context_window: int = 65536,
+        model_name: str = DEFAULT_MODEL_NAME,
+        tokenizer_dir: str | Path | None = None,
+        prompt_inflation: int = 0,
+        on_request: Callable[[RecordedRequest], None] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.context_window = context_window
+        self.model_name = model_name
+        self.prompt_inflation = prompt_inflation
+        self.on_request = on_request
+        self.count_prompt = PromptCounter(tokenizer_dir)
+        self.requests: list[RecordedRequest] = []
+        self.other_paths: list[str] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> ModelServer:
+        owner = self
+
+        class Handler(_Handler):
+            server_owner = owner
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="model-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (ends in ``/v1``)."""
+        assert self._server is not None, "use ModelServer as a context manager"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    # -- views for assertions -----------------------------------------------------------------
+
+    @property
+    def main_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.stream]
+
+    @property
+    def auxiliary_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if not r.stream]
+
+    @property
+    def rejections(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.status != 200]
+
+    def iter_payload_text(self) -> Iterator[str]:
+        """Every message content and tool-call argument string the server received."""
+        for request in self.requests:
+            for message in request.messages:
+                content = message.get("content")
+                yield content if isinstance(content, str) else json.dumps(content)
+                for call in message.get("tool_calls") or []:
+                    yield str((call.get("function") or {}).get("arguments"))
+
+    # -- chat completions ---------------------------------------------------------------------
+
+    def handle_chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any] | list[dict[str, Any]]]:
+        """Returns (status, JSON body) or (200, list of SSE chunks) for a streaming reply."""
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        record = RecordedRequest(
+            index=0, path="/v1/chat/completions", stream=bool(body.get("stream")), messages=messages,
+            tools=body.get("tools") or [], max_tokens=body.get("max_tokens"),
+            max_completion_tokens=body.get("max_completion_tokens"),
+        )
+        problem = protocol_problem(messages)
+        if problem is None:
+            try:
+                record.prompt_tokens = self.count_prompt(body)
+            except Exception as exc:  # the real template refused the request: a real server answers 400
+                problem = f"chat template error ({type(exc).__name__})"
+        if problem is None and record.prompt_tokens is not None:
+            requested = record.prompt_tokens + record.output_budget
+            if requested > self.context_window:
+                problem = (f"This model's maximum context length is {self.context_window} tokens. However, you "
+                           f"requested {requested} tokens ({record.prompt_tokens} in the messages, "
+                           f"{record.output_budget} in the completion). Please reduce the length of the messages "
+                           "or completion.")
+        if problem is None:
+            record.reply = self.policy(body)
+        else:
+            record.status, record.rejection = 400, problem
+        self._record(record)
+        if problem is not None:
+            return 400, _error(problem)
+        assert record.reply is not None and record.prompt_tokens is not None
+        completion_tokens = self.count_prompt.backend.count_text(_reply_text(record.reply)).tokens or 0
+        usage = {
+            "prompt_tokens": record.prompt_tokens + self.prompt_inflation,
+            "completion_tokens": completion_tokens,
+            "total_tokens": record.prompt_tokens + self.prompt_inflation + completion_tokens,
+        }
+        completion_id = f"chatcmpl-{record.index}"
+        if record.stream:
+            return 200, _stream_chunks(completion_id, self.model_name, record.index, record.reply, usage)
+        return 200, _completion(completion_id, self.model_name, record.index, record.reply, usage)
+
+    def models(self) -> dict[str, Any]:
+        entry = {"id": self.model_name, "object": "model", "created": FIXED_CREATED, "owned_by": "baton-test",
+                 "max_model_len": self.context_window, "context_length": self.context_window}
+        return {"object": "list", "data": [entry]}
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._lock:
+            record.index = len(self.requests)
+            self.requests.append(record)
+        if self.on_request is not None:
+            self.on_request(record)
+
+
+def _reply_text(reply: Reply) -> str:
+    calls = "".join(json.dumps(c.arguments, sort_keys=True) for c in reply.tool_calls)
+    return (reply.content or "") + calls
+
+
+def _tool_call_dicts(reply: Reply, request_index: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"call_{request_index}_{i}", "type": "function",
+         "function": {"name": call.name, "arguments": json.dumps(call.arguments, sort_keys=True)}}
+        for i, call in enumerate(reply.tool_calls)
+    ]
+
+
+def _chunk(completion_id: str, model: str, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": FIXED_CREATED, "model": model,
+            "choices": choices, **extra}
+
+
+def _stream_chunks(completion_id: str, model: str, index: int, reply: Reply,
+                   usage: dict[str, int]) -> list[dict[str, Any]]:
+    """Role chunk, content deltas, tool-call deltas (header then arguments), finish, usage-only."""
+
+    def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return _chunk(completion_id, model, [{"index": 0, "delta": d, "logprobs": None, "finish_reason": finish}])
+
+    chunks = [delta({"role": "assistant", "content": ""})]
+    text = reply.content or ""
+    for start in range(0, len(text), 64):
+        chunks.append(delta({"content": text[start : start + 64]}))
+    for position, call in enumerate(_tool_call_dicts(reply, index)):
+        header = {"index": position, "id": call["id"], "type": "function",
+                  "function": {"name": call["function"]["name"], "arguments": ""}}
+        chunks.append(delta({"tool_calls": [header]}))
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), 512):
+            piece = {"index": position, "function": {"arguments": arguments[start : start + 512]}}
+            chunks.append(delta({"tool_calls": [piece]}))
+    chunks.append(delta({}, reply.finish_reason))
+    chunks.append(_chunk(completion_id, model, [], usage=usage))
+    return chunks
+
+
+def _completion(completion_id: str, model: str, index: int, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = _tool_call_dicts(reply, index)
+    return {"id": completion_id, "object": "chat.completion", "created": FIXED_CREATED, "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
+            "usage": usage}
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_owner: ModelServer
+    protocol_version = "HTTP/1.1"  # keep-alive, like uvicorn
+    disable_nagle_algorithm = True  # else each keep-alive round trip costs ~44 ms
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._record_other()
+            self._json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._json(400, _error("request body must be a JSON object"))
+            return
+        status, payload = self.server_owner.handle_chat(body)
+        if isinstance(payload, list):
+            self._sse(payload)
+        else:
+            self._json(status, payload)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.rstrip("/") in {"/v1/models", "/models"}:
+            self._json(200, self.server_owner.models())
+        else:
+            self._record_other()
+            self._json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+
+    def _record_other(self) -> None:
+        with self.server_owner._lock:
+            self.server_owner.other_paths.append(f"{self.command} {self.path}")
+
+    def _sse(self, chunks: list[dict[str, Any]]) -> None:
+        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self._send(200, "text/event-stream", data.encode())
+
+    def _json(self, status: int, payload: dict[str, Any]) -> None:
+        self._send(status, "application/json", json.dumps(payload).encode())
+
+    def _send(self, status: int, content_type: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence per-request stderr lines
+        pass
