@@ -112,14 +112,14 @@ class _GuardedCounter:
     def __call__(self, messages: list[Message]) -> int:
         try:
             value = self._count_tokens(messages)
-        except Exception:  # noqa: BLE001 - a broken tokenizer must never break the agent
+        except Exception:  # a broken tokenizer must never break the agent
             value = None
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         self.fell_back = True
         try:
             rough = estimate_messages_tokens_rough(messages)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return UNCOUNTABLE_TOKENS
         return rough + rough // 10
 
@@ -143,7 +143,7 @@ def build_compacted_messages(
     counter = _GuardedCounter(count_tokens)
     try:
         return _build(messages, block, _non_negative(fresh_tail_tokens), counter, _non_negative(max_block_tokens))
-    except Exception as exc:  # noqa: BLE001 - pure and total by contract
+    except Exception as exc:  # pure and total by contract
         return _minimal_result(messages, block, type(exc).__name__, counter.fell_back)
 
 
@@ -175,7 +175,7 @@ def degrade(
 
         tail_start = _longest_fitting_suffix(state.units, fits)
         return _result(state, header, degraded_notice_text(), tail_start, counter, block_tokens=0)
-    except Exception as exc:  # noqa: BLE001 - pure and total by contract
+    except Exception as exc:  # pure and total by contract
         return _minimal_result(messages, None, type(exc).__name__, counter.fell_back)
 
 
@@ -312,7 +312,7 @@ def _minimal_result(messages: Any, block: BatonBlock | None, error_type: str, fe
             + end_line(short_id)
         )
         notice = notice_text(short_id)
-    except Exception:  # noqa: BLE001
+    except Exception:
         header, notice = provenance_line("unknown", "unknown", "unknown"), notice_text("unknown")
     latest: list[Message] = []
     try:
@@ -320,7 +320,7 @@ def _minimal_result(messages: Any, block: BatonBlock | None, error_type: str, fe
             if isinstance(message, dict) and is_real_user_request(message):
                 latest = [copy_json(message)]
                 break
-    except Exception:  # noqa: BLE001
+    except Exception:
         latest = []
     head = (
         [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]

@@ -74,13 +74,15 @@ def message_text(message: dict[str, Any]) -> str:
 
 
 def is_baton_message(message: dict[str, Any]) -> bool:
-    """A block, continuation notice or degradation note that an earlier Baton compaction wrote."""
+    """A block, continuation notice or degradation note that an earlier Baton compaction wrote.
+
+    Tool results are never ours: a ``baton_resume`` tool may print a block, and dropping its
+    result would orphan the call.
+    """
+    if message.get("role") == "tool":
+        return False
     text = message_text(message).lstrip()
-    return (
-        PROVENANCE_RE.match(text) is not None
-        or text.startswith(NOTICE_PREFIX)
-        or text.startswith(DEGRADED_PREFIX)
-    )
+    return PROVENANCE_RE.match(text) is not None or text.startswith(NOTICE_PREFIX) or text.startswith(DEGRADED_PREFIX)
 
 
 def embedded_block(message: dict[str, Any]) -> str | None:

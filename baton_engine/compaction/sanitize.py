@@ -111,7 +111,9 @@ def sanitize(messages: Any) -> Sanitized:
             continue
         index += 1
         if role in SYSTEM_ROLES:
-            result.dropped["system"] += 1  # a mid-transcript system message would replace the host's prompt on some adapters
+            result.dropped["system"] += (
+                1  # a mid-transcript system message would replace the host's prompt on some adapters
+            )
         elif role == "tool":
             result.dropped["orphans"] += 1
         elif role == "assistant" and not has_content(message):
@@ -145,7 +147,9 @@ def _take_tool_group(clean: list[Message], start: int, result: Sanitized) -> int
             result.dropped["orphans"] += 1
         index += 1
     kept_calls = [copy_json(call) for call_id, call in calls.items() if call_id in answered]
-    result.dropped["stripped_calls"] += len(raw_calls) - len(kept_calls) + (0 if isinstance(assistant["tool_calls"], list) else 1)
+    result.dropped["stripped_calls"] += (
+        len(raw_calls) - len(kept_calls) + (0 if isinstance(assistant["tool_calls"], list) else 1)
+    )
     head = {key: copy_json(value) for key, value in assistant.items() if key != "tool_calls"}
     if kept_calls:
         head["tool_calls"] = kept_calls

@@ -6,6 +6,7 @@ bug in the builder's own sanitiser cannot hide itself.
 
 from __future__ import annotations
 
+import itertools
 import json
 import string
 from functools import lru_cache
@@ -35,15 +36,21 @@ def _cl100k_json(text: str) -> int:
     return len(_ENCODING.encode(text, disallowed_special=()))
 
 
-def block(brief: str = "## Objective\nShip the compaction builder.\n## Next\nRun the property tests.", **kw: Any) -> BatonBlock:
+def block(
+    brief: str = "## Objective\nShip the compaction builder.\n## Next\nRun the property tests.", **kw: Any
+) -> BatonBlock:
     fields = {"short_id": "0c0ffee1", "status": "ready", "captured_at": "2026-11-30T02:00:00Z", "brief": brief}
     return BatonBlock(**{**fields, **kw})
 
 
 # --- strategies --------------------------------------------------------------------------------
 
-_words = st.text(alphabet=string.ascii_letters + string.digits + " .,:-_/é中🙂", min_size=1, max_size=40).filter(str.strip)
-_huge = st.builds(lambda word, n: (word + " ") * n, st.sampled_from(["lorem", "token", "数据"]), st.integers(1_500, 6_000))
+_words = st.text(alphabet=string.ascii_letters + string.digits + " .,:-_/é中🙂", min_size=1, max_size=40).filter(
+    str.strip
+)
+_huge = st.builds(
+    lambda word, n: (word + " ") * n, st.sampled_from(["lorem", "token", "数据"]), st.integers(1_500, 6_000)
+)
 _call_id = st.text(alphabet=string.ascii_letters + string.digits, min_size=9, max_size=9)
 _tool_name = st.sampled_from(["read_file", "terminal", "todo", "search_files", "patch"])
 
@@ -74,7 +81,10 @@ _GARBAGE: list[Any] = [
     {"role": "assistant", "content": None, "tool_calls": [{"id": None}, "junk", {"id": "abcdefghi"}]},
     {"role": "assistant", "content": None, "tool_calls": []},
     {"role": "user", "content": "[Your active task list was preserved]", "_todo_snapshot_synthetic": True},
-    {"role": "user", "content": "[Baton handoff 1234abcd | status: ready | captured 2026-01-01T00:00:00Z]\n\nold brief"},
+    {
+        "role": "user",
+        "content": "[Baton handoff 1234abcd | status: ready | captured 2026-01-01T00:00:00Z]\n\nold brief",
+    },
     {"role": "system", "content": "[Baton handoff 99999999 | status: draft | captured x]\n\nseed-style system block"},
     {"role": "assistant", "content": "[Baton continuation 1234abcd] old notice"},
 ]
@@ -99,7 +109,11 @@ def conversations(draw: st.DrawFn, *, clean: bool = False, max_turns: int = 6) -
                 continue
             used.update(ids)
             calls = [
-                {"id": i, "type": "function", "function": {"name": draw(_tool_name), "arguments": json.dumps({"arg": draw(_words)})}}
+                {
+                    "id": i,
+                    "type": "function",
+                    "function": {"name": draw(_tool_name), "arguments": json.dumps({"arg": draw(_words)})},
+                }
                 for i in ids
             ]
             content = None if clean else draw(_assistant_text_with_calls)
@@ -131,6 +145,8 @@ def text_of(message: Message) -> str:
 
 
 def is_ours(message: Message) -> bool:
+    if message.get("role") == "tool":
+        return False
     text = text_of(message).lstrip()
     return text.startswith((PROVENANCE_START, NOTICE_START, "[Baton degraded compaction "))
 
@@ -175,7 +191,7 @@ def assert_alternates(messages: list[Message]) -> None:
     """Strict alternation: ignoring tool results and tool-call messages, user and assistant take turns."""
     plain = [m["role"] for m in messages if m["role"] in {"user", "assistant"} and m.get("tool_calls") is None]
     assert plain and plain[0] == "user"
-    assert all(a != b for a, b in zip(plain, plain[1:])), plain
+    assert all(a != b for a, b in itertools.pairwise(plain)), plain
 
 
 def conversation_part(result_messages: list[Message]) -> list[Message]:
@@ -206,5 +222,3 @@ def _same_or_stripped(kept: Message, original: Any) -> bool:
 
 def canonical(messages: list[Message]) -> str:
     return json.dumps(messages, ensure_ascii=False, sort_keys=False, default=repr)
-
-

@@ -36,13 +36,17 @@ def session(turns: int = 4) -> list[dict]:
     messages: list[dict] = []
     for n in range(turns):
         messages.append({"role": "user", "content": f"request number {n}"})
-        messages += tool_turn([f"c{n}aaaaaaa", f"c{n}bbbbbbb"], output="x" * 200, order=[f"c{n}bbbbbbb", f"c{n}aaaaaaa"])
+        messages += tool_turn(
+            [f"c{n}aaaaaaa", f"c{n}bbbbbbb"], output="x" * 200, order=[f"c{n}bbbbbbb", f"c{n}aaaaaaa"]
+        )
         messages.append({"role": "assistant", "content": f"answer number {n}"})
     return messages
 
 
 def build(messages: list, tail: int, **kw) -> object:
-    return build_compacted_messages(messages, block=kw.pop("baton", block()), fresh_tail_tokens=tail, count_tokens=cl100k_messages, **kw)
+    return build_compacted_messages(
+        messages, block=kw.pop("baton", block()), fresh_tail_tokens=tail, count_tokens=cl100k_messages, **kw
+    )
 
 
 def test_zero_tail_is_block_then_notice_then_the_request_verbatim() -> None:
@@ -77,7 +81,9 @@ def test_gateway_input_keeps_its_system_prompt_first_and_verbatim() -> None:
 
 
 def test_parallel_tool_group_is_kept_or_dropped_whole() -> None:
-    group = tool_turn(["aaaaaaaaa", "bbbbbbbbb", "ccccccccc"], output="y" * 100, order=["ccccccccc", "aaaaaaaaa", "bbbbbbbbb"])
+    group = tool_turn(
+        ["aaaaaaaaa", "bbbbbbbbb", "ccccccccc"], output="y" * 100, order=["ccccccccc", "aaaaaaaaa", "bbbbbbbbb"]
+    )
     messages = [REQUEST, *group]
     whole = cl100k_messages(group)
     kept = build(messages, whole)
@@ -122,7 +128,11 @@ def test_missing_results_are_stripped_and_orphans_dropped() -> None:
 
 
 def test_call_with_no_result_and_no_text_disappears() -> None:
-    messages = [REQUEST, {"role": "assistant", "content": "", "tool_calls": [call("aaaaaaaaa")]}, {"role": "assistant", "content": "ok"}]
+    messages = [
+        REQUEST,
+        {"role": "assistant", "content": "", "tool_calls": [call("aaaaaaaaa")]},
+        {"role": "assistant", "content": "ok"},
+    ]
     result = build(messages, 10_000)
     assert conversation_part(result.messages) == [REQUEST, {"role": "assistant", "content": "ok"}]
     assert result.stripped_tool_calls == 1 and result.dropped_malformed == 1
@@ -140,7 +150,10 @@ def test_huge_latest_request_is_kept_even_over_budget() -> None:
 
 
 def test_content_parts_none_content_and_synthetic_users() -> None:
-    parts = {"role": "user", "content": [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {"url": "data:x"}}]}
+    parts = {
+        "role": "user",
+        "content": [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {"url": "data:x"}}],
+    }
     todo = {"role": "user", "content": "[Your active task list was preserved]", "_todo_snapshot_synthetic": True}
     messages = [parts, {"role": "assistant", "content": "seen"}, {"role": "user", "content": None}, todo]
     result = build(messages, 0)
@@ -179,7 +192,9 @@ def test_rendered_brief_from_a_real_record_fits_the_block() -> None:
     assert (baton.short_id, baton.status, baton.captured_at, baton.stale) == ("6c7d8e9f", "ready", STAMP, True)
     result = build([REQUEST], 0, baton=baton)
     assert result.block_tokens <= 1400 and not result.brief_truncated
-    assert result.messages[0]["content"].startswith(f"[Baton handoff {record.short_id} | status: ready | captured {STAMP}]")
+    assert result.messages[0]["content"].startswith(
+        f"[Baton handoff {record.short_id} | status: ready | captured {STAMP}]"
+    )
 
 
 @pytest.mark.parametrize("tail", [0, 150, 3_000])
@@ -197,15 +212,24 @@ def test_fifty_successive_compactions_never_stack_blocks(tail: int) -> None:
         assert_valid_openai(result.messages)
         assert_alternates(result.messages)
         sizes.append(cl100k_messages(result.messages))
-        transcript = result.messages + [{"role": "user", "content": f"follow-up {n}"}, *tool_turn([f"{n:09d}"], "z" * 300), {"role": "assistant", "content": f"reply {n}"}]
+        transcript = result.messages + [
+            {"role": "user", "content": f"follow-up {n}"},
+            *tool_turn([f"{n:09d}"], "z" * 300),
+            {"role": "assistant", "content": f"reply {n}"},
+        ]
         if n % 7 == 3:  # a turn in which the user says nothing new: the request survives from the last one
             transcript = result.messages + tool_turn([f"x{n:08d}"], "w" * 50)
-    assert max(sizes[5:]) <= min(sizes[5:]) + tail + 600, "the compacted size must not grow with the number of compactions"
+    assert max(sizes[5:]) <= min(sizes[5:]) + tail + 600, (
+        "the compacted size must not grow with the number of compactions"
+    )
 
 
 def test_seed_style_system_block_is_replaced_not_kept() -> None:
     seed = [
-        {"role": "system", "content": "[Baton handoff 11111111 | status: ready | captured 2026-01-01T00:00:00Z]\n\nold"},
+        {
+            "role": "system",
+            "content": "[Baton handoff 11111111 | status: ready | captured 2026-01-01T00:00:00Z]\n\nold",
+        },
         {"role": "user", "content": "[Baton continuation 11111111] old notice"},
         REQUEST,
     ]
@@ -215,19 +239,39 @@ def test_seed_style_system_block_is_replaced_not_kept() -> None:
     assert "11111111" not in json.dumps(result.messages)
 
 
+def test_a_tool_result_that_prints_a_block_is_conversation_not_a_previous_block() -> None:
+    printed = "[Baton handoff 12345678 | status: ready | captured 2026-11-30T00:00:00Z]\n\nbrief as the tool showed it"
+    messages = [REQUEST, *tool_turn(["rrrrrrrrr"], output=printed), {"role": "assistant", "content": "resumed"}]
+    result = build(messages, 10_000)
+    assert conversation_part(result.messages) == messages
+    assert result.replaced_blocks == 0 and result.stripped_tool_calls == 0
+
+
 def test_degradation_note_names_the_reason_only_and_keeps_the_previous_block() -> None:
     secret = "sk-live-" + "9" * 32
     compacted = build(session(3), 300, baton=block(short_id="feedbeef")).messages
-    messages = [*compacted, {"role": "user", "content": f"my key is {secret}, deploy now"}, *tool_turn(["ddddddddd"], "x" * 500)]
-    result = degrade(messages, reason="disk_not_writable", keep_recent=2, max_tokens=10_000, count_tokens=cl100k_messages)
+    messages = [
+        *compacted,
+        {"role": "user", "content": f"my key is {secret}, deploy now"},
+        *tool_turn(["ddddddddd"], "x" * 500),
+    ]
+    result = degrade(
+        messages, reason="disk_not_writable", keep_recent=2, max_tokens=10_000, count_tokens=cl100k_messages
+    )
     note = result.messages[0]["content"]
     assert note.startswith(
-        "[Baton degraded compaction | reason: disk_not_writable] Earlier turns were dropped because the handoff store is not writable."
+        "[Baton degraded compaction | reason: disk_not_writable] "
+        "Earlier turns were dropped because the handoff store is not writable."
     )
     assert "[Baton handoff feedbeef | status: ready" in note and "[End of Baton handoff feedbeef." in note
     assert secret not in note and "deploy now" not in note
     assert conversation_part(result.messages) == messages[-3:]
-    assert degrade_messages(messages, reason="disk_not_writable", keep_recent=2, max_tokens=10_000, count_tokens=cl100k_messages) == result.messages
+    assert (
+        degrade_messages(
+            messages, reason="disk_not_writable", keep_recent=2, max_tokens=10_000, count_tokens=cl100k_messages
+        )
+        == result.messages
+    )
     again = build(result.messages, 300, baton=block(short_id="abcabcab"))
     assert "feedbeef" not in json.dumps(again.messages) and "degraded" not in again.messages[0]["content"]
 
@@ -235,7 +279,13 @@ def test_degradation_note_names_the_reason_only_and_keeps_the_previous_block() -
 def test_degradation_respects_message_and_token_limits_pair_safely() -> None:
     messages = session(5)
     for keep_recent, max_tokens in ((1, 10_000), (3, 10_000), (100, 250), (0, 0)):
-        result = degrade(messages, reason="validation_failed", keep_recent=keep_recent, max_tokens=max_tokens, count_tokens=cl100k_messages)
+        result = degrade(
+            messages,
+            reason="validation_failed",
+            keep_recent=keep_recent,
+            max_tokens=max_tokens,
+            count_tokens=cl100k_messages,
+        )
         assert_valid_openai(result.messages)
         tail = conversation_part(result.messages)[1 if result.latest_request_carried else 0 :]
         assert len(tail) <= keep_recent and (not tail or cl100k_messages(tail) <= max_tokens)

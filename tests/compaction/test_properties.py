@@ -22,7 +22,9 @@ from compaction.conversations import (
     latest_real_request,
 )
 
-FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 tail_budgets = st.sampled_from([0, 1, 40, 200, 1_000, 5_000, 20_000])
 
 
@@ -73,7 +75,10 @@ def test_same_input_gives_the_same_bytes(messages: list, fresh_tail_tokens: int)
     def run() -> str:
         return canonical(
             build_compacted_messages(
-                copy.deepcopy(messages), block=block(stale=True), fresh_tail_tokens=fresh_tail_tokens, count_tokens=cl100k_messages
+                copy.deepcopy(messages),
+                block=block(stale=True),
+                fresh_tail_tokens=fresh_tail_tokens,
+                count_tokens=cl100k_messages,
             ).messages
         )
 
@@ -85,7 +90,17 @@ def test_same_input_gives_the_same_bytes(messages: list, fresh_tail_tokens: int)
     messages=st.lists(
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "id", "function", "name", "type", "text"]) | st.text(max_size=5), inner, max_size=4),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(
+                    st.sampled_from(
+                        ["role", "content", "tool_calls", "tool_call_id", "id", "function", "name", "type", "text"]
+                    )
+                    | st.text(max_size=5),
+                    inner,
+                    max_size=4,
+                )
+            ),
             max_leaves=12,
         ),
         max_size=8,
@@ -93,7 +108,9 @@ def test_same_input_gives_the_same_bytes(messages: list, fresh_tail_tokens: int)
     fresh_tail_tokens=st.integers(-5, 500),
 )
 def test_arbitrary_json_never_raises_and_still_yields_a_valid_list(messages: list, fresh_tail_tokens: int) -> None:
-    result = build_compacted_messages(messages, block=block(), fresh_tail_tokens=fresh_tail_tokens, count_tokens=cl100k_messages)
+    result = build_compacted_messages(
+        messages, block=block(), fresh_tail_tokens=fresh_tail_tokens, count_tokens=cl100k_messages
+    )
     assert result.error_type is None
     assert_valid_openai(result.messages)
     degraded = degrade(messages, reason="tokenizer_down", keep_recent=4, max_tokens=300, count_tokens=cl100k_messages)
@@ -108,8 +125,12 @@ def test_arbitrary_json_never_raises_and_still_yields_a_valid_list(messages: lis
     max_tokens=st.sampled_from([0, 50, 500, 5_000]),
     reason=st.sampled_from(["validation_failed", "not_initialised", "disk_not_writable", "tokenizer_down", "bogus"]),
 )
-def test_degradation_is_valid_bounded_and_keeps_the_request(messages: list, keep_recent: int, max_tokens: int, reason: str) -> None:
-    result = degrade(messages, reason=reason, keep_recent=keep_recent, max_tokens=max_tokens, count_tokens=cl100k_messages)
+def test_degradation_is_valid_bounded_and_keeps_the_request(
+    messages: list, keep_recent: int, max_tokens: int, reason: str
+) -> None:
+    result = degrade(
+        messages, reason=reason, keep_recent=keep_recent, max_tokens=max_tokens, count_tokens=cl100k_messages
+    )
     assert result.error_type is None
     assert_valid_openai(result.messages)
     tail = _tail(result.messages, result.latest_request_carried)
@@ -126,8 +147,14 @@ def test_degradation_is_valid_bounded_and_keeps_the_request(messages: list, keep
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(messages=conversations(), fresh_tail_tokens=tail_budgets, failure=st.sampled_from(["raise", "negative", "none", "bool"]))
-def test_a_broken_counter_falls_back_and_still_keeps_the_shape(messages: list, fresh_tail_tokens: int, failure: str) -> None:
+@given(
+    messages=conversations(),
+    fresh_tail_tokens=tail_budgets,
+    failure=st.sampled_from(["raise", "negative", "none", "bool"]),
+)
+def test_a_broken_counter_falls_back_and_still_keeps_the_shape(
+    messages: list, fresh_tail_tokens: int, failure: str
+) -> None:
     def broken(_: list[dict]) -> object:
         if failure == "raise":
             raise ConnectionError("tokenizer down")

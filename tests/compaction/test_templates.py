@@ -22,7 +22,9 @@ from compaction.conversations import (
     text_of,
 )
 
-TEMPLATES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+TEMPLATES = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,9 @@ def test_compacted_lists_render_with_qwen3_and_mistral_nemo(
     def count(candidate: list[dict]) -> int:  # the real Qwen3 chat-template count, as the hf backend gives it
         return qwen3.count_chat({"messages": candidate, "add_generation_prompt": False}).tokens
 
-    result = build_compacted_messages(messages, block=block(stale=stale), fresh_tail_tokens=fresh_tail_tokens, count_tokens=count)
+    result = build_compacted_messages(
+        messages, block=block(stale=stale), fresh_tail_tokens=fresh_tail_tokens, count_tokens=count
+    )
     assert not result.counting_fell_back
     assert_valid_openai(result.messages)
     assert_alternates(result.messages)
@@ -70,8 +74,12 @@ def test_compacted_lists_render_with_qwen3_and_mistral_nemo(
 
 @TEMPLATES
 @given(messages=conversations(clean=True), keep_recent=st.integers(0, 8))
-def test_degraded_lists_render_with_qwen3_and_mistral_nemo(qwen3: HfBackend, nemo: HfBackend, messages: list, keep_recent: int) -> None:
-    result = degrade(messages, reason="tokenizer_down", keep_recent=keep_recent, max_tokens=2_000, count_tokens=cl100k_messages)
+def test_degraded_lists_render_with_qwen3_and_mistral_nemo(
+    qwen3: HfBackend, nemo: HfBackend, messages: list, keep_recent: int
+) -> None:
+    result = degrade(
+        messages, reason="tokenizer_down", keep_recent=keep_recent, max_tokens=2_000, count_tokens=cl100k_messages
+    )
     assert_alternates(result.messages)
     for backend in (qwen3, nemo):
         assert_renders(backend, result.messages, messages)
@@ -81,12 +89,18 @@ def test_zero_tail_shape_renders_the_block_before_the_request(qwen3: HfBackend, 
     request = {"role": "user", "content": "Now rename the helper and rerun the tests."}
     messages = [
         {"role": "user", "content": "Start the refactor."},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "patch", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "patch", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "abcdefghi", "content": "patched"},
         {"role": "assistant", "content": "Refactor done."},
         request,
     ]
-    result = build_compacted_messages(messages, block=block(stale=True), fresh_tail_tokens=0, count_tokens=cl100k_messages)
+    result = build_compacted_messages(
+        messages, block=block(stale=True), fresh_tail_tokens=0, count_tokens=cl100k_messages
+    )
     for backend in (qwen3, nemo):
         prompt = backend.render(as_hermes_sends(result.messages))
         assert prompt.index("[Baton handoff 0c0ffee1") < prompt.index("STALE:") < prompt.index(request["content"])
