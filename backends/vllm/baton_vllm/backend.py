@@ -82,7 +82,8 @@ class VllmBackend(TokenizerBackend):
 
     def __init__(self, config: TokenizerConfig) -> None:
         timeout = config.timeout_seconds
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        valid = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        if not valid or not math.isfinite(timeout) or timeout <= 0:
             raise BackendConfigError("the vllm tokenizer `timeout_seconds` must be a finite number > 0")
         self._config = config
         self._endpoint = parse_endpoint(config.url)
