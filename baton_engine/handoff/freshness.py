@@ -39,12 +39,12 @@ class FreshnessReport:
 
     def to_model(self) -> Freshness:
         """The record's ``validation.freshness`` block (the drift list is kept as an extension field)."""
-        return Freshness(
-            git_head_at_capture=self.git_head_at_capture,
-            git_head_now=self.git_head_now,
-            stale=self.stale,
-            drifted_artifacts=[{"path": d.path, "reason": d.reason} for d in self.drifted_artifacts],
-        )
+        return Freshness.model_validate({
+            "git_head_at_capture": self.git_head_at_capture,
+            "git_head_now": self.git_head_now,
+            "stale": self.stale,
+            "drifted_artifacts": [{"path": d.path, "reason": d.reason} for d in self.drifted_artifacts],
+        })
 
 
 def _short(sha: str | None) -> str:

@@ -2,17 +2,16 @@
 
 Library choice: Yelp's ``detect-secrets`` supplies the known-provider detectors (AWS, GitHub,
 GitLab, Slack, Stripe, Twilio, SendGrid, Discord, JWT, npm, PyPI, Azure storage, Mailchimp,
-Telegram, ...) and the Shannon-entropy measure. Its ``KeywordDetector`` is not used: its
-regexes are super-linear on long identifier runs (minutes on a 20 kB field), which is not
-acceptable inside the agent loop; Baton's bounded assignment pattern covers the same
-``"secret": "..."`` / ``password = "..."`` forms. Its plugins are called directly through ``analyze_string`` (no global settings, no
-baseline, no ``verify``: nothing ever touches the network). Its own high-entropy plugins are
-not used: they flag every quoted hex string (git SHAs, sha256 digests). Baton adds the few
-patterns the library lacks: newer provider prefixes (``sk-proj-``, ``sk-ant-``, ``AIza``,
-``hf_``, ``gsk_``, ``github_pat_``, ...), whole PEM blocks (the library only sees the header
-line), bearer/basic auth headers, passwords in URLs (user and host kept), unquoted ``.env`` /
-YAML assignments of secret-named variables, and an unquoted high-entropy scan guarded
-against hex digests, UUIDs, paths and identifiers.
+Telegram, ...) and the Shannon-entropy measure. Its plugins are called directly through
+``analyze_string``: no global settings, no baseline, no ``verify``, so nothing ever touches the
+network. Not used: its ``KeywordDetector`` (its regexes are super-linear on long identifier
+runs, minutes on a 20 kB field, unacceptable inside the agent loop) and its high-entropy
+plugins (they flag every quoted hex string: git SHAs, sha256 digests). Baton adds what the
+library lacks: newer provider prefixes (``sk-proj-``, ``sk-ant-``, ``AIza``, ``hf_``, ``gsk_``,
+``github_pat_``, ...), whole PEM blocks (the library only sees the header line), bearer/basic
+auth headers, passwords in URLs (user and host kept), bounded ``.env`` / JSON / YAML
+assignments of secret-named variables (quoted or not), and an unquoted high-entropy scan
+guarded against hex digests, UUIDs, paths and identifiers.
 
 Every removed span becomes ``[REDACTED:<reason>]`` and is recorded as a ``Redaction`` with
 the field path and the detector name, never the value. Redaction is deterministic and
@@ -78,7 +77,7 @@ def is_secret_name(name: str) -> bool:
         return False
     if _SECRET_WORDS.intersection(parts):
         return True
-    return any(pair in _SECRET_PAIRS for pair in zip(parts, parts[1:]))
+    return any(pair in _SECRET_PAIRS for pair in zip(parts, parts[1:], strict=False))
 
 
 _PLACEHOLDER_RE = re.compile(
@@ -138,7 +137,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|apikey|bot)\s+)?"
        r"(?!(?:bearer|basic|token|digest|apikey|bot)\b)(?P<cred>[A-Za-z0-9._~+/=-]{6,})", "cred"),
     _p("bearer-token", r"(?i)\bbearer\s+(?P<cred>[A-Za-z0-9._~+/=-]{16,})", "cred"),
-    _p("url-password", r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:(?P<pw>[^\s@/?#\[\]]+)@", "pw"),
+    _p("url-password",
+       r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:(?P<pw>[^\s@/?#\[\]]+)@", "pw"),
     _p("url-credential", r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,30}://(?P<cred>[^\s:/?#@\[\]]{20,})@", "cred"),
     _p("connection-string-secret",
        r"(?i)(?:(?<![A-Za-z])(?:AccountKey|SharedAccessKey|SharedAccessSignature)|(?<=;)\s*(?:Password|Pwd))="

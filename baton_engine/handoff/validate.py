@@ -598,7 +598,8 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
     try:
         return run()
     except Exception as exc:  # noqa: BLE001 - validation must not raise into the agent loop
-        return Check(name=name, status="fail", detail=f"check could not run ({type(exc).__name__}); report this as a bug")
+        detail = f"check could not run ({type(exc).__name__}); report this as a bug"
+        return Check(name=name, status="fail", detail=detail)
 
 
 def validate_record(

@@ -131,9 +131,11 @@ def _build() -> tuple[SecretSample, ...]:
     add("github_fine_grained_pat", f"token={v}", v)
     v = "glpat-" + "FAKE" + c("gitlab", 16, B64URL)
     add("gitlab_pat", f"PRIVATE-TOKEN: {v}", v)
-    v = "xoxb-" + c("slack-a", 12, DIGITS) + "-" + c("slack-b", 13, DIGITS) + "-" + "fake" + c("slack-c", 20, LOWER + DIGITS)
+    v = "-".join(("xoxb", c("slack-a", 12, DIGITS), c("slack-b", 13, DIGITS),
+                  "fake" + c("slack-c", 20, LOWER + DIGITS)))
     add("slack_bot_token", f"slack bot token {v}", v)
-    v = "xoxp-" + c("slackp-a", 12, DIGITS) + "-" + c("slackp-b", 12, DIGITS) + "-" + c("slackp-c", 13, DIGITS) + "-" + c("slackp-d", 32, HEX)
+    v = "-".join(("xoxp", c("slackp-a", 12, DIGITS), c("slackp-b", 12, DIGITS), c("slackp-c", 13, DIGITS),
+                  c("slackp-d", 32, HEX)))
     add("slack_user_token", f"SLACK_USER_TOKEN={v}", v)
     path = "T" + c("hook-t", 10, UPPER + DIGITS) + "/B" + c("hook-b", 10, UPPER + DIGITS) + "/" + c("hook-c", 24)
     add("slack_webhook", f"posted to https://hooks.slack.com/services/{path}", path)
@@ -189,7 +191,8 @@ def _build() -> tuple[SecretSample, ...]:
     add("url_password", f"DATABASE_URL=postgres://baton:{v}@db.internal:5432/app", v,
         keep=("postgres://baton:", "@db.internal:5432/app"))
     v = "Fake" + c("redis-pass", 14)
-    add("redis_url_password", f"redis://default:{v}@cache.internal:6379/0", v, keep=("redis://default:", "@cache.internal"))
+    add("redis_url_password", f"redis://default:{v}@cache.internal:6379/0", v,
+        keep=("redis://default:", "@cache.internal"))
 
     # .env / JSON / YAML assignments of secret-named variables.
     v = "fake-" + c("export-pw", 14)
