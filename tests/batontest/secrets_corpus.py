@@ -236,3 +236,14 @@ NON_SECRETS: tuple[str, ...] = (
     "max_tokens: 4096",
     "ssh://git@github.com/acme/app.git",
 )
+
+
+def secret_values() -> tuple[str, ...]:
+    """Every value that must never be persisted, logged or sent to a model."""
+    return tuple(secret for sample in SAMPLES for secret in sample.secrets)
+
+
+def leaky_document(count: int = len(SAMPLES), *, offset: int = 0) -> str:
+    """``count`` corpus snippets (rotating from ``offset``) as one paste-like text, e.g. tool output."""
+    chosen = [SAMPLES[(offset + i) % len(SAMPLES)] for i in range(count)]
+    return "\n".join(f"# {sample.name}\n{sample.text}" for sample in chosen) + "\n"

@@ -244,3 +244,11 @@ def test_library_windows_never_split_a_secret(name: str, offset: int) -> None:
     out, _ = redact_text(text)
     for secret in sample.secrets:
         assert secret not in out
+
+
+def test_leaky_document_is_fully_cleaned() -> None:
+    from batontest.secrets_corpus import leaky_document, secret_values
+
+    out, reasons = redact_text(leaky_document())
+    assert len(reasons) >= len(SAMPLES)
+    assert not [secret for secret in secret_values() if secret in out]
