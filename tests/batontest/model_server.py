@@ -20,6 +20,7 @@ request, then answers with its final text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -140,13 +141,15 @@ def todo_round(round_no: int, *, items: int = 3, words_per_item: int = 160, plan
 
 
 def capture_call(round_no: int) -> Reply:
-    """A ``baton_capture`` call recording a decision and an open item, as an agent would."""
-    arguments = {
-        "decisions": [f"Round {round_no}: keep the parser cache keyed by request hash"],
-        "open_items": [f"Round {round_no}: re-run the latency benchmark after the patch"],
-    }
+    """Two parallel ``baton_capture`` calls (a decision and an open item), as an agent would record them."""
+    decision = {"kind": "decision", "item": {
+        "decision": f"Round {round_no}: keep the parser cache keyed by request hash",
+        "rationale": "the hash is stable across retries"}}
+    open_item = {"kind": "open_item", "item": {
+        "description": f"Round {round_no}: re-run the latency benchmark after the patch",
+        "priority": "medium", "suggested_action": "run the benchmark script"}}
     return Reply(content=f"Capturing the state after round {round_no}.",
-                 tool_calls=(ToolCall("baton_capture", arguments),))
+                 tool_calls=(ToolCall("baton_capture", decision), ToolCall("baton_capture", open_item)))
 
 
 def tool_heavy_script(rounds: int, *, planted: str | None = None, capture_every: int = 0,
@@ -183,6 +186,12 @@ class PromptCounter:
         count = self.backend.count_chat(request)
         assert count.tokens is not None
         return count.tokens
+
+
+@functools.cache
+def shared_prompt_counter(tokenizer_dir: str | None) -> PromptCounter:
+    """One loaded tokenizer per directory per process (loading costs ~0.5 s; the backend is thread-safe)."""
+    return PromptCounter(tokenizer_dir)
 
 
 def protocol_problem(messages: Sequence[Any]) -> str | None:
@@ -234,7 +243,7 @@ class ModelServer:
         self.model_name = model_name
         self.prompt_inflation = prompt_inflation
         self.on_request = on_request
-        self.count_prompt = PromptCounter(tokenizer_dir)
+        self.count_prompt = shared_prompt_counter(str(tokenizer_dir) if tokenizer_dir else None)
         self.requests: list[RecordedRequest] = []
         self.other_paths: list[str] = []
         self._lock = threading.Lock()

@@ -1,0 +1,78 @@
+"""Runs the REAL Hermes agent loop in its own process (``python driver.py SPEC OUT``).
+
+Why a subprocess: Hermes reads ``HERMES_HOME`` and discovers plugins into module-level state
+at import time, so every scenario needs a fresh interpreter whose environment is set before the
+first Hermes import. The spec (JSON) names the endpoint, the model and the user turns; the
+output (JSON) carries what the test cannot see from the model server: which context engine the
+agent really used, whether Hermes' built-in compressor ever ran, the engine's status and the
+final responses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _count_builtin_compressor_calls() -> dict[str, int]:
+    """Wrap the built-in ContextCompressor's entry points (class level) to count any call."""
+    from agent import context_compressor
+
+    calls = {"compress": 0, "_generate_summary": 0, "__init__": 0}
+    cls = context_compressor.ContextCompressor
+    for name in list(calls):
+        original = getattr(cls, name)
+
+        def counted(self: Any, *args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
+            calls[__name] += 1
+            return __original(self, *args, **kwargs)
+
+        setattr(cls, name, counted)
+    return calls
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    calls = _count_builtin_compressor_calls()
+    from run_agent import AIAgent
+
+    agent = AIAgent(
+        base_url=spec["base_url"], api_key="sk-test", provider="custom", model=spec["model"],
+        quiet_mode=True, skip_context_files=True, skip_memory=True,
+        enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
+        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0,
+    )
+    engine = agent.context_compressor
+    history: list[dict[str, Any]] | None = None
+    turns = []
+    for user_message in spec["turns"]:
+        result = agent.run_conversation(user_message, conversation_history=history)
+        history = result.get("messages")
+        turns.append({"final_response": result.get("final_response"), "api_calls": result.get("api_calls"),
+                      "completed": result.get("completed"), "messages": len(history or [])})
+    status = engine.get_status() if hasattr(engine, "get_status") else {}
+    compression_count = engine.compression_count
+    agent.shutdown_memory_provider(history or [])
+    return {
+        "engine_class": f"{type(engine).__module__}.{type(engine).__qualname__}",
+        "engine_name": getattr(engine, "name", None),
+        "compression_count": compression_count,
+        "context_length": engine.context_length,
+        "threshold_tokens": engine.threshold_tokens,
+        "builtin_compressor_calls": calls,
+        "status": status,
+        "turns": turns,
+        "final_messages": history or [],
+    }
+
+
+def main() -> int:
+    spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    result = run(spec)
+    Path(sys.argv[2]).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
