@@ -36,7 +36,6 @@ from baton_engine.compaction.markers import (
     end_line,
     notice_text,
     provenance_line,
-    safe_field,
 )
 from baton_engine.compaction.sanitize import Message, Sanitized, Unit, copy_json, is_real_user_request, sanitize
 from baton_engine.handoff.model import HandoffRecord
@@ -136,15 +135,20 @@ def build_compacted_messages(
 
     ``count_tokens`` counts a list of messages (exactly, ideally). The block is fitted to
     ``max_block_tokens`` by truncating the brief; the tail is the longest run of whole units
-    (a tool-call message with all its results is one unit) ending at the last message whose count
-    is <= ``fresh_tail_tokens``. The latest real user request is always kept, inside the tail or
-    right after the notice. Earlier Baton messages are dropped: the new block replaces them.
+    (a tool-call message with all its results is one unit) at the end of the transcript whose
+    count is <= ``fresh_tail_tokens``. The latest real user request is always kept, inside the
+    tail or right after the notice. Earlier Baton messages are dropped: the new block replaces them.
     """
     counter = _GuardedCounter(count_tokens)
     try:
         return _build(messages, block, _non_negative(fresh_tail_tokens), counter, _non_negative(max_block_tokens))
     except Exception as exc:  # pure and total by contract
-        return _minimal_result(messages, block, type(exc).__name__, counter.fell_back)
+        try:
+            short_id = str(block.short_id)
+            header = f"{provenance_line(short_id, block.status, block.captured_at)}\n\n{end_line(short_id)}"
+        except Exception:
+            short_id, header = "unknown", provenance_line("unknown", "unknown", "unknown")
+        return _minimal_result(messages, header, notice_text(short_id), type(exc).__name__, counter.fell_back)
 
 
 def degrade(
@@ -162,7 +166,7 @@ def degrade(
     everything before it). The note names the reason code only: no prompt text, no secrets.
     """
     counter = _GuardedCounter(count_tokens)
-    reason_code = reason if reason in _DEGRADE_EXPLANATIONS else "unspecified"
+    reason_code = reason if isinstance(reason, str) and reason in _DEGRADE_EXPLANATIONS else "unspecified"
     try:
         state = sanitize(messages)
         header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
@@ -176,7 +180,8 @@ def degrade(
         tail_start = _longest_fitting_suffix(state.units, fits)
         return _result(state, header, degraded_notice_text(), tail_start, counter, block_tokens=0)
     except Exception as exc:  # pure and total by contract
-        return _minimal_result(messages, None, type(exc).__name__, counter.fell_back)
+        header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
+        return _minimal_result(messages, header, degraded_notice_text(), type(exc).__name__, counter.fell_back)
 
 
 def degrade_messages(
@@ -302,26 +307,16 @@ def _with(result: CompactionResult, **changes: Any) -> CompactionResult:
     return CompactionResult(**{**result.__dict__, **changes})
 
 
-def _minimal_result(messages: Any, block: BatonBlock | None, error_type: str, fell_back: bool) -> CompactionResult:
-    """Last resort after an internal error: the block's identity line and the latest user request."""
-    try:
-        short_id = safe_field(getattr(block, "short_id", "unknown"))
-        header = (
-            provenance_line(short_id, getattr(block, "status", "unknown"), getattr(block, "captured_at", "unknown"))
-            + "\n\n"
-            + end_line(short_id)
-        )
-        notice = notice_text(short_id)
-    except Exception:
-        header, notice = provenance_line("unknown", "unknown", "unknown"), notice_text("unknown")
+def _minimal_result(messages: Any, header: str, notice: str, error_type: str, fell_back: bool) -> CompactionResult:
+    """Last resort after an internal error: the header and the latest user request, nothing else."""
     latest: list[Message] = []
-    try:
-        for message in reversed(list(messages)):
+    for message in reversed(messages if isinstance(messages, list) else []):
+        try:
             if isinstance(message, dict) and is_real_user_request(message):
                 latest = [copy_json(message)]
                 break
-    except Exception:
-        latest = []
+        except Exception:
+            continue
     head = (
         [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]
         if latest
