@@ -42,7 +42,6 @@ from baton_engine.handoff.model import (
     SCHEMA_VERSION,
     Artifact,
     Check,
-    CheckStatus,
     Freshness,
     HandoffRecord,
     Validation,
@@ -135,7 +134,8 @@ class ValidationReport:
 
 @dataclass
 class _Result:
-    status: CheckStatus = "pass"
+    """Findings of one check: any problem fails it, any warning warns, notes add to a pass."""
+
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -151,7 +151,7 @@ class _Result:
             return Check(name=name, status="fail", detail=_join(self.problems + self.warnings))
         if self.warnings:
             return Check(name=name, status="warn", detail=_join(self.warnings))
-        return Check(name=name, status=self.status, detail=_join(self.notes) or ok_detail)
+        return Check(name=name, status="pass", detail=_join([d for d in (ok_detail, *self.notes) if d]))
 
 
 def _join(messages: list[str], limit: int = 8) -> str:
@@ -380,12 +380,7 @@ def _check_artifacts(record: HandoffRecord, root: Path, allowed_roots: Collectio
             if current != artifact.content_hash:
                 result.fail(f"{where} changed since capture (content hash differs); re-capture or amend the "
                             "handoff so it describes the file as it is")
-    ok = f"{len(record.artifacts)} artifact(s) present and matching their hashes"
-    check = result.to_check("artifacts", ok)
-    if result.notes and check.status == "pass":
-        check = Check(name="artifacts", status="pass", detail=_join([ok.replace("present and ", "checked, ")]
-                                                                     + result.notes))
-    return check
+    return result.to_check("artifacts", f"{len(record.artifacts)} artifact(s) checked: present, hashes match")
 
 
 def _check_repository(record: HandoffRecord, root: Path) -> Check:
