@@ -9,7 +9,6 @@ new messages.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,6 @@ class HfBackend(TokenizerBackend):
         self._accepted_kwargs = accepted_kwargs(self._template, tokenizer.apply_chat_template)
         self._max_model_len = context_length or _known_context_length(tokenizer)
         self._encoder = _private_encoder(tokenizer)
-        self._encoder_lock = threading.Lock()
         self._pieces = PieceCounter(self._count_batch, _split_tokens(self._encoder))
 
     @classmethod
@@ -107,13 +105,14 @@ class HfBackend(TokenizerBackend):
         self._pieces.clear()
 
     def _count_batch(self, pieces: Sequence[str]) -> list[int]:
-        with self._encoder_lock:  # the Rust tokenizer is not re-entrant across Python threads
-            encodings = self._encoder.encode_batch(list(pieces), add_special_tokens=False)
+        # Safe without a lock: the private encoder is never reconfigured after __init__.
+        encodings = self._encoder.encode_batch(list(pieces), add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
 
 
 def _private_encoder(tokenizer: Any) -> Any:
-    """A private copy of the Rust tokenizer with truncation and padding off, so counts are never clipped."""
+    """A private copy of the Rust tokenizer with truncation and padding off, so counts are never clipped
+    and no caller of the shared tokenizer can reconfigure it under a running count."""
     from tokenizers import Tokenizer
 
     encoder = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
