@@ -1,0 +1,107 @@
+"""What Baton reads from Hermes' ``config.yaml``: the ``baton:`` block and the few host keys it must check.
+
+Why a separate view: activation (``context.engine``, ``plugins.enabled``), the route guard (model,
+base_url) and the output reservation (``model.max_tokens``) all come from the same file, and
+``baton doctor`` must explain a silent fallback from exactly what Hermes itself reads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from baton_engine.settings import BatonSettings, SettingsError, load_settings
+
+ENGINE_NAME = "baton"
+PLUGIN_NAME = "baton"
+
+
+def hermes_home(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``explicit`` > ``$HERMES_HOME`` > ``~/.hermes`` (Hermes' own default)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("HERMES_HOME", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".hermes"
+
+
+def read_config_file(home: Path) -> dict[str, Any]:
+    """The parsed config.yaml (empty when absent); a malformed file is a SettingsError naming it."""
+    path = home / "config.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise SettingsError(f"{path}: unreadable YAML ({type(exc).__name__}); fix or restore the file") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = config.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+@dataclass(frozen=True)
+class HermesView:
+    """The host keys Baton depends on, as Hermes would read them."""
+
+    engine: str = "compressor"
+    plugins_enabled: tuple[str, ...] | None = None
+    plugins_disabled: tuple[str, ...] = ()
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    max_tokens: int | None = None
+    context_length: int | None = None
+    baton_block: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def engine_selected(self) -> bool:
+        return self.engine == ENGINE_NAME
+
+    @property
+    def plugin_enabled(self) -> bool:
+        enabled = self.plugins_enabled or ()
+        return PLUGIN_NAME in enabled and PLUGIN_NAME not in self.plugins_disabled
+
+
+def hermes_view(config: Mapping[str, Any]) -> HermesView:
+    context, plugins, model = _section(config, "context"), _section(config, "plugins"), _section(config, "model")
+    enabled = plugins.get("enabled")
+    disabled = plugins.get("disabled")
+    block = config.get("baton")
+    return HermesView(
+        engine=str(context.get("engine") or "compressor"),
+        plugins_enabled=tuple(str(n) for n in enabled) if isinstance(enabled, list) else None,
+        plugins_disabled=tuple(str(n) for n in disabled) if isinstance(disabled, list) else (),
+        model=str(model["default"]) if model.get("default") else None,
+        provider=str(model["provider"]) if model.get("provider") else None,
+        base_url=str(model["base_url"]).rstrip("/") if model.get("base_url") else None,
+        max_tokens=_positive_int(model.get("max_tokens")),
+        context_length=_positive_int(model.get("context_length")),
+        baton_block=block if block is None or isinstance(block, Mapping) else {"__invalid__": block},
+    )
+
+
+def load_hermes_settings(
+    home: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[BatonSettings, HermesView]:
+    """Settings (BATON_* env over the ``baton:`` block) and the host view; bad values raise SettingsError."""
+    view = hermes_view(read_config_file(hermes_home(home)))
+    block = view.baton_block
+    if block is not None and "__invalid__" in block:
+        raise SettingsError("baton: in config.yaml must be a mapping of settings")
+    return load_settings(env=env, hermes_block=block), view

@@ -1,0 +1,318 @@
+"""One compaction as a Baton handoff: capture -> redact -> validate -> persist -> render -> new message list.
+
+Why a module of its own: this is the whole product path of ``compress()``, and it must be total. Every
+step that can fail (project missing, record invalid, disk read-only, tokenizer down, a bug) ends in
+``baton_engine.compaction.degrade`` with a reason code, never in an exception reaching Hermes. The
+engine passes a plain ``SessionFacts`` snapshot, so this code never touches Hermes objects.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baton_engine.compaction import BatonBlock, build_compacted_messages, degrade
+from baton_engine.compaction.sanitize import is_real_user_request
+from baton_engine.errors import BatonError, PolicyBlocked
+from baton_engine.handoff import capture, freshness, render, store, validate
+from baton_engine.handoff.config import load_config
+from baton_engine.handoff.model import HandoffRecord, transition
+from baton_engine.operations import summary_of
+
+LOGGER = logging.getLogger("baton_engine.hermes")
+STATE_MESSAGES = 3
+STATE_CHARS_PER_MESSAGE = 600
+OBJECTIVE_CHARS = 1000
+TITLE_CHARS = 80
+MAX_ARTIFACTS = 20
+PATH_KEYS = ("path", "file_path", "filepath", "filename", "file")
+WRITE_HINTS = ("write", "edit", "patch", "create", "replace", "append")
+CONTINUE_ITEM = {
+    "description": "Continue the user's latest request (kept verbatim after this handoff).",
+    "priority": "high",
+    "suggested_action": "Re-read the latest user message below and carry on from the current state.",
+    "acceptance_check": "The latest user request is answered or explicitly handed back to the user.",
+}
+_SPACES = re.compile(r"\s+")
+
+CountMessages = Callable[[list[dict[str, Any]]], int]
+CountText = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """Everything the cycle needs from the engine, as plain data."""
+
+    project_dir: Path
+    session_id: str | None
+    model: str | None
+    adapter_version: str
+    objective: str | None
+    session_draft_id: str | None
+    previous_handoff_id: str | None
+    automation: dict[str, Any]
+    brief_max_tokens: int
+    fresh_tail_tokens: int
+    degradation_keep_recent: int
+    degradation_max_tokens: int
+    max_block_tokens: int = 1400
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    """What happened (ids, counts, reason codes; no prompt text) plus the new message list."""
+
+    messages: list[dict[str, Any]]
+    handoff: dict[str, Any] | None = None
+    path: str | None = None
+    validation_status: str | None = None
+    warnings: tuple[str, ...] = ()
+    degraded: str | None = None
+    detail: str | None = None
+    brief_tokens: int = 0
+    block_tokens: int = 0
+    tail_messages: int = 0
+    archived_draft: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "\n".join(parts)
+    return ""
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = _SPACES.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def latest_user_request(messages: Sequence[Any]) -> str | None:
+    """The newest real (non-synthetic) user message text, or None: the objective is never invented."""
+    for message in reversed(list(messages)):
+        if isinstance(message, dict) and is_real_user_request(message):
+            text = _text_of(message).strip()
+            if text and not text.startswith("[Baton "):
+                return text
+    return None
+
+
+def current_state(messages: Sequence[Any]) -> str:
+    """The last few assistant texts, each flattened and bounded: deterministic and short."""
+    texts: list[str] = []
+    for message in reversed(list(messages)):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            text = _text_of(message).strip()
+            if text and not text.startswith("[Baton "):
+                texts.append(_one_line(text, STATE_CHARS_PER_MESSAGE))
+            if len(texts) >= STATE_MESSAGES:
+                break
+    if not texts:
+        return "No assistant output yet in this session; the work starts from the latest user request."
+    return "Latest assistant progress (newest last):\n" + "\n".join(f"- {t}" for t in reversed(texts))
+
+
+def touched_artifacts(messages: Sequence[Any], root: Path) -> list[dict[str, Any]]:
+    """Files inside the project named in tool-call arguments (sorted, unique, bounded)."""
+    found: dict[str, str] = {}
+    resolved_root = root.resolve()
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                continue
+            if not isinstance(arguments, dict):
+                continue
+            name = str(function.get("name") or "").lower()
+            role = "modified" if any(hint in name for hint in WRITE_HINTS) else "read"
+            for key in PATH_KEYS:
+                value = arguments.get(key)
+                if not isinstance(value, str) or not value.strip() or "\x00" in value:
+                    continue
+                candidate = Path(value)
+                target = (candidate if candidate.is_absolute() else resolved_root / candidate).resolve()
+                try:
+                    relative = target.relative_to(resolved_root).as_posix()
+                except ValueError:
+                    continue
+                if target.is_file() and not relative.startswith(".baton/"):
+                    if found.get(relative) != "modified":
+                        found[relative] = role
+    return [{"path": path, "role": found[path]} for path in sorted(found)[:MAX_ARTIFACTS]]
+
+
+def _payload(facts: SessionFacts, messages: Sequence[Any], objective: str, focus_topic: str | None,
+             root: Path) -> dict[str, Any]:
+    constraints = [f"Focus for the next phase: {_one_line(focus_topic, 300)}"] if focus_topic and focus_topic.strip() else []
+    lineage: dict[str, Any] = {"parents": [], "relation": "root"}
+    if facts.previous_handoff_id:
+        lineage = {"parents": [facts.previous_handoff_id], "relation": "continue"}
+    return {
+        "title": "Hermes session: " + _one_line(objective.splitlines()[0], TITLE_CHARS),
+        "objective": objective[:OBJECTIVE_CHARS],
+        "constraints": constraints,
+        "summary": {"current_state": current_state(messages)},
+        "artifacts": touched_artifacts(messages, root),
+        "lineage": lineage,
+    }
+
+
+def _origin(facts: SessionFacts) -> dict[str, Any]:
+    return {"harness": "generic", "adapter_version": facts.adapter_version, "session_id": facts.session_id,
+            "model": facts.model, "actor": {"type": "agent", "name": "hermes"}}
+
+
+def _with_session_items(record: HandoffRecord, session_draft: HandoffRecord | None) -> HandoffRecord:
+    """Fold what ``baton_capture`` recorded (already redacted, ids kept) into the compaction record."""
+    if session_draft is None:
+        items = {"open_items": record.open_items}
+    else:
+        items = {
+            "decisions": list(session_draft.decisions),
+            "evidence": list(session_draft.evidence),
+            "failed_attempts": list(session_draft.failed_attempts),
+            "open_items": list(session_draft.open_items),
+            "risks": list(record.risks) + list(session_draft.risks),
+            "redactions": list(record.redactions) + list(session_draft.redactions),
+        }
+        if session_draft.work.constraints:
+            constraints = list(dict.fromkeys([*session_draft.work.constraints, *record.work.constraints]))
+            items["work"] = record.work.model_copy(update={"constraints": constraints})
+    updated = record.model_copy(update=items)
+    if not updated.open_items:
+        updated = capture.add_item(updated, "open_item", dict(CONTINUE_ITEM))
+    return HandoffRecord.model_validate(updated.to_json_dict())
+
+
+def _degraded(messages: Any, facts: SessionFacts, reason: str, count: CountMessages, detail: str,
+              **extra: Any) -> CycleOutcome:
+    result = degrade(messages, reason=reason, keep_recent=facts.degradation_keep_recent,
+                     max_tokens=facts.degradation_max_tokens, count_tokens=count)
+    LOGGER.warning("baton compaction degraded reason=%s kept=%d", reason, len(result.messages))
+    return CycleOutcome(messages=result.messages, degraded=reason, detail=detail,
+                        tail_messages=result.tail_messages, **extra)
+
+
+def run_cycle(
+    messages: list[dict[str, Any]],
+    facts: SessionFacts,
+    *,
+    count_messages: CountMessages,
+    count_text: CountText | None,
+    counter_source: str | None,
+    focus_topic: str | None = None,
+    tokenizer_down: bool = False,
+) -> CycleOutcome:
+    """Run the whole cycle; any failure degrades (reason code in the outcome). Never raises."""
+    try:
+        return _run(messages, facts, count_messages, count_text, counter_source, focus_topic, tokenizer_down)
+    except Exception as exc:  # noqa: BLE001 - nothing inside the agent loop may raise to Hermes
+        LOGGER.warning("baton compaction failed type=%s", type(exc).__name__)
+        return _degraded(messages, facts, "internal_error", count_messages, f"internal error: {type(exc).__name__}")
+
+
+def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: CountMessages,
+         count_text: CountText | None, counter_source: str | None, focus_topic: str | None,
+         tokenizer_down: bool) -> CycleOutcome:
+    paths = store.find_project_root(facts.project_dir.resolve())
+    if paths is None:
+        return _degraded(messages, facts, "not_initialised", count_messages,
+                         f"no Baton project at or above {facts.project_dir}; run `baton init` in the project root")
+    config = load_config(paths.data_dir)
+    handoffs = store.HandoffStore(paths)
+    session_draft = None
+    if facts.session_draft_id:
+        try:
+            loaded = handoffs.load(facts.session_draft_id)
+            session_draft = loaded if loaded.status in ("draft", "validated") else None
+        except BatonError:
+            session_draft = None
+    objective = (facts.objective or latest_user_request(messages)
+                 or (session_draft.work.objective if session_draft else None))
+    if not objective:
+        return _degraded(messages, facts, "validation_failed", count_messages,
+                         "no objective: no user request in the transcript and none recorded with baton_capture")
+    payload = _payload(facts, messages, objective, focus_topic, paths.root)
+    record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation)
+    record = _with_session_items(record, session_draft)
+    report = validate.validate_record(record, paths.root, config)
+    fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
+    record = record.model_copy(update={"validation": report.to_validation(fresh.to_model())})
+    warnings = tuple(f"{c.name}: {c.detail}" for c in report.checks if c.status == "warn")
+    if report.status == "fail":
+        failed = ", ".join(c.name for c in report.checks if c.status == "fail")
+        saved = _save_quietly(handoffs, record)
+        return _degraded(messages, facts, "validation_failed", count_messages,
+                         f"handoff failed validation ({failed}); kept as draft {record.short_id}" if saved
+                         else f"handoff failed validation ({failed}); not stored",
+                         handoff=summary_of(record) if saved else None, validation_status="fail")
+    if report.status == "pass":
+        record = transition(record, "ready", reason="validation pass at pre_compaction")
+    try:
+        written = handoffs.save(record)
+    except (OSError, PolicyBlocked) as exc:
+        reason = "disk_not_writable" if isinstance(exc, OSError) else "validation_failed"
+        return _degraded(messages, facts, reason, count_messages,
+                         f"handoff could not be stored ({type(exc).__name__})")
+    archived = None
+    if session_draft is not None:
+        try:
+            handoffs.transition(session_draft.id, "archived", reason=f"folded into handoff {record.short_id}")
+            archived = session_draft.id
+        except (BatonError, OSError) as exc:
+            LOGGER.warning("baton session draft not archived type=%s", type(exc).__name__)
+    brief = render.render_brief(record, freshness=fresh, max_tokens=facts.brief_max_tokens,
+                                count_tokens=count_text, counter_source=counter_source)
+    brief_text = brief.text
+    if warnings:
+        brief_text = ("Validation warnings (handoff kept as draft): "
+                      + "; ".join(_one_line(w, 160) for w in warnings[:3]) + "\n\n" + brief_text)
+    block = BatonBlock.from_record(record, brief_text)
+    built = build_compacted_messages(messages, block=block, fresh_tail_tokens=facts.fresh_tail_tokens,
+                                     count_tokens=count_messages, max_block_tokens=facts.max_block_tokens)
+    LOGGER.info("baton handoff stored id=%s status=%s brief_tokens=%d block_tokens=%d tail_messages=%d",
+                record.short_id, record.status, brief.tokens, built.block_tokens, built.tail_messages)
+    return CycleOutcome(
+        messages=built.messages,
+        handoff=summary_of(record),
+        path=_relative(paths.root, written),
+        validation_status=report.status,
+        warnings=warnings,
+        degraded="tokenizer_down" if tokenizer_down else None,
+        detail="exact token counting unavailable; budgets used rough estimates plus a margin" if tokenizer_down
+        else None,
+        brief_tokens=brief.tokens,
+        block_tokens=built.block_tokens,
+        tail_messages=built.tail_messages,
+        archived_draft=archived,
+    )
+
+
+def _save_quietly(handoffs: store.HandoffStore, record: HandoffRecord) -> bool:
+    try:
+        handoffs.save(record)
+    except (BatonError, OSError):
+        return False
+    return True
+
+
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

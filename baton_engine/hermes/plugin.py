@@ -1,0 +1,76 @@
+"""Hermes plugin entry: ``register(ctx)`` wires Baton into the host (entry point ``hermes_agent.plugins``).
+
+Registers the engine (a real ``ContextEngine`` subclass), the bundled skill, the ``llm_request``
+middleware, and the guarded estimator/auxiliary patches. Settings are validated HERE, at start-up:
+a bad ``baton:`` key or BATON_* value raises a ``SettingsError`` naming it (Hermes reports the plugin
+as failed with that message). Registration never selects the engine: the user's ``context.engine:
+baton`` does. Patches are installed only when that selection is made, and the log says which.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from baton_engine.hermes.config import ENGINE_NAME, load_hermes_settings
+from baton_engine.hermes.patches import Activation
+from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.settings import SettingsError
+
+LOGGER = logging.getLogger("baton_engine.hermes")
+SKILL_PATH = Path(__file__).with_name("SKILL.md")
+SKILL_DESCRIPTION = "Record decisions, evidence and open items so Baton handoffs survive context compaction."
+
+_ACTIVATION: Activation | None = None
+
+
+def activation() -> Activation | None:
+    """The current activation (patches + middleware), if the plugin registered one."""
+    return _ACTIVATION
+
+
+def register(ctx: Any) -> None:
+    """Called by Hermes' PluginManager when ``baton`` is in ``plugins.enabled``."""
+    global _ACTIVATION
+    try:
+        settings, view = load_hermes_settings()
+    except SettingsError as exc:
+        LOGGER.error("Baton not started: %s", exc)
+        raise
+    previous = set_runtime(BatonRuntime(settings, view))
+    if previous is not None:
+        previous.close()
+    if _ACTIVATION is not None:
+        _ACTIVATION.deactivate()
+    from baton_engine.hermes.engine import BatonContextEngine
+
+    engine = BatonContextEngine()
+    if view.context_length:
+        engine.update_model(view.model or "", view.context_length)
+    ctx.register_context_engine(engine)
+    ctx.register_skill("baton", SKILL_PATH, description=SKILL_DESCRIPTION)
+    _ACTIVATION = Activation()
+    ctx.register_middleware("llm_request", _ACTIVATION.llm_request)
+    if view.engine_selected:
+        skipped = _ACTIVATION.activate()
+        LOGGER.warning(
+            "Baton context engine ACTIVE (context.engine: %s): exact budgets on, %d patch(es) skipped%s",
+            ENGINE_NAME, len(skipped), f": {'; '.join(skipped)}" if skipped else "",
+        )
+    else:
+        LOGGER.warning(
+            "Baton plugin loaded but NOT active: context.engine is %r; set context.engine: %s to use it",
+            view.engine, ENGINE_NAME,
+        )
+
+
+def unregister() -> None:
+    """Undo the patches (restoring Hermes' originals where still ours) and release the tokenizer."""
+    global _ACTIVATION
+    if _ACTIVATION is not None:
+        _ACTIVATION.deactivate()
+        _ACTIVATION = None
+    previous = set_runtime(None)
+    if previous is not None:
+        previous.close()

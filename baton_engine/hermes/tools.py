@@ -1,0 +1,153 @@
+"""The engine's tools: ``baton_capture``, ``baton_resume``, ``baton_status``.
+
+Why through ``operations``: each tool answers with exactly the JSON the equivalent ``baton ... --json``
+command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
+call the same operation through ``operations.call`` and serialise with ``cli.output.dumps``'s format.
+The answer is always a JSON string; no exception reaches Hermes. There is no generic shell tool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from baton_engine import operations
+
+ITEM_KINDS = ("decision", "evidence", "failed_attempt", "open_item")
+CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
+TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status")
+
+_ITEM_PROPERTIES: dict[str, Any] = {
+    "decision": {"type": "string", "description": "decision: what was decided"},
+    "rationale": {"type": "string", "description": "decision: why"},
+    "alternatives_considered": {"type": "array", "items": {"type": "string"}},
+    "claim": {"type": "string", "description": "evidence: what the evidence shows"},
+    "type": {"type": "string", "enum": ["command", "test", "file", "commit", "url", "human"]},
+    "ref": {"type": "string", "description": "evidence: command, file, commit or URL"},
+    "result": {"type": "string", "description": "evidence: short result, e.g. '42 passed'"},
+    "attempt": {"type": "string", "description": "failed_attempt: what was tried"},
+    "outcome": {"type": "string", "description": "failed_attempt: why it failed"},
+    "description": {"type": "string", "description": "open_item: what remains"},
+    "priority": {"type": "string", "enum": ["high", "medium", "low"]},
+    "suggested_action": {"type": "string", "description": "open_item: the next action"},
+    "acceptance_check": {"type": "string", "description": "open_item: how to tell it is done"},
+    "evidence_ids": {"type": "array", "items": {"type": "string"}},
+}
+
+SCHEMAS: list[dict[str, Any]] = [
+    {
+        "name": "baton_capture",
+        "description": (
+            "Record durable work state for the next Baton handoff (survives context compaction): a decision, "
+            "evidence, a failed attempt, an open item, or the session objective. Record facts, not chat."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": list(CAPTURE_KINDS)},
+                "item": {"type": "object", "properties": _ITEM_PROPERTIES,
+                         "description": "The fields of one decision / evidence / failed_attempt / open_item."},
+                "objective": {"type": "string", "description": "kind=objective: what the work must achieve"},
+            },
+            "required": ["kind"],
+        },
+    },
+    {
+        "name": "baton_resume",
+        "description": "The resume brief of the latest ready Baton handoff (or of `ref`), with a freshness check.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "ref": {"type": "string", "description": "Handoff id or short id (default: latest ready)."},
+                "max_tokens": {"type": "integer", "minimum": 1, "description": "Brief token budget."},
+            },
+        },
+    },
+    {
+        "name": "baton_status",
+        "description": "Baton project status: record counts, latest ready and draft handoffs, problems.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+]
+
+
+def dumps(result: dict[str, Any]) -> str:
+    """Byte-identical to ``baton ... --json`` (``cli.output.dumps``)."""
+    return json.dumps(result, indent=2, ensure_ascii=False)
+
+
+def _error(kind: str, message: str) -> str:
+    return dumps({"ok": False, "error": {"kind": kind, "message": message}})
+
+
+class ToolHost:  # the engine implements this protocol
+    """What the tools need from the engine (kept narrow so tools are testable without Hermes)."""
+
+    project_dir: Path
+    objective: str | None
+
+    def ensure_session_draft(self, messages: list[dict[str, Any]] | None) -> tuple[str | None, dict[str, Any] | None]:
+        raise NotImplementedError
+
+    def set_objective(self, text: str) -> None:
+        raise NotImplementedError
+
+    def request_handoff(self) -> None:
+        raise NotImplementedError
+
+
+def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]] | None) -> str:
+    kind = args.get("kind")
+    if kind == "objective":
+        text = args.get("objective")
+        if not isinstance(text, str) or not text.strip():
+            return _error("input_error", "kind=objective needs a non-empty 'objective' string")
+        host.set_objective(text.strip())
+        return dumps({"ok": True, "kind": "objective", "objective": text.strip()})
+    if kind == "request_handoff":
+        host.request_handoff()
+        return dumps({"ok": True, "kind": "request_handoff", "message": "a handoff will be made at the next check"})
+    if kind not in ITEM_KINDS:
+        return _error("input_error", f"kind must be one of {', '.join(CAPTURE_KINDS)}")
+    item = args.get("item")
+    if not isinstance(item, dict) or not item:
+        return _error("input_error", f"kind={kind} needs an 'item' object with the {kind.replace('_', ' ')}'s fields")
+    draft_id, failure = host.ensure_session_draft(messages)
+    if draft_id is None:
+        return dumps(failure or {"ok": False, "error": {"kind": "internal_error", "message": "no session draft"}})
+    result, _code = operations.call(operations.record_item, host.project_dir, draft_id, kind, item)
+    return dumps(result)
+
+
+def _resume(host: ToolHost, args: dict[str, Any]) -> str:
+    ref = args.get("ref") if isinstance(args.get("ref"), str) and args.get("ref") else None
+    max_tokens = args.get("max_tokens")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+        return _error("input_error", "max_tokens must be an integer number of tokens")
+    result, _code = operations.call(operations.resume, host.project_dir, ref, max_tokens=max_tokens)
+    return dumps(result)
+
+
+def _status(host: ToolHost, _args: dict[str, Any]) -> str:
+    result, _code = operations.call(operations.status, host.project_dir)
+    return dumps(result)
+
+
+def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None = None) -> str:
+    """Dispatch one tool call; always a JSON string, never an exception."""
+    try:
+        if not isinstance(args, dict):
+            return _error("input_error", "tool arguments must be a JSON object")
+        handlers: dict[str, Callable[[], str]] = {
+            "baton_capture": lambda: _capture(host, args, messages),
+            "baton_resume": lambda: _resume(host, args),
+            "baton_status": lambda: _status(host, args),
+        }
+        handler = handlers.get(name)
+        if handler is None:
+            return _error("input_error", f"unknown Baton tool {name!r}; known: {', '.join(TOOL_NAMES)}")
+        return handler()
+    except Exception as exc:  # noqa: BLE001 - a tool answer, never a traceback
+        return _error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`")
