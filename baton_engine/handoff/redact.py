@@ -277,9 +277,17 @@ def looks_random(token: str) -> bool:
     return shannon_entropy(core) >= math.log2(len(core)) * 0.85
 
 
+# Published digests in base64 (npm/SRI integrity ``sha512-...``, Go sums ``h1:...``) are not secrets.
+_DIGEST_PREFIX_RE = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[-:]$|\bh1:$", re.IGNORECASE)
+
+
 def _entropy_hits(text: str) -> Iterator[SecretHit]:
     for match in _ENTROPY_TOKEN_RE.finditer(text):
-        if looks_random(match.group()):
+        token = match.group()
+        digest_prefixed = _DIGEST_PREFIX_RE.search(text[max(0, match.start() - 8) : match.start()])
+        if re.match(r"(?i)(?:sha(?:1|224|256|384|512)|md5)-", token) or digest_prefixed:
+            continue
+        if looks_random(token):
             yield SecretHit(match.start(), match.end(), "high-entropy-string")
 
 

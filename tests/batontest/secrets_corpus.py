@@ -235,6 +235,8 @@ NON_SECRETS: tuple[str, ...] = (
     "token_count = 1200",
     "max_tokens: 4096",
     "ssh://git@github.com/acme/app.git",
+    "sha512-" + base64.b64encode(hashlib.sha512(b"baton").digest()).decode(),
+    "golang.org/x/text v0.14.0 h1:" + base64.b64encode(hashlib.sha256(b"baton").digest()).decode(),
 )
 
 
