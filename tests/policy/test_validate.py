@@ -286,7 +286,7 @@ def test_non_git_directory_skips_repository(tmp_path: Path, helpers, config) -> 
     data = helpers.record_data(root)
     report = validate_record(data, root, config)
     assert data["project"]["repository"] is None
-    assert report.check("repository").status == "warn"  # head recorded, none now
+    assert report.check("repository").status == "skipped"
     assert report.status == "pass"
 
 
