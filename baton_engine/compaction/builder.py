@@ -244,7 +244,7 @@ def _fit_block(block: BatonBlock, counter: _GuardedCounter, max_tokens: int) -> 
     if block.stale:
         head.append(STALE_BANNER)
     closing = end_line(block.short_id)
-    brief = block.brief if isinstance(block.brief, str) else ""
+    brief = block.brief.strip() if isinstance(block.brief, str) else ""
 
     def render(body: str) -> str:
         return "\n\n".join([*head, body, closing]) if body else "\n\n".join([*head, closing])
@@ -252,7 +252,7 @@ def _fit_block(block: BatonBlock, counter: _GuardedCounter, max_tokens: int) -> 
     def measure(text: str) -> int:
         return counter([{"role": "user", "content": text}])
 
-    full = render(brief.strip())
+    full = render(brief)
     tokens = measure(full)
     if tokens <= max_tokens:
         return full, tokens, False, False
