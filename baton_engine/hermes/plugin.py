@@ -30,11 +30,23 @@ def activation() -> Activation | None:
     return _ACTIVATION
 
 
+def _host_home() -> Path | None:
+    """Hermes' own answer (profiles may override ``$HERMES_HOME``), when this Hermes has it."""
+    try:
+        from hermes_constants import get_hermes_home
+    except ImportError:
+        return None
+    try:
+        return Path(get_hermes_home())
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def register(ctx: Any) -> None:
     """Called by Hermes' PluginManager when ``baton`` is in ``plugins.enabled``."""
     global _ACTIVATION
     try:
-        settings, view = load_hermes_settings()
+        settings, view = load_hermes_settings(_host_home())
     except SettingsError as exc:
         LOGGER.error("Baton not started: %s", exc)
         raise
