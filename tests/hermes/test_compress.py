@@ -1,0 +1,172 @@
+"""compress(): the whole handoff cycle on a real git project with real tokenizers, and every degradation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batontest import assets
+from batontest.faulty_servers import refused_url
+from batontest.secrets_corpus import SAMPLES
+
+from baton_engine.compaction import is_baton_message
+from baton_engine.hermes.engine import BatonContextEngine
+from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
+from baton_engine.settings import load_settings
+from baton_engine.tokens.contract import TokenizerConfig
+from baton_engine.tokens.plugins import build_backend
+
+pytestmark = pytest.mark.hermes
+SECRET_SAMPLE = SAMPLES[0]
+
+
+def _tool_round(index: int, *, path: str = "src/app.py", words: int = 400) -> list[dict[str, Any]]:
+    call_id = f"call_{index}"
+    return [
+        {"role": "assistant", "content": f"Step {index}: editing {path}.", "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": "write_file", "arguments": json.dumps({"path": path, "content": "x"})}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": " ".join(f"line{index}-{n}" for n in range(words))},
+    ]
+
+
+def _conversation(request: str, rounds: int, start: int = 0) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": request}]
+    for index in range(start, start + rounds):
+        messages += _tool_round(index)
+    return messages
+
+
+def _engine(project: Path, **block: Any) -> BatonContextEngine:
+    set_runtime(BatonRuntime(load_settings(hermes_block=block or None)))
+    engine = BatonContextEngine(project_dir=project)
+    engine.update_model("qwen3", 65536)
+    engine.on_session_start("session-1", platform="cli")
+    return engine
+
+
+def _records(project: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((project / ".baton" / "handoffs").glob("*.json"))]
+
+
+def _block(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    blocks = [m for m in messages if m.get("role") == "user" and str(m.get("content", "")).startswith("[Baton handoff")]
+    assert len(blocks) == 1, [str(m.get("content"))[:40] for m in messages]
+    return blocks[0]
+
+
+def test_three_compactions_make_three_linked_ready_handoffs(project: Path, qwen3_env: Path) -> None:
+    engine = _engine(project, fresh_tail_tokens=2000)
+    request = f"Refactor src/app.py; the deploy key is in this note: {SECRET_SAMPLE.text}"
+    messages = _conversation(request, 6)
+    counter = get_runtime().counter()
+    assert counter is not None and counter.source.startswith("hf:")
+    previous_id, ids = None, []
+    for compaction in range(3):
+        before = copy.deepcopy(messages)
+        out = engine.compress(messages, current_tokens=50_000, focus_topic="the app module" if compaction == 0 else None)
+        assert messages == before, "the input list is never mutated"
+        engine.last_prompt_tokens = -1  # what the host does after every compaction
+        assert engine.should_compress(0) is False
+        block = _block(out)
+        assert get_runtime().count([block]).tokens <= 1400
+        assert out[-1]["role"] in ("tool", "user", "assistant")
+        assert any(m.get("role") == "user" and not is_baton_message(m) for m in out), "latest request kept"
+        status = engine.get_status()
+        handoff = status["latest_handoff"]
+        assert handoff["status"] == "ready" and engine.compression_count == compaction + 1
+        assert handoff["parents"] == ([] if previous_id is None else [previous_id])
+        assert f"[Baton handoff {handoff['short_id']} | status: ready" in block["content"]
+        previous_id = handoff["id"]
+        ids.append(previous_id)
+        engine.on_session_start(f"session-{compaction + 2}", boundary_reason="compression",
+                                old_session_id=f"session-{compaction + 1}")
+        messages = out + _tool_round(100 + compaction) + [{"role": "user", "content": f"next part {compaction}"}]
+        messages += _tool_round(200 + compaction)
+    by_id = {r["id"]: r for r in _records(project)}
+    assert sorted(by_id) == sorted(ids)
+    records = [by_id[i] for i in ids]
+    assert [r["automation"]["trigger"] for r in records] == ["pre_compaction"] * 3
+    assert records[0]["work"]["constraints"] == ["Focus for the next phase: the app module"]
+    assert records[0]["artifacts"][0]["path"] == "src/app.py" and records[0]["artifacts"][0]["content_hash"]
+    assert records[0]["origin"]["adapter_version"].startswith("hermes-")
+    assert records[0]["origin"]["session_id"].startswith("sha256:")
+    stored = "".join(p.read_text() for p in (project / ".baton").rglob("*") if p.is_file())
+    for secret in SECRET_SAMPLE.secrets:
+        assert secret not in stored
+        assert all(secret not in str(m.get("content")) for m in [_block(out)])
+
+
+def test_compacted_list_renders_through_real_chat_templates(project: Path, qwen3_env: Path) -> None:
+    engine = _engine(project, fresh_tail_tokens=1500)
+    out = engine.compress(_conversation("Port the parser", 5) + [{"role": "user", "content": "and test it"}])
+    for path in (assets.qwen3_dir(), assets.mistral_nemo_dir()):
+        backend, _selection = build_backend(TokenizerConfig(backend="hf", path=str(path)))
+        counted = backend.count_chat({"messages": out})
+        assert counted.exact and counted.tokens > 0
+        backend.close()
+
+
+def test_captured_items_are_folded_into_the_handoff(project: Path, qwen3_env: Path) -> None:
+    engine = _engine(project)
+    messages = _conversation("Make the CLI faster", 3)
+    first = json.loads(engine.handle_tool_call(
+        "baton_capture", {"kind": "decision", "item": {"decision": "cache the index", "rationale": "hot path"}},
+        messages=messages))
+    assert first["ok"] and first["item"]["id"] == "D-001"
+    draft_id = first["handoff"]["id"]
+    json.loads(engine.handle_tool_call("baton_capture", {"kind": "objective", "objective": "CLI under 100 ms"}))
+    engine.compress(messages)
+    records = {r["id"]: r for r in _records(project)}
+    assert records[draft_id]["status"] == "archived"
+    handoff = records[engine.get_status()["latest_handoff"]["id"]]
+    assert handoff["work"]["objective"] == "CLI under 100 ms"
+    assert [d["decision"] for d in handoff["decisions"]] == ["cache the index"]
+
+
+def test_not_initialised_degrades_with_a_one_time_notice(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    engine = _engine(tmp_path)
+    caplog.set_level(logging.WARNING, logger="baton_engine.hermes")
+    messages = _conversation("Do the thing", 12)
+    out = engine.compress(messages)
+    again = engine.compress(messages)
+    assert out == again and len(out) < len(messages)
+    assert out[0]["content"].startswith("[Baton degraded compaction | reason: not_initialised]")
+    assert sum("baton init" in r.getMessage() for r in caplog.records) == 1
+    status = engine.get_status()
+    assert status["degradation"]["reason"] == "not_initialised" and "baton init" in status["degradation"]["detail"]
+    assert engine.compression_count == 0
+    assert len(out) <= 2 + 1 + 6  # note + notice + carried latest request + degradation_keep_recent (6)
+
+
+def test_unwritable_store_degrades(project: Path) -> None:
+    engine = _engine(project)
+    handoffs = project / ".baton" / "handoffs"
+    handoffs.rmdir()
+    handoffs.write_text("not a directory")  # as root, permissions cannot make a directory read-only
+    out = engine.compress(_conversation("Fix the bug", 4))
+    assert engine.get_status()["degradation"]["reason"] == "disk_not_writable"
+    assert out[0]["content"].startswith("[Baton degraded compaction | reason: disk_not_writable]")
+
+
+def test_tokenizer_down_still_hands_off_and_says_so(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BATON_TOKENIZER_BACKEND", "vllm")
+    monkeypatch.setenv("BATON_TOKENIZER_URL", refused_url())
+    monkeypatch.setenv("BATON_TOKENIZER_TIMEOUT_SECONDS", "2")
+    engine = _engine(project)
+    out = engine.compress(_conversation("Keep going", 4))
+    status = engine.get_status()
+    assert status["degradation"]["reason"] == "tokenizer_down"
+    assert status["latest_handoff"]["status"] == "ready"
+    assert _block(out)
+
+
+@pytest.mark.parametrize("garbage", [None, [], [{"bad": 1}], [{"role": "tool", "content": "orphan"}], "text"])
+def test_compress_never_raises_on_garbage(project: Path, garbage: Any) -> None:
+    engine = _engine(project)
+    out = engine.compress(garbage)
+    assert isinstance(out, list)
