@@ -380,7 +380,7 @@ def _check_artifacts(record: HandoffRecord, root: Path, allowed_roots: Collectio
             if current != artifact.content_hash:
                 result.fail(f"{where} changed since capture (content hash differs); re-capture or amend the "
                             "handoff so it describes the file as it is")
-    return result.to_check("artifacts", f"{len(record.artifacts)} artifact(s) checked: present, hashes match")
+    return result.to_check("artifacts", f"{len(record.artifacts)} artifact(s) present and matching their hashes")
 
 
 def _check_repository(record: HandoffRecord, root: Path) -> Check:
