@@ -1,0 +1,101 @@
+"""Tool parity: each engine tool answers with the JSON the equivalent `baton ... --json` command prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton_engine.hermes.engine import BatonContextEngine
+from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.settings import load_settings
+
+pytestmark = pytest.mark.hermes
+MESSAGES = [{"role": "user", "content": "Speed up the importer"},
+            {"role": "assistant", "content": "Profiling shows the parser dominates."},
+            {"role": "user", "content": "Go ahead"}]
+
+
+def baton_cli(project: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-c", "from baton_engine.cli import main; main()", *args],
+                          cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip(), done.stderr
+    return done.stdout.strip()
+
+
+def _engine(project: Path) -> BatonContextEngine:
+    set_runtime(BatonRuntime(load_settings()))
+    engine = BatonContextEngine(project_dir=project)
+    engine.on_session_start("tools-session")
+    return engine
+
+
+def _without(data: dict[str, Any], *volatile: str) -> dict[str, Any]:
+    return {k: (_without(v, *volatile) if isinstance(v, dict) else v) for k, v in data.items() if k not in volatile}
+
+
+def test_status_parity(project: Path) -> None:
+    engine = _engine(project)
+    assert engine.handle_tool_call("baton_status", {}) == baton_cli(project, "status", "--json")
+
+
+def test_resume_parity_and_error_parity(project: Path) -> None:
+    engine = _engine(project)
+    missing_tool = json.loads(engine.handle_tool_call("baton_resume", {}))
+    assert missing_tool == json.loads(baton_cli(project, "resume", "--json"))
+    assert missing_tool["ok"] is False and missing_tool["error"]["kind"] == "not_found"
+    engine.compress([*MESSAGES, {"role": "assistant", "content": "Done with step one."},
+                     {"role": "user", "content": "Next"}])
+    assert engine.get_status()["latest_handoff"]["status"] == "ready"
+    tool = engine.handle_tool_call("baton_resume", {})
+    assert tool == baton_cli(project, "resume", "--json")
+    assert json.loads(tool)["brief"]["text"].startswith("# Resume brief")
+    short = engine.get_status()["latest_handoff"]["short_id"]
+    assert engine.handle_tool_call("baton_resume", {"ref": short, "max_tokens": 300}) == \
+        baton_cli(project, "resume", short, "--max-tokens", "300", "--json")
+    assert engine.handle_tool_call("baton_resume", {"ref": "nosuch"}) == baton_cli(project, "resume", "nosuch", "--json")
+
+
+@pytest.mark.parametrize(("kind", "cli_kind", "item"), [
+    ("decision", "decision", {"decision": "stream the file", "rationale": "memory", "alternatives_considered": ["mmap"]}),
+    ("evidence", "evidence", {"type": "test", "claim": "parser is 3x faster", "ref": "pytest -k parser", "result": "5 passed"}),
+    ("failed_attempt", "failed-attempt", {"attempt": "regex parser", "outcome": "too slow"}),
+    ("open_item", "open-item", {"description": "wire the CLI", "priority": "high", "suggested_action": "add flag",
+                                "acceptance_check": "baton --help lists it"}),
+])
+def test_capture_parity_with_baton_record(project: Path, tmp_path: Path, kind: str, cli_kind: str,
+                                          item: dict[str, Any]) -> None:
+    engine = _engine(project)
+    tool = json.loads(engine.handle_tool_call("baton_capture", {"kind": kind, "item": item}, messages=MESSAGES))
+    assert tool["ok"], tool
+    draft = tool["handoff"]["id"]
+    item_file = tmp_path / "item.json"
+    item_file.write_text(json.dumps(item))
+    cli = json.loads(baton_cli(project, "record", cli_kind, draft, "--input", str(item_file), "--json"))
+    assert list(tool) == list(cli)
+    assert tool["handoff"]["id"] == cli["handoff"]["id"] and tool["kind"] == cli["kind"] == kind
+    volatile = ("id", "made_at", "recorded_at", "captured_at", "updated_at")
+    assert _without(tool["item"], *volatile) == _without(cli["item"], *volatile)
+    assert tool["redactions"] == cli["redactions"] == []
+
+
+def test_capture_input_errors_name_the_problem(project: Path) -> None:
+    engine = _engine(project)
+    bad = json.loads(engine.handle_tool_call("baton_capture", {"kind": "decision", "item": {"rationale": "no text"}},
+                                             messages=MESSAGES))
+    assert bad["ok"] is False and "decision" in bad["error"]["message"]
+    assert json.loads(engine.handle_tool_call("baton_capture", {"kind": "gossip"}))["ok"] is False
+    fresh = _engine(project)
+    no_objective = json.loads(fresh.handle_tool_call("baton_capture", {"kind": "decision", "item": {"decision": "x"}}))
+    assert no_objective["ok"] is False and "objective" in no_objective["error"]["message"]
+
+
+def test_capture_without_a_project_advises_init(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    answer = json.loads(engine.handle_tool_call("baton_capture", {"kind": "decision", "item": {"decision": "x"}},
+                                                messages=MESSAGES))
+    assert answer["ok"] is False and "baton init" in answer["error"]["message"]
