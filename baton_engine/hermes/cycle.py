@@ -96,11 +96,15 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
+HERMES_TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
+
+
 def latest_user_request(messages: Sequence[Any]) -> str | None:
     """The newest real (non-synthetic) user message text, or None: the objective is never invented."""
     for message in reversed(list(messages)):
         if isinstance(message, dict) and is_real_user_request(message):
-            text = _text_of(message).strip()
+            # Hermes merges its todo snapshot into the user turn before it (role-alternation repair).
+            text = _text_of(message).split(HERMES_TODO_SNAPSHOT, 1)[0].strip()
             if text and not text.startswith("[Baton "):
                 return text
     return None

@@ -1,0 +1,96 @@
+"""Loading through Hermes' real PluginManager with a temp HERMES_HOME: entry point and plugin directory."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import logging
+from pathlib import Path
+
+import pytest
+from batontest.hermes_home import hermes_config, write_hermes_home
+from hermes_cli.plugins import PluginManager
+
+from baton_engine.hermes.doctor import check_engine_copy, check_selection, check_settings
+from baton_engine.hermes.engine import BatonContextEngine
+from baton_engine.hermes.install import write_plugin_dir
+
+pytestmark = pytest.mark.hermes
+
+
+def _config(**changes: object) -> dict:
+    config = hermes_config(base_url="http://127.0.0.1:9/v1", model="qwen3-test", context_length=65536)
+    config.update(changes)
+    return config
+
+
+def _patched() -> bool:
+    return hasattr(importlib.import_module("agent.turn_context").estimate_request_tokens_rough, "__baton_original__")
+
+
+def test_entry_point_registers_engine_skill_middleware_and_patches(hermes_home: Path) -> None:
+    write_hermes_home(hermes_home, _config())
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    assert loaded.enabled and loaded.error is None and loaded.manifest.source == "entrypoint"
+    engine = manager._context_engine
+    assert isinstance(engine, BatonContextEngine) and engine.context_length == 65536
+    assert copy.deepcopy(engine).name == "baton"  # what agent init does for every agent
+    assert "baton:baton" in manager._plugin_skills
+    assert manager._plugin_skills["baton:baton"]["path"].read_text().startswith("---\nname: baton")
+    assert "llm_request" in loaded.middleware_registered
+    assert _patched()
+    assert check_selection(hermes_home)["status"] == "pass"
+
+
+def test_plugin_directory_works_without_the_entry_point(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_hermes_home(hermes_home, _config())
+    write_plugin_dir(hermes_home)
+    source = (hermes_home / "plugins" / "baton" / "__init__.py").read_text()
+    assert "MemoryProvider" not in source and "register_memory_provider" not in source
+    monkeypatch.setattr(PluginManager, "_scan_entry_points", lambda self: [])  # a copy-only install
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    assert loaded.enabled and loaded.error is None and loaded.manifest.source == "user"
+    assert isinstance(manager._context_engine, BatonContextEngine)
+
+
+def test_not_enabled_means_no_engine_and_doctor_says_why(hermes_home: Path) -> None:
+    write_hermes_home(hermes_home, _config(plugins={"enabled": []}))
+    manager = PluginManager()
+    manager.discover_and_load()
+    assert manager._context_engine is None and not _patched()
+    check = check_selection(hermes_home)
+    assert check["status"] == "fail" and "not in plugins.enabled" in check["detail"]
+    assert "falls back to its built-in compressor" in check["detail"]
+
+
+def test_name_mismatch_and_unselected_engine(hermes_home: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_hermes_home(hermes_home, _config(context={"engine": "Baton"}))
+    assert "names must match exactly" in check_selection(hermes_home)["detail"]
+    write_hermes_home(hermes_home, _config(context={"engine": "compressor"}))
+    caplog.set_level(logging.WARNING, logger="baton_engine.hermes")
+    manager = PluginManager()
+    manager.discover_and_load()
+    assert isinstance(manager._context_engine, BatonContextEngine)  # registered, never auto-activated
+    assert not _patched()
+    assert any("NOT active" in record.getMessage() for record in caplog.records)
+    assert check_selection(hermes_home)["status"] == "warn"
+
+
+def test_invalid_setting_fails_at_start_up_naming_the_key(hermes_home: Path) -> None:
+    write_hermes_home(hermes_home, _config(baton={"brief_max_tokens": 0}))
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    assert not loaded.enabled and "baton.brief_max_tokens" in loaded.error
+    assert manager._context_engine is None and not _patched()
+    assert "baton.brief_max_tokens" in check_settings(hermes_home)["detail"]
+    write_hermes_home(hermes_home, _config(baton={"typo_key": 1}))
+    assert "baton.typo_key" in check_settings(hermes_home)["detail"]
+
+
+def test_engine_copy_check_passes() -> None:
+    assert check_engine_copy()["status"] == "pass"
