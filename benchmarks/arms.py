@@ -1,0 +1,150 @@
+"""The compared engines behind one interface: Baton's engine and Hermes' built-in ``ContextCompressor``.
+
+Why direct driving and not ``AIAgent``: Hermes' agent init refuses ``context_length < 64000``, and the
+600-turn runs need a 16K window; an agent run also spends most of its time in the HTTP round trips of
+the scripted model. So each arm is the real engine object, driven the way Hermes' loop drives it:
+``update_from_response`` with the real prompt count, ``should_compress`` before every request,
+``compress`` on the transcript WITHOUT the system prompt, then the host's post-compaction bookkeeping
+(``last_prompt_tokens = -1``). Hermes' summary call goes to a loopback stub (``ModelServer``); its
+calls and time are measured separately from the compressor's own local time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baton_engine.hermes.runtime import BatonRuntime
+from baton_engine.settings import BatonSettings
+from baton_engine.tokens.contract import TokenizerConfig
+
+Message = dict[str, Any]
+
+
+@dataclass
+class CompressStats:
+    """What one arm spent in compress(): wall time, and the auxiliary LLM share of it."""
+
+    seconds: float = 0.0
+    llm_calls: int = 0
+    llm_seconds: float = 0.0
+
+
+def baton_runtime(tokenizer: TokenizerConfig, fresh_tail_tokens: int | None) -> BatonRuntime:
+    """One runtime per Baton variant, reused across engines so the tokenizer loads once (as in Hermes)."""
+    runtime = BatonRuntime(BatonSettings(tokenizer=tokenizer, fresh_tail_tokens=fresh_tail_tokens))
+    runtime.counter()
+    return runtime
+
+
+class BatonArm:
+    """``BatonContextEngine`` with its own runtime (settings + shared counter) and Baton project."""
+
+    def __init__(self, label: str, project_dir: Path, runtime: BatonRuntime, context_length: int) -> None:
+        from baton_engine.hermes.engine import BatonContextEngine
+
+        self.label = label
+        self.project_dir = project_dir
+        self.runtime = runtime
+        self.activate()
+        self.engine = BatonContextEngine(project_dir=project_dir)
+        self.engine.update_model("qwen3-local", context_length)
+
+    def activate(self) -> None:
+        """Make this arm's runtime the process runtime (arms take turns in one process)."""
+        from baton_engine.hermes.runtime import set_runtime
+
+        set_runtime(self.runtime)
+
+    @property
+    def threshold_tokens(self) -> int:
+        return int(self.engine.threshold_tokens)
+
+    def capture(self, captures: tuple[dict[str, Any], ...], messages: list[Message]) -> list[dict[str, Any]]:
+        """Replay the turn's ``baton_capture`` calls through the engine's own tool (as Hermes would)."""
+        return [json.loads(self.engine.handle_tool_call("baton_capture", args, messages=messages))
+                for args in captures]
+
+    def observe(self, prompt_tokens: int) -> bool:
+        self.engine.update_from_response({"prompt_tokens": prompt_tokens, "completion_tokens": 64,
+                                          "total_tokens": prompt_tokens + 64})
+        return bool(self.engine.should_compress(prompt_tokens))
+
+    def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
+        self.activate()
+        started = time.perf_counter()
+        result = self.engine.compress(copy.deepcopy(messages), current_tokens=current_tokens)
+        elapsed = time.perf_counter() - started
+        self.engine.last_prompt_tokens = -1  # the host's "awaiting real usage" sentinel
+        self.engine.last_completion_tokens = 0
+        return result, CompressStats(seconds=elapsed)
+
+    def resume_text(self) -> str:
+        """What ``baton_resume`` gives the agent back (the latest ready handoff's brief, large budget)."""
+        return str(self.engine.handle_tool_call("baton_resume", {"max_tokens": 20000}, messages=[]))
+
+
+@dataclass
+class AuxiliaryMeter:
+    """Counts and times Hermes' auxiliary ``call_llm`` (patched where the compressor imported it)."""
+
+    calls: int = 0
+    seconds: float = 0.0
+    installed: bool = field(default=False, repr=False)
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        from agent import context_compressor
+
+        original = context_compressor.call_llm
+
+        def metered_call_llm(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.calls += 1
+                self.seconds += time.perf_counter() - started
+
+        context_compressor.call_llm = metered_call_llm
+        self.installed = True
+
+
+class HermesArm:
+    """Hermes 0.19.0's real ``ContextCompressor``, summary call answered by the loopback stub."""
+
+    def __init__(self, base_url: str, model: str, context_length: int, meter: AuxiliaryMeter) -> None:
+        from agent.context_compressor import ContextCompressor
+
+        self.label = "hermes-builtin"
+        self.meter = meter
+        meter.install()
+        self.engine = ContextCompressor(model=model, threshold_percent=0.75, base_url=base_url, api_key="sk-test",
+                                        config_context_length=context_length, provider="custom", quiet_mode=True)
+
+    @property
+    def threshold_tokens(self) -> int:
+        return int(self.engine.threshold_tokens)
+
+    def capture(self, captures: tuple[dict[str, Any], ...], messages: list[Message]) -> list[dict[str, Any]]:
+        return []  # the built-in compressor has no capture tool: the calls stay plain transcript
+
+    def observe(self, prompt_tokens: int) -> bool:
+        self.engine.update_from_response({"prompt_tokens": prompt_tokens, "completion_tokens": 64,
+                                          "total_tokens": prompt_tokens + 64})
+        return bool(self.engine.should_compress(prompt_tokens))
+
+    def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
+        calls, llm_seconds = self.meter.calls, self.meter.seconds
+        started = time.perf_counter()
+        result = self.engine.compress(copy.deepcopy(messages), current_tokens=current_tokens)
+        elapsed = time.perf_counter() - started
+        self.engine.last_prompt_tokens = -1
+        self.engine.last_completion_tokens = 0
+        return result, CompressStats(seconds=elapsed, llm_calls=self.meter.calls - calls,
+                                     llm_seconds=self.meter.seconds - llm_seconds)

@@ -1,0 +1,397 @@
+"""Head-to-head benchmark: Baton vs Hermes' built-in compressor vs incontext, in one process, one run.
+
+    python benchmarks/run.py [--quick] [--out benchmarks/results]
+
+Needs hermes-agent==0.19.0, incontext==0.0.5 and matplotlib next to the project (``scripts/bench.sh``
+builds that venv). Writes ``results.json`` (raw, gitignored), then ``report.py`` turns it into
+``REPORT.md`` + PNG plots. Everything is offline: tokenizers come from the repository's assets, the
+model and /tokenize endpoints are loopback stubs from ``tests/batontest``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(REPO / "tests")]
+os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HERMES_VLLM_"))]:
+    del os.environ[_name]  # the benchmark sets every setting itself
+_HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
+os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
+
+import arms  # noqa: E402
+import workload  # noqa: E402
+from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
+from batontest.hermes_home import git_project  # noqa: E402
+from batontest.model_server import ModelServer, ScriptedPolicy, protocol_problem  # noqa: E402
+
+from baton_engine import operations  # noqa: E402
+from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
+from baton_engine.tokens.counter import TokenCounter  # noqa: E402
+from baton_engine.tokens.plugins import build_backend  # noqa: E402
+from baton_engine.tokens.rough import estimate_chat_request, estimate_messages_tokens_rough  # noqa: E402
+
+MODEL = "qwen3-local"
+QWEN3 = TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B")
+SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}
+STUB_SUMMARY = ("## Goal\nContinue the ledger work.\n## Progress\nSteps were run; see the recent turns.\n"
+                "## Next Steps\nCarry on with the latest request.")
+_MASK = re.compile(r"\b[0-9a-f]{8}(?:-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?\b"
+                   r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+
+
+class Judge:
+    """Exact counts of what the model would receive (system + messages + tools), Qwen3 and o200k."""
+
+    def __init__(self) -> None:
+        self.qwen3 = TokenCounter(build_backend(QWEN3)[0], cache_size=4096)
+        o200k = TokenizerConfig(backend="tiktoken", model="gpt-4o", path=str(tiktoken_encoding_file("o200k_base")))
+        self.o200k = TokenCounter(build_backend(o200k)[0], cache_size=64)
+
+    def request(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"messages": [SYSTEM, *messages], "tools": workload.TOOLS}
+
+    def tokens(self, messages: list[dict[str, Any]]) -> int:
+        counted = self.qwen3.count_chat(self.request(messages))
+        if not counted.exact or counted.tokens is None:
+            raise RuntimeError(f"judge count not exact ({counted.source})")
+        return counted.tokens
+
+    def o200k_tokens(self, messages: list[dict[str, Any]]) -> int | None:
+        return self.o200k.count_chat(self.request(messages)).tokens
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
+
+
+def new_project(session: workload.Session) -> Path:
+    root = git_project(Path(tempfile.mkdtemp(prefix="baton-bench-project-")), {"README.md": "# ledger\n", **session.files})
+    result, _ = operations.call(operations.init, root)
+    if not result.get("ok"):
+        raise RuntimeError(f"baton init failed: {result.get('error')}")
+    return root
+
+
+def replay_captures(arm: Any, session: workload.Session, upto: int | None = None) -> int:
+    """The session's ``baton_capture`` calls, each with the transcript as it was then; returns ok count."""
+    history: list[dict[str, Any]] = []
+    ok = 0
+    for turn in session.turns[:upto]:
+        history.extend(turn.messages)
+        ok += sum(1 for answer in arm.capture(turn.captures, history) if answer.get("ok"))
+    return ok
+
+
+def tool_pair_errors(messages: list[dict[str, Any]]) -> int:
+    return 0 if protocol_problem([SYSTEM, *messages]) is None else 1
+
+
+def masked(messages: list[dict[str, Any]]) -> str:
+    return _MASK.sub("#", json.dumps(messages, sort_keys=True, ensure_ascii=False))
+
+
+def retention(session: workload.Session, result: list[dict[str, Any]], resume_text: str | None) -> dict[str, Any]:
+    window_text = json.dumps(result, ensure_ascii=False)
+    captured = [n for n in session.needles if n.kind in ("decision", "error")]
+    return {
+        "needles": len(session.needles),
+        "captured": len(captured),
+        "captured_in_window": sum(n.text in window_text for n in captured),
+        "needles_in_window": sum(n.text in window_text for n in session.needles),
+        "by_kind_in_window": {k: sum(n.text in window_text for n in session.needles if n.kind == k)
+                              for k in workload.NEEDLE_KINDS},
+        "retrievable": None if resume_text is None else sum(n.text in resume_text for n in session.needles),
+    }
+
+
+# ---- 1. compress() by conversation size ---------------------------------------------------------------
+
+def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, meter: arms.AuxiliaryMeter,
+                sizes: list[int], repeats: int) -> list[dict[str, Any]]:
+    rows = []
+    for size in sizes:
+        session = workload.sized_session(size, estimate_messages_tokens_rough, scale=0.5)
+        messages = session.messages()
+        tokens = judge.tokens(messages)
+        context_length = math.ceil(tokens / 0.75 / 1024) * 1024  # the transcript sits at the 75% threshold
+        base = {"size": size, "tokens": tokens, "o200k_tokens": judge.o200k_tokens(messages),
+                "messages": len(messages), "turns": len(session.turns), "context_length": context_length}
+        print(f"size {size}: {tokens} Qwen3 tokens, {len(messages)} messages, window {context_length}", flush=True)
+        project = new_project(session)
+        for label, runtime in runtimes.items():
+            runtime.count([SYSTEM, *messages], workload.TOOLS)  # a cold first count, outside the timing
+            latencies, cold, outputs, row = [], None, [], {}
+            for rep in range(repeats + 1):
+                arm = arms.BatonArm(label, project, runtime, context_length)
+                replay_captures(arm, session)
+                runtime.count(messages)  # the pre-API count Hermes' patched estimator already made
+                result, stats = arm.compress(messages, tokens)
+                if rep == 0:
+                    cold = stats.seconds  # first compaction in this project (cold store, cold caches)
+                    row = {**base, "arm": label, "threshold": arm.threshold_tokens,
+                           "degraded": arm.engine.degradation_reason,
+                           **retention(session, result, arm.resume_text())}
+                else:
+                    latencies.append(stats.seconds)
+                outputs.append(result)
+            after = judge.tokens(outputs[-1])
+            rows.append({**row, "p50_ms": 1000 * statistics.median(latencies), "p95_ms": 1000 * percentile(latencies, 0.95),
+                         "first_ms": 1000 * (cold or 0.0), "tokens_after": after, "headroom": row["threshold"] - after,
+                         "tool_pair_errors": sum(tool_pair_errors(o) for o in outputs),
+                         "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs[1:]}) == 1,
+                         "identical_masked": len({masked(o) for o in outputs[1:]}) == 1,
+                         "llm_calls": 0, "llm_ms": 0.0})
+            print(f"  {label}: p50 {rows[-1]['p50_ms']:.0f} ms, after {after}", flush=True)
+        latencies, outputs, calls, llm = [], [], [], []
+        for _ in range(max(2, repeats // 2)):
+            hermes = arms.HermesArm(server.base_url, MODEL, context_length, meter)
+            result, stats = hermes.compress(messages, tokens)
+            latencies.append(stats.seconds - stats.llm_seconds)
+            calls.append(stats.llm_calls)
+            llm.append(stats.llm_seconds)
+            outputs.append(result)
+        after = judge.tokens(outputs[-1])
+        rows.append({**base, "arm": "hermes-builtin", "threshold": hermes.threshold_tokens, "degraded": None,
+                     **retention(session, outputs[-1], None),
+                     "p50_ms": 1000 * statistics.median(latencies), "p95_ms": 1000 * percentile(latencies, 0.95),
+                     "first_ms": 1000 * latencies[0], "tokens_after": after, "headroom": hermes.threshold_tokens - after,
+                     "tool_pair_errors": sum(tool_pair_errors(o) for o in outputs),
+                     "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs}) == 1,
+                     "identical_masked": len({masked(o) for o in outputs}) == 1,
+                     "llm_calls": statistics.median(calls), "llm_ms": 1000 * statistics.median(llm)})
+        print(f"  hermes: local p50 {rows[-1]['p50_ms']:.0f} ms + {rows[-1]['llm_calls']} LLM call(s)", flush=True)
+    return rows
+
+
+# ---- 2. the growing 600-turn session ------------------------------------------------------------------
+
+def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServer, meter: arms.AuxiliaryMeter,
+                       session: workload.Session, windows: list[int]) -> list[dict[str, Any]]:
+    runs = []
+    for window in windows:
+        for label in [*runtimes, "hermes-builtin"]:
+            if label == "hermes-builtin":
+                arm: Any = arms.HermesArm(server.base_url, MODEL, window, meter)
+            else:
+                arm = arms.BatonArm(label, new_project(session), runtimes[label], window)
+            history: list[dict[str, Any]] = []
+            sent, compactions, pair_errors, after_tokens, seconds, llm_calls = [], [], 0, [], 0.0, 0
+
+            def request(turn_no: int) -> None:
+                nonlocal history, pair_errors, seconds, llm_calls
+                prompt = judge.tokens(history)
+                if arm.observe(prompt):
+                    history, stats = arm.compress(history, prompt)
+                    seconds += stats.seconds - stats.llm_seconds
+                    llm_calls += stats.llm_calls
+                    compactions.append(turn_no)
+                    prompt = judge.tokens(history)
+                    after_tokens.append(prompt)
+                pair_errors += tool_pair_errors(history)
+                sent.append([turn_no, prompt])
+
+            for turn in session.turns:
+                messages = [json.loads(json.dumps(m)) for m in turn.messages]
+                history.append(messages[0])
+                request(turn.index)  # the request carrying the user message
+                history.extend(messages[1:-1])
+                arm.capture(turn.captures, history)
+                request(turn.index)  # the request after the tool results
+                history.append(messages[-1])
+            gaps = [b - a for a, b in zip(compactions, compactions[1:])]
+            next_turn = statistics.median(
+                [judge.tokens(list(t.messages)) - judge.tokens([]) for t in session.turns[:50]])
+            risky = sum(1 for a in after_tokens if arm.threshold_tokens - a <= next_turn)
+            peak = max(p for _, p in sent)
+            runs.append({
+                "arm": label, "window": window, "threshold": arm.threshold_tokens, "turns": len(session.turns),
+                "requests": len(sent), "compactions": len(compactions), "peak": peak, "final": sent[-1][1],
+                "over_window": sum(1 for _, p in sent if p > window),
+                "over_threshold": sum(1 for _, p in sent if p > arm.threshold_tokens),
+                "min_gap_turns": min(gaps) if gaps else None, "median_gap_turns": statistics.median(gaps) if gaps else None,
+                "back_to_back": sum(1 for g in gaps if g <= 1), "repeat_risk": risky, "next_turn_tokens": next_turn,
+                "tool_pair_errors": pair_errors, "compress_seconds": seconds, "llm_calls": llm_calls,
+                "degraded": getattr(getattr(arm, "engine", None), "degraded_count", None) if label != "hermes-builtin" else None,
+                "series": sent,
+            })
+            print(f"window {window} {label}: {len(compactions)} compactions, peak {peak}, final {sent[-1][1]}", flush=True)
+    return runs
+
+
+# ---- 3. output budgets: rough vs exact, Baton vs incontext ----------------------------------------------
+
+def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_cap: int, count: int) -> dict[str, Any]:
+    from incontext.budget import DynamicOutputBudget
+    from incontext.settings import Settings
+    from incontext.vllm import VllmBackend, VllmEnvironment
+
+    from agent.context_compressor import ContextCompressor
+    from baton_engine.budget import clamp_output
+    from baton_engine.hermes.patches import clamp_request
+    from baton_engine.hermes.runtime import BatonRuntime
+    from baton_engine.settings import BatonSettings
+    from baton_engine.tokens.contract import TokenCount
+    from batontest.vllm_standin import VllmStandin
+
+    hermes_threshold = ContextCompressor(model=MODEL, threshold_percent=0.75, base_url="http://127.0.0.1:9/v1",
+                                         config_context_length=window, provider="custom", quiet_mode=True,
+                                         max_tokens=caller_cap).threshold_tokens
+    requests = []
+    turns = session.turns[::-1]  # newest turns first: different content from the long-session start
+    for share in [0.30 + 0.67 * i / (count - 1) for i in range(count)]:
+        history: list[dict[str, Any]] = []
+        for turn in turns:
+            candidate = history + list(turn.messages)
+            if judge.tokens(candidate) > share * window:
+                break
+            history = candidate
+        requests.append({"model": MODEL, "messages": [SYSTEM, *history], "tools": workload.TOOLS,
+                         "max_tokens": caller_cap, "stream": True})
+    rows = []
+    with VllmStandin(max_model_len=window, model_name=MODEL) as standin:
+        vllm_config = TokenizerConfig(backend="vllm", url=f"{standin.url}/tokenize", model=MODEL, context_length=window)
+        baton_vllm = BatonRuntime(BatonSettings(tokenizer=vllm_config))
+        baton_vllm.context_length = window
+        baton_hf = BatonRuntime(BatonSettings(tokenizer=QWEN3))
+        baton_hf.context_length = window
+        os.environ["INCONTEXT_TOKENIZER_URL"] = f"{standin.url}/tokenize"  # skelet reads settings from env only
+        env = VllmEnvironment()
+        incontext = DynamicOutputBudget(
+            Settings(model_name=MODEL, context_length=window, compression_window=hermes_threshold,
+                     fallback_margin_tokens=1024, min_output_tokens=4096, provider="", base_url=""),
+            VllmBackend(environment=env))
+        for request in requests:
+            exact = judge.tokens(request["messages"][1:])
+            rough = estimate_chat_request({"messages": request["messages"], "tools": request["tools"]})
+
+            def rough_budget(margin: int) -> int | None:
+                budget = clamp_output(request, TokenCount(rough, False, "rough"), window=window,
+                                      min_output_tokens=4096, fallback_margin_tokens=margin)
+                return budget.max_tokens if budget.changed else None
+
+            def calls(action: Any) -> tuple[Any, int]:
+                before = standin.total_requests
+                value = action()
+                return value, standin.total_requests - before
+
+            clamped_hf = clamp_request(baton_hf, request)
+            clamped_vllm, vllm_calls = calls(lambda: clamp_request(baton_vllm, request))
+            _, vllm_repeat = calls(lambda: clamp_request(baton_vllm, request))
+            answer, incontext_calls = calls(lambda: incontext(request=request, model=MODEL))
+            _, incontext_repeat = calls(lambda: incontext(request=request, model=MODEL))
+            rows.append({
+                "prompt": exact, "rough": rough, "unchanged": caller_cap,
+                "rough_nomargin": rough_budget(0), "rough_margin": rough_budget(1024),
+                "baton_hf": clamped_hf["max_tokens"] if clamped_hf else None,
+                "baton_vllm": clamped_vllm["max_tokens"] if clamped_vllm else None,
+                "incontext": answer["request"]["max_tokens"] if answer else None,
+                "baton_vllm_calls": vllm_calls, "baton_vllm_repeat_calls": vllm_repeat,
+                "incontext_calls": incontext_calls, "incontext_repeat_calls": incontext_repeat,
+            })
+        baton_vllm.close()
+    return {"window": window, "caller_cap": caller_cap, "incontext_window": hermes_threshold, "requests": rows}
+
+
+# ---- 4. per-turn overhead at long histories ---------------------------------------------------------------
+
+def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes: list[int], turns: int) -> list[dict[str, Any]]:
+    from agent.model_metadata import estimate_request_tokens_rough
+
+    from baton_engine.hermes.engine import BatonContextEngine
+    from baton_engine.hermes.patches import Activation
+    from baton_engine.hermes.runtime import set_runtime
+
+    set_runtime(runtime)
+    all_messages = session.messages()
+    rows = []
+    for size in sizes:
+        engine = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-empty-")))
+        engine.update_model(MODEL, 10_000_000)
+        activation = Activation(lambda: runtime)
+        activation.active = True  # the middleware without Hermes' module patches
+        history = [SYSTEM, *all_messages[: size - turns]]
+        runtime.count(history, workload.TOOLS)  # the history before the measured turns was counted already
+        baton, hermes = [], []
+        for message in all_messages[size - turns: size]:
+            history = [*history, message]
+            request = {"model": MODEL, "messages": history, "tools": workload.TOOLS, "max_tokens": 4096}
+            started = time.perf_counter()
+            engine.should_compress(engine.last_prompt_tokens)
+            activation.llm_request(request=request, model=MODEL)
+            baton.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            estimate_request_tokens_rough(history[1:], system_prompt=SYSTEM["content"], tools=workload.TOOLS)
+            hermes.append(time.perf_counter() - started)
+        rows.append({"messages": size, "tokens": judge.tokens(all_messages[:size]),
+                     "baton_p50_ms": 1000 * statistics.median(baton), "baton_p95_ms": 1000 * percentile(baton, 0.95),
+                     "hermes_rough_p50_ms": 1000 * statistics.median(hermes)})
+        print(f"overhead at {size} messages: baton {rows[-1]['baton_p50_ms']:.1f} ms", flush=True)
+    return rows
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from importlib import metadata
+
+    versions = {name: metadata.version(name) for name in
+                ("hermes-agent", "incontext", "tokenizers", "transformers", "tiktoken", "matplotlib")}
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu,
+            "cores": os.cpu_count(), "versions": versions}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    judge = Judge()
+    runtimes = {"baton": arms.baton_runtime(QWEN3, None), "baton-tail0": arms.baton_runtime(QWEN3, 0)}
+    meter = arms.AuxiliaryMeter()
+    sizes = [10_000, 50_000] if args.quick else [10_000, 50_000, 200_000, 500_000]
+    turns = 60 if args.quick else 600
+    long_session = workload.session_of_turns(turns, scale=0.3)
+    results: dict[str, Any] = {"machine": machine(), "quick": args.quick}
+    with ModelServer(ScriptedPolicy([], auxiliary_answer=STUB_SUMMARY), context_window=2_000_000,
+                     model_name=MODEL) as server:
+        results["sizes"] = bench_sizes(judge, runtimes, server, meter, sizes, repeats=3 if args.quick else 7)
+        results["long"] = bench_long_session(judge, runtimes, server, meter, long_session, [16384, 65536])
+        results["stub_requests"] = len(server.auxiliary_requests)
+    results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 40)
+    overhead_session = workload.session_of_turns(120 if args.quick else 700, seed=5, scale=0.3)
+    results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
+                                         [200, 600] if args.quick else [200, 1000, 4000], turns=20)
+    results["seconds"] = time.time() - started
+    (args.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+    print(f"results written in {results['seconds']:.0f} s", flush=True)
+    import report
+
+    report.write(results, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
