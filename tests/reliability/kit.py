@@ -1,0 +1,114 @@
+"""Helpers shared by the reliability tests (import as ``reliability.kit``).
+
+Kept free of Hermes imports at module level, so the default (non-hermes) environment can use them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+TIKTOKEN_ENV = {"BATON_TOKENIZER_BACKEND": "tiktoken", "BATON_TOKENIZER_MODEL": "gpt-4o"}
+SLACK_SECONDS = 1.0  # scheduling slack on a loaded 2-core machine
+
+
+class LogSink(logging.Handler):
+    """Every record of every logger at DEBUG, formatted as a handler would print it (args + traceback)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@contextlib.contextmanager
+def capture_all_logs() -> Iterator[LogSink]:
+    """Root at DEBUG with a sink; every existing logger re-enabled, everything restored afterwards."""
+    sink = LogSink()
+    root = logging.getLogger()
+    previous = root.level
+    loggers = [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    saved = [(lg, lg.disabled, lg.level) for lg in loggers]
+    for lg in loggers:
+        lg.disabled = False
+        if lg.level > logging.DEBUG:
+            lg.setLevel(logging.DEBUG)
+    root.addHandler(sink)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield sink
+    finally:
+        root.removeHandler(sink)
+        root.setLevel(previous)
+        for lg, disabled, level in saved:
+            lg.disabled, lg.level = disabled, level
+
+
+@contextlib.contextmanager
+def installed_runtime(env: Mapping[str, str], *, context_length: int = 65536, model: str | None = None,
+                      base_url: str | None = None) -> Iterator[Any]:
+    """Install a Baton runtime built from ``env`` as the process runtime (what the plugin's ``register`` does)."""
+    from baton_engine.hermes.config import HermesView
+    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+    from baton_engine.settings import load_settings
+
+    view = HermesView(engine="baton", model=model, base_url=base_url, context_length=context_length)
+    runtime = BatonRuntime(load_settings(env=dict(env)), view)
+    previous = set_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        set_runtime(previous)
+        runtime.close()
+
+
+def make_engine(project_dir: Any) -> Any:
+    """A real ``BatonContextEngine`` for ``project_dir`` (imports Hermes: callers carry marker ``hermes``)."""
+    from baton_engine.hermes.engine import BatonContextEngine
+
+    return BatonContextEngine(project_dir=project_dir)
+
+
+@contextlib.contextmanager
+def read_only_tree(path: Any) -> Iterator[None]:
+    """Make ``path`` and everything under it unwritable: chmod, plus ``chattr +i`` when running as root
+    (root ignores permission bits). Raises ``RuntimeError`` when the tree stays writable."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(path)
+    directories = [root, *[p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()]]
+    modes = {d: d.stat().st_mode for d in directories}
+    immutable: list[Path] = []
+    try:
+        for directory in directories:
+            directory.chmod(0o555)
+        if os.geteuid() == 0:
+            for directory in directories:
+                done = subprocess.run(["chattr", "+i", str(directory)], capture_output=True)
+                if done.returncode == 0:
+                    immutable.append(directory)
+        probe = root / ".write-probe"
+        try:
+            probe.write_text("x")
+        except OSError:
+            pass
+        else:
+            probe.unlink()
+            raise RuntimeError(f"{root} stays writable (no chattr?); cannot simulate a read-only disk")
+        yield
+    finally:
+        for directory in immutable:
+            subprocess.run(["chattr", "-i", str(directory)], capture_output=True)
+        for directory, mode in modes.items():
+            directory.chmod(mode)

@@ -1,0 +1,165 @@
+"""``BatonContextEngine.compress`` under fuzzing: never raises; the result is always a valid, pair-safe list
+that keeps the latest real user request; and the engine's status says why when it could not make a handoff.
+
+Transcripts come from the compaction suite's strategies (clean and corrupted: orphan results, missing
+results, garbage items, earlier Baton blocks, huge tool outputs). Each condition runs against a real
+git project and a real tokenizer: healthy, project not initialised, store read-only, tokenizer down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from batontest.faulty_servers import refused_url
+from compaction.conversations import assert_valid_openai, conversations, latest_real_request
+from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine, read_only_tree
+
+pytestmark = pytest.mark.hermes
+pytest.importorskip("agent.context_engine")
+
+DEGRADE_REASONS = {"validation_failed", "not_initialised", "disk_not_writable", "tokenizer_down", "internal_error"}
+
+
+def fuzz(examples: int) -> Any:
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[
+        HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+
+
+transcripts = st.one_of(conversations(), conversations(clean=True))
+hostile_inputs = st.one_of(
+    transcripts,
+    st.just([]),
+    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=5), st.dictionaries(st.text(max_size=3),
+                                                                                     st.text(max_size=3))),
+             max_size=4),
+)
+focus = st.one_of(st.none(), st.just(""), st.text(max_size=30))
+
+
+def files_under(directory: Path) -> dict[str, bytes]:
+    """Every file's bytes, outside ``.git`` (git's own bookkeeping is not ours to judge)."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(directory).parts}
+
+
+def assert_good_result(messages: Any, result: Any) -> None:
+    """What Hermes needs back: a non-empty, valid, pair-safe list with the latest request still in it."""
+    assert isinstance(result, list)
+    conversation = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    latest = latest_real_request(conversation)
+    if latest is None and not any(isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool")
+                                  for m in conversation):
+        # Nothing to keep: any valid list (Hermes treats "equal to the input" as a no-op) is fine.
+        if result:
+            assert_valid_openai(result)
+        return
+    assert result, "compress() returned an empty list; Hermes refuses it"
+    assert_valid_openai(result)
+    if latest is not None:
+        assert latest in result, "the latest real user request was lost"
+    json.dumps(result)  # the next request must serialise
+
+
+def run_compress(engine: Any, messages: Any, focus_topic: str | None) -> list[Any]:
+    snapshot = json.dumps(messages, default=repr, sort_keys=True)
+    result = engine.compress(messages, current_tokens=None, focus_topic=focus_topic)
+    assert json.dumps(messages, default=repr, sort_keys=True) == snapshot, "compress() mutated its input"
+    return result
+
+
+@pytest.fixture
+def tiktoken_runtime() -> Iterator[Any]:
+    with installed_runtime(TIKTOKEN_ENV) as runtime:
+        yield runtime
+
+
+@fuzz(150)
+@given(messages=transcripts, focus_topic=focus)
+def test_initialised_project_always_valid_and_each_handoff_counted(
+    project: Path, tiktoken_runtime: Any, messages: list[Any], focus_topic: str | None
+) -> None:
+    engine = make_engine(project)
+    result = run_compress(engine, messages, focus_topic)
+    assert_good_result(messages, result)
+    status = engine.get_status()
+    reason = status["degradation"]["reason"]
+    assert "status_error" not in status
+    if reason is None:
+        assert engine.compression_count == 1 and status["latest_handoff"] is not None
+        assert (project / status["latest_handoff_path"]).is_file()
+    else:
+        assert reason in DEGRADE_REASONS and status["degradation"]["detail"]
+        assert reason != "internal_error", status["degradation"]
+
+
+@fuzz(800)
+@given(messages=hostile_inputs, focus_topic=focus)
+def test_uninitialised_project_degrades_and_writes_nothing(
+    bare_project: Path, tiktoken_runtime: Any, messages: Any, focus_topic: str | None
+) -> None:
+    before = files_under(bare_project)
+    engine = make_engine(bare_project)
+    result = run_compress(engine, messages, focus_topic)
+    assert_good_result(messages, result)
+    status = engine.get_status()
+    assert status["degradation"]["reason"] == "not_initialised"
+    assert "baton init" in status["degradation"]["detail"]
+    assert engine.compression_count == 0
+    assert files_under(bare_project) == before
+    assert not (bare_project / ".baton").exists()
+
+
+@pytest.fixture
+def read_only_store(project: Path) -> Iterator[Path]:
+    try:
+        with read_only_tree(project / ".baton"):
+            yield project
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+
+
+@fuzz(100)
+@given(messages=transcripts, focus_topic=focus)
+def test_read_only_store_degrades_and_changes_nothing(
+    read_only_store: Path, tiktoken_runtime: Any, messages: list[Any], focus_topic: str | None
+) -> None:
+    before = files_under(read_only_store / ".baton")
+    engine = make_engine(read_only_store)
+    result = run_compress(engine, messages, focus_topic)
+    assert_good_result(messages, result)
+    status = engine.get_status()
+    assert status["degradation"]["reason"] in {"disk_not_writable", "validation_failed"}, status["degradation"]
+    assert engine.compression_count == 0 and status["latest_handoff"] is None
+    assert files_under(read_only_store / ".baton") == before
+
+
+@pytest.fixture
+def tokenizer_down() -> Iterator[Any]:
+    env = {"BATON_TOKENIZER_BACKEND": "vllm", "BATON_TOKENIZER_URL": refused_url(),
+           "BATON_TOKENIZER_TIMEOUT_SECONDS": "0.5"}
+    with installed_runtime(env) as runtime:
+        yield runtime
+
+
+@fuzz(100)
+@given(messages=transcripts, focus_topic=focus)
+def test_tokenizer_down_still_compacts_and_says_why(
+    project: Path, tokenizer_down: Any, messages: list[Any], focus_topic: str | None
+) -> None:
+    engine = make_engine(project)
+    result = run_compress(engine, messages, focus_topic)
+    assert_good_result(messages, result)
+    status = engine.get_status()
+    assert status["tokenizer"]["fallbacks"] > 0
+    assert "ConnectError" in (status["tokenizer"]["last_fallback_reason"] or "") or \
+        "CannotCount" in (status["tokenizer"]["last_fallback_reason"] or "")
+    assert status["degradation"]["reason"] in {"tokenizer_down", "validation_failed"}, status["degradation"]
+    if status["degradation"]["reason"] == "tokenizer_down":
+        assert engine.compression_count == 1, "the handoff is still made with rough budgets"
