@@ -1,4 +1,4 @@
-"""Runs in the tox env ``hermes-coinstall``: baton-engine and hermes-agent==0.19.0 installed together."""
+"""Runs in the tox env ``hermes``: baton-engine and hermes-agent==0.19.0 installed together."""
 
 from __future__ import annotations
 
