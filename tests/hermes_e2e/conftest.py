@@ -1,0 +1,117 @@
+"""End-to-end fixtures: a loopback model server, a temp HERMES_HOME, a git project, and the REAL
+Hermes ``AIAgent`` run in a subprocess (``driver.py``) with Baton loaded through its pip entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
+from batontest.model_server import ModelServer
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE_SCHEMA = REPO.parent / "shared" / "reference" / "handoff-v0.1.reference.json"
+DRIVER = Path(__file__).with_name("driver.py")
+MODEL = "qwen3-local"
+WINDOW = 65536
+# Words only the transcript has: every line of a scripted tool payload starts like "r3i1 L004:".
+TRANSCRIPT_LINE = re.compile(r"r\d+i\d+ L\d{3}:")
+TRANSCRIPT_KEYS = {"messages", "transcript", "conversation", "tool_calls", "tool_call_id"}
+
+
+def require_hermes() -> None:
+    """Skip (or fail when BATON_REQUIRE_HERMES=1) unless hermes-agent and Baton's entry point are installed."""
+    missing = []
+    try:
+        import run_agent  # noqa: F401
+    except ImportError:
+        missing.append("hermes-agent==0.19.0")
+    if not any(ep.name == "baton" for ep in entry_points(group="hermes_agent.plugins")):
+        missing.append("baton-engine's hermes_agent.plugins entry point (pip install -e .)")
+    if missing:
+        message = f"needs {', '.join(missing)} in this environment (tox env hermes)"
+        if os.environ.get("BATON_REQUIRE_HERMES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@dataclass
+class Scenario:
+    """One finished Hermes run: what the driver saw, plus the files it left behind."""
+
+    result: dict[str, Any]
+    project: Path
+    home: Path
+    returncode: int
+    stderr: str
+
+    @property
+    def handoff_files(self) -> list[Path]:
+        return sorted((self.project / ".baton" / "handoffs").glob("*.json"))
+
+    def handoffs(self) -> list[dict[str, Any]]:
+        return [json.loads(path.read_text(encoding="utf-8")) for path in self.handoff_files]
+
+    def baton_bytes(self) -> list[tuple[Path, bytes]]:
+        """Every file under ``.baton/`` (records, index, cache, config), as bytes."""
+        root = self.project / ".baton"
+        return [(p, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()] if root.exists() else []
+
+
+RunHermes = Callable[..., Scenario]
+
+
+@pytest.fixture
+def run_hermes(tmp_path: Path) -> RunHermes:
+    """``run_hermes(server, turns=[...], baton={...}, init=True)`` -> Scenario."""
+    require_hermes()
+
+    def run(server: ModelServer, *, turns: Sequence[str], baton: Mapping[str, Any] | None = None,
+            init: bool = True, engine: str = "baton", max_tokens: int = WINDOW,
+            extra_env: Mapping[str, str] | None = None, max_iterations: int = 60) -> Scenario:
+        home = write_hermes_home(tmp_path / "hermes-home", hermes_config(
+            base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=max_tokens,
+            engine=engine, baton=baton))
+        project = git_project(tmp_path / "project", {"README.md": "# inventory service\n",
+                                                      "src/parser.py": "def parse(line):\n    return line.split()\n"})
+        if init:
+            baton_init(project)
+        spec_path, out_path = tmp_path / "spec.json", tmp_path / "out.json"
+        spec = {"base_url": server.base_url, "model": MODEL, "turns": list(turns), "max_iterations": max_iterations}
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        done = subprocess.run([sys.executable, str(DRIVER), str(spec_path), str(out_path)], cwd=project,
+                              env=hermes_env(home, extra_env), capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-4000:]
+        result = json.loads(out_path.read_text(encoding="utf-8"))
+        return Scenario(result, project, home, done.returncode, done.stderr)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def reference_validator() -> jsonschema.Draft7Validator:
+    schema = json.loads(REFERENCE_SCHEMA.read_text(encoding="utf-8"))
+    return jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+
+
+def transcript_keys(value: Any) -> set[str]:
+    """Keys anywhere in a record that would mean a transcript was persisted."""
+    if isinstance(value, dict):
+        found = {k for k in value if k in TRANSCRIPT_KEYS}
+        for child in value.values():
+            found |= transcript_keys(child)
+        return found
+    if isinstance(value, list):
+        return set().union(*(transcript_keys(child) for child in value)) if value else set()
+    return set()

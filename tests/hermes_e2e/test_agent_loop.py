@@ -1,0 +1,154 @@
+"""The REAL Hermes agent loop (hermes-agent 0.19.0 ``AIAgent``) with Baton as its context engine.
+
+A scripted model on a loopback server drives a long tool-heavy conversation whose real prompt
+sizes (Qwen3 counts) force several compactions. Every request Hermes sent is checked the way a
+strict provider checks it, every handoff file against the published schema, and every byte
+under ``.baton/`` for the planted credentials.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from batontest.assets import qwen3_dir
+from batontest.model_server import ModelServer, ScriptedPolicy, tool_heavy_script
+from batontest.secrets_corpus import SAMPLES_BY_NAME
+from batontest.vllm_standin import VllmStandin
+
+from .conftest import TRANSCRIPT_LINE, WINDOW, RunHermes, Scenario, transcript_keys
+
+pytestmark = pytest.mark.hermes
+
+PLANTED = (SAMPLES_BY_NAME["openai_project"], SAMPLES_BY_NAME["anthropic"], SAMPLES_BY_NAME["github_classic_pat"])
+TURNS = ("Analyse the inventory service findings round by round and keep the task list current.",
+         "Thanks. Summarise what is left to do.")
+ROUNDS = 14
+# Real prompts here grow by ~2,100 tokens per round from ~2,000; 12,000 compacts every few rounds.
+THRESHOLD = 12_000
+
+
+def baton_block(tokenizer: dict[str, Any]) -> dict[str, Any]:
+    return {"tokenizer": tokenizer, "fallback_token_threshold": THRESHOLD, "auto_checkpoint_on_end": False}
+
+
+def script() -> ScriptedPolicy:
+    steps = tool_heavy_script(ROUNDS, planted=[sample.text for sample in PLANTED], capture_every=4)
+    return ScriptedPolicy(steps, final_answer="Done: every round is recorded in the task list.")
+
+
+def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonschema.Draft7Validator) -> None:
+    result = run.result
+    # Baton was the engine and Hermes' built-in compressor never ran (nor was even built).
+    assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
+    assert result["builtin_compressor_calls"] == {"compress": 0, "_generate_summary": 0, "__init__": 0}
+    assert not [r for r in server.auxiliary_requests if "summar" in json.dumps(r.messages).lower()]
+
+    # At least three compactions, one valid handoff file per compaction.
+    compactions = result["compression_count"]
+    assert compactions >= 3, result["status"].get("last_decision")
+    records = run.handoffs()
+    pre_compaction = [r for r in records if (r.get("automation") or {}).get("trigger") == "pre_compaction"]
+    assert len(pre_compaction) == compactions
+    for path, record in zip(run.handoff_files, records, strict=True):
+        errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(record)]
+        assert not errors, (path.name, errors)
+        assert not transcript_keys(record), path.name
+    # Each compaction continues the previous one (lineage), starting from one root.
+    by_id = {r["id"]: r for r in pre_compaction}
+    roots = [r for r in pre_compaction if not r["lineage"]["parents"]]
+    assert len(roots) == 1
+    assert all(r["lineage"]["relation"] == "continue" for r in pre_compaction if r is not roots[0])
+    assert sum(1 for r in pre_compaction if set(r["lineage"]["parents"]) & set(by_id)) == compactions - 1
+
+    # Every request was one a strict server accepts: within the window, no orphan tool messages.
+    assert not server.rejections, [r.rejection for r in server.rejections]
+    for request in server.main_requests:
+        assert request.prompt_tokens is not None
+        assert request.max_tokens is not None and request.max_tokens < WINDOW  # the 65,536 default was clamped
+        assert request.prompt_tokens + request.output_budget <= WINDOW
+    # Compaction really shrank what the model saw (prompt sizes drop after each cycle).
+    sizes = [r.prompt_tokens or 0 for r in server.main_requests]
+    assert sum(1 for before, after in zip(sizes, sizes[1:], strict=False) if after < before) >= 3
+    assert max(sizes) < THRESHOLD + 4_000
+
+    # The conversation completed: both turns got the model's final answer.
+    assert [t["final_response"] for t in result["turns"]] == [server.policy.final_answer] * 2  # type: ignore[attr-defined]
+    assert all(t["completed"] for t in result["turns"])
+
+    # The planted credentials reached the model in tool results, and never any byte under .baton/.
+    sent = "\n".join(server.iter_payload_text())
+    assert all(secret in sent for sample in PLANTED for secret in sample.secrets)
+    tool_results = "\n".join(str(m.get("content")) for r in server.main_requests for m in r.messages
+                             if m.get("role") == "tool")
+    assert any(secret in tool_results for sample in PLANTED for secret in sample.secrets)
+    files = run.baton_bytes()
+    assert files
+    for path, data in files:
+        for sample in PLANTED:
+            for secret in sample.secrets:
+                assert secret.encode() not in data, (path.name, sample.name)
+        if path.suffix == ".json":
+            assert not TRANSCRIPT_LINE.search(data.decode("utf-8", "replace")), path.name  # no tool payload copied
+
+
+def test_three_plus_compactions_with_exact_hf_counts(run_hermes: RunHermes,
+                                                      reference_validator: jsonschema.Draft7Validator) -> None:
+    with ModelServer(script(), context_window=WINDOW) as server:
+        run = run_hermes(server, turns=TURNS, baton=baton_block({"backend": "hf", "path": str(qwen3_dir())}))
+    assert_baton_compacted(run, server, reference_validator)
+    tokenizer = run.result["status"]["tokenizer"]
+    assert tokenizer["source"].startswith("hf:") and tokenizer["exact"] and tokenizer["fallbacks"] == 0
+    # The latest ready handoff is what the status reports, and its file exists.
+    latest = run.result["status"]["latest_handoff_path"]
+    assert (run.project / latest).is_file()
+
+
+def test_three_plus_compactions_counting_through_vllm_tokenize(
+        run_hermes: RunHermes, reference_validator: jsonschema.Draft7Validator) -> None:
+    with VllmStandin(max_model_len=WINDOW) as standin, ModelServer(script(), context_window=WINDOW) as server:
+        tokenizer = {"backend": "vllm", "url": standin.url, "model": standin.model_name}
+        run = run_hermes(server, turns=TURNS, baton=baton_block(tokenizer))
+        tokenize_calls = standin.requests_received["/tokenize"]
+    assert_baton_compacted(run, server, reference_validator)
+    status = run.result["status"]["tokenizer"]
+    assert status["source"].startswith("vllm") and status["exact"] and status["fallbacks"] == 0
+    assert tokenize_calls >= len(server.main_requests)  # budgets really came from the server's /tokenize
+
+
+def test_uninitialised_project_degrades_and_still_completes(run_hermes: RunHermes) -> None:
+    with ModelServer(script(), context_window=WINDOW) as server:
+        run = run_hermes(server, turns=TURNS, init=False,
+                         baton=baton_block({"backend": "hf", "path": str(qwen3_dir())}))
+    result = run.result
+    assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
+    assert result["builtin_compressor_calls"] == {"compress": 0, "_generate_summary": 0, "__init__": 0}
+    assert not (run.project / ".baton").exists()  # nothing written without `baton init`
+    degradation = result["status"]["degradation"]
+    assert degradation["reason"] == "not_initialised" and "baton init" in degradation["detail"]
+    assert degradation["count"] >= 3 and result["compression_count"] == 0  # no handoff, no handoff count
+    # Degraded compactions still kept every request valid and within the window, and shrank it.
+    assert not server.rejections, [r.rejection for r in server.rejections]
+    assert all(r.prompt_tokens is not None and r.prompt_tokens + r.output_budget <= WINDOW
+               for r in server.main_requests)
+    sizes = [r.prompt_tokens or 0 for r in server.main_requests]
+    assert sum(1 for before, after in zip(sizes, sizes[1:], strict=False) if after < before) >= 3
+    assert [t["final_response"] for t in result["turns"]] == [server.policy.final_answer] * 2  # type: ignore[attr-defined]
+    # The model is told why earlier turns are gone, once per request (notes replace, never stack).
+    last_request = "\n".join(str(m.get("content")) for m in server.main_requests[-1].messages)
+    assert last_request.count("Earlier turns were dropped because Baton is not initialised") == 1
+    # The operator gets the one-time `baton init` advice, once for the whole session.
+    log = (run.home / "logs" / "agent.log").read_text(encoding="utf-8")
+    assert log.count("Baton is not initialised for this project: run `baton init`") == 1
+
+
+def test_control_builtin_compressor_is_detected(run_hermes: RunHermes) -> None:
+    """The harness can see the built-in compressor: with ``context.engine: compressor`` and inflated
+    usage, the same driver reports its compress() calls (so the zero counts above are meaningful)."""
+    with ModelServer(ScriptedPolicy(tool_heavy_script(3)), context_window=WINDOW, prompt_inflation=55_000) as server:
+        run = run_hermes(server, turns=TURNS[:1], engine="compressor", max_tokens=4096)
+    assert run.result["engine_class"] == "agent.context_compressor.ContextCompressor"
+    assert run.result["builtin_compressor_calls"]["compress"] >= 1
