@@ -166,7 +166,8 @@ def test_ready_with_warnings_needs_an_acknowledgement(project: Path, mcp_session
     async def scenario(session: ClientSession) -> list[Any]:
         short = (await session.call_tool("handoff_capture", vague)).structured_content["handoff"]["short_id"]
         return [await session.call_tool("handoff_ready", {"ref": short}),
-                await session.call_tool("handoff_ready", {"ref": short, "accept_warnings": "spike, next owner decides"}),
+                await session.call_tool("handoff_ready",
+                                        {"ref": short, "accept_warnings": "spike, next owner decides"}),
                 await session.call_tool("handoff_ready", {"ref": short, "accept_warnings": ""})]
 
     unacknowledged, acknowledged, empty = mcp_session(project, scenario)
