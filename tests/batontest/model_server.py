@@ -8,7 +8,7 @@ non-streaming auxiliary calls, reports ``usage.prompt_tokens`` counted with a RE
 strict server rejects: prompt + output budget above the window, orphan tool messages, and
 assistant tool calls left without results. Every request is recorded for assertions.
 
-    policy = ScriptedPolicy(tool_heavy_script(rounds=6))
+    policy = ScriptedPolicy(tool_heavy_script(6))
     with ModelServer(policy, context_window=65536) as server:
         ...  # point Hermes at server.base_url
         assert not server.rejections
@@ -126,7 +126,11 @@ def filler_text(seed: str, words: int) -> str:
 
 
 def todo_round(round_no: int, *, items: int = 3, words_per_item: int = 160, planted: str | None = None) -> Reply:
-    """A ``todo`` write with bulky item texts: the tool result echoes all of it back (tool-heavy)."""
+    """A ``todo`` write with bulky item texts: the tool result echoes all of it back (tool-heavy).
+
+    ``planted`` (e.g. a fake credential) goes into the first item and the assistant's own text,
+    the way a pasted config excerpt travels through a real session.
+    """
     todos = []
     for i in range(items):
         text = f"Round {round_no} task {i}: analyse findings\n" + filler_text(f"r{round_no}i{i}", words_per_item)
@@ -134,10 +138,10 @@ def todo_round(round_no: int, *, items: int = 3, words_per_item: int = 160, plan
             text += f"\nconfig excerpt: {planted}"
         status = "in_progress" if i == 0 else "completed"
         todos.append({"id": f"r{round_no}-t{i}", "content": text, "status": status})
-    return Reply(
-        content=f"Recording the findings of round {round_no}.",
-        tool_calls=(ToolCall("todo", {"todos": todos, "merge": False}),),
-    )
+    content = f"Recording the findings of round {round_no}."
+    if planted:
+        content += f" The config excerpt reads: {planted}"
+    return Reply(content=content, tool_calls=(ToolCall("todo", {"todos": todos, "merge": False}),))
 
 
 def capture_call(round_no: int) -> Reply:
@@ -147,18 +151,20 @@ def capture_call(round_no: int) -> Reply:
         "rationale": "the hash is stable across retries"}}
     open_item = {"kind": "open_item", "item": {
         "description": f"Round {round_no}: re-run the latency benchmark after the patch",
-        "priority": "medium", "suggested_action": "run the benchmark script"}}
+        "priority": "medium", "suggested_action": "run the benchmark script",
+        "acceptance_check": "p95 latency is within 5% of the previous run"}}
     return Reply(content=f"Capturing the state after round {round_no}.",
                  tool_calls=(ToolCall("baton_capture", decision), ToolCall("baton_capture", open_item)))
 
 
-def tool_heavy_script(rounds: int, *, planted: str | None = None, capture_every: int = 0,
+def tool_heavy_script(rounds: int, *, planted: Sequence[str] = (), capture_every: int = 0,
                       words_per_item: int = 160) -> list[Reply]:
-    """``rounds`` bulky todo rounds (the planted text goes into round 1), optionally a
-    ``baton_capture`` call after every ``capture_every`` rounds."""
+    """``rounds`` bulky todo rounds (round n carries ``planted[(n-1) % len]`` when given), and a
+    pair of ``baton_capture`` calls after every ``capture_every`` rounds."""
     steps: list[Reply] = []
     for n in range(1, rounds + 1):
-        steps.append(todo_round(n, planted=planted if n == 1 else None, words_per_item=words_per_item))
+        secret = planted[(n - 1) % len(planted)] if planted else None
+        steps.append(todo_round(n, planted=secret, words_per_item=words_per_item))
         if capture_every and n % capture_every == 0:
             steps.append(capture_call(n))
     return steps

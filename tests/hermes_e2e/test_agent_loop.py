@@ -9,6 +9,8 @@ under ``.baton/`` for the planted credentials.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -19,7 +21,7 @@ from batontest.model_server import ModelServer, ScriptedPolicy, tool_heavy_scrip
 from batontest.secrets_corpus import SAMPLES_BY_NAME
 from batontest.vllm_standin import VllmStandin
 
-from .conftest import TRANSCRIPT_LINE, WINDOW, RunHermes, Scenario, transcript_keys
+from .conftest import TRANSCRIPT_LINE, WINDOW, Scenario, run_scenario, transcript_keys
 
 pytestmark = pytest.mark.hermes
 
@@ -95,23 +97,44 @@ def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonsc
             assert not TRANSCRIPT_LINE.search(data.decode("utf-8", "replace")), path.name  # no tool payload copied
 
 
-def test_three_plus_compactions_with_exact_hf_counts(run_hermes: RunHermes,
-                                                      reference_validator: jsonschema.Draft7Validator) -> None:
+@dataclass
+class Finished:
+    run: Scenario
+    server: ModelServer
+    tokenize_calls: int = 0
+
+
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Finished:
     with ModelServer(script(), context_window=WINDOW) as server:
-        run = run_hermes(server, turns=TURNS, baton=baton_block({"backend": "hf", "path": str(qwen3_dir())}))
-    assert_baton_compacted(run, server, reference_validator)
+        run = run_scenario(tmp_path_factory.mktemp("hf"), server, turns=TURNS,
+                           baton=baton_block({"backend": "hf", "path": str(qwen3_dir())}))
+    return Finished(run, server)
+
+
+def test_three_plus_compactions_with_exact_hf_counts(hf_run: Finished,
+                                                      reference_validator: jsonschema.Draft7Validator) -> None:
+    run = hf_run.run
+    assert_baton_compacted(run, hf_run.server, reference_validator)
     tokenizer = run.result["status"]["tokenizer"]
     assert tokenizer["source"].startswith("hf:") and tokenizer["exact"] and tokenizer["fallbacks"] == 0
-    # The latest ready handoff is what the status reports, and its file exists.
-    latest = run.result["status"]["latest_handoff_path"]
-    assert (run.project / latest).is_file()
+    # The latest handoff is what the status reports, and its file exists.
+    assert (run.project / run.result["status"]["latest_handoff_path"]).is_file()
+
+
+@pytest.mark.xfail(strict=True, reason="engine: items recorded with baton_capture are not carried into the "
+                   "handoffs of later compactions (each cycle starts a fresh session draft)")
+def test_captured_decisions_survive_later_compactions(hf_run: Finished) -> None:
+    records = [r for r in hf_run.run.handoffs() if (r.get("automation") or {}).get("trigger") == "pre_compaction"]
+    first_with_decision = next(i for i, r in enumerate(records) if r["decisions"])
+    assert all(r["decisions"] for r in records[first_with_decision:])
 
 
 def test_three_plus_compactions_counting_through_vllm_tokenize(
-        run_hermes: RunHermes, reference_validator: jsonschema.Draft7Validator) -> None:
+        tmp_path: Path, reference_validator: jsonschema.Draft7Validator) -> None:
     with VllmStandin(max_model_len=WINDOW) as standin, ModelServer(script(), context_window=WINDOW) as server:
         tokenizer = {"backend": "vllm", "url": standin.url, "model": standin.model_name}
-        run = run_hermes(server, turns=TURNS, baton=baton_block(tokenizer))
+        run = run_scenario(tmp_path, server, turns=TURNS, baton=baton_block(tokenizer))
         tokenize_calls = standin.requests_received["/tokenize"]
     assert_baton_compacted(run, server, reference_validator)
     status = run.result["status"]["tokenizer"]
@@ -119,9 +142,9 @@ def test_three_plus_compactions_counting_through_vllm_tokenize(
     assert tokenize_calls >= len(server.main_requests)  # budgets really came from the server's /tokenize
 
 
-def test_uninitialised_project_degrades_and_still_completes(run_hermes: RunHermes) -> None:
+def test_uninitialised_project_degrades_and_still_completes(tmp_path: Path) -> None:
     with ModelServer(script(), context_window=WINDOW) as server:
-        run = run_hermes(server, turns=TURNS, init=False,
+        run = run_scenario(tmp_path, server, turns=TURNS, init=False,
                          baton=baton_block({"backend": "hf", "path": str(qwen3_dir())}))
     result = run.result
     assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
@@ -145,10 +168,10 @@ def test_uninitialised_project_degrades_and_still_completes(run_hermes: RunHerme
     assert log.count("Baton is not initialised for this project: run `baton init`") == 1
 
 
-def test_control_builtin_compressor_is_detected(run_hermes: RunHermes) -> None:
+def test_control_builtin_compressor_is_detected(tmp_path: Path) -> None:
     """The harness can see the built-in compressor: with ``context.engine: compressor`` and inflated
     usage, the same driver reports its compress() calls (so the zero counts above are meaningful)."""
     with ModelServer(ScriptedPolicy(tool_heavy_script(3)), context_window=WINDOW, prompt_inflation=55_000) as server:
-        run = run_hermes(server, turns=TURNS[:1], engine="compressor", max_tokens=4096)
+        run = run_scenario(tmp_path, server, turns=TURNS[:1], engine="compressor", max_tokens=4096)
     assert run.result["engine_class"] == "agent.context_compressor.ContextCompressor"
     assert run.result["builtin_compressor_calls"]["compress"] >= 1
