@@ -27,6 +27,7 @@ from baton_engine.handoff.ids import utc_now
 from baton_engine.hermes import cycle, tools
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.runtime import get_runtime, usage_value
+from baton_engine.tokens.rough import estimate_chat_request
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 DEFAULT_CONTEXT_LENGTH = 131072
@@ -250,25 +251,29 @@ class BatonContextEngine(ContextEngine):
             degradation_max_tokens=settings.degradation_max_tokens or max(window // DEFAULT_TAIL_SHARE, 1),
         )
 
+        # Once the tokenizer failed, the cycle's further counts use the builders' rough fallbacks at once:
+        # a hanging server must cost one timeout per compaction, not one per count.
+        tokenizer_down = not before.exact and before.fallback_reason is not None
+
         def count_messages(batch: list[dict[str, Any]]) -> int:
-            counted = runtime.count(batch)
-            if counted.tokens is None:
+            counted = runtime.count(batch) if not tokenizer_down else None
+            if counted is None or counted.tokens is None:
                 raise ValueError("uncountable")
             return counted.tokens
 
         def count_text(text: str) -> int:
-            counted = runtime.count_text(text)
-            if counted.tokens is None:
+            counted = runtime.count_text(text) if not tokenizer_down else None
+            if counted is None or counted.tokens is None:
                 raise ValueError("uncountable")
             return counted.tokens
 
-        tokenizer_down = not before.exact and before.fallback_reason is not None
         outcome = cycle.run_cycle(list(messages or []), facts, count_messages=count_messages,
                                   count_text=count_text, counter_source=runtime.source(),
                                   focus_topic=focus_topic, tokenizer_down=tokenizer_down)
         self._absorb(outcome)
-        after = runtime.count(outcome.messages)
-        self.post_compaction_tokens = after.tokens
+        self.post_compaction_tokens = (runtime.count(outcome.messages).tokens if not tokenizer_down
+                                       else estimate_chat_request({"messages": outcome.messages})
+                                       + settings.fallback_margin_tokens)
         self.explicit_request = False
         return outcome.messages or list(messages or [])
 
