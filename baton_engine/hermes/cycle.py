@@ -162,7 +162,8 @@ def touched_artifacts(messages: Sequence[Any], root: Path) -> list[dict[str, Any
 
 def _payload(facts: SessionFacts, messages: Sequence[Any], objective: str, focus_topic: str | None,
              root: Path) -> dict[str, Any]:
-    constraints = [f"Focus for the next phase: {_one_line(focus_topic, 300)}"] if focus_topic and focus_topic.strip() else []
+    focus = focus_topic.strip() if isinstance(focus_topic, str) else ""
+    constraints = [f"Focus for the next phase: {_one_line(focus, 300)}"] if focus else []
     lineage: dict[str, Any] = {"parents": [], "relation": "root"}
     if facts.previous_handoff_id:
         lineage = {"parents": [facts.previous_handoff_id], "relation": "continue"}
@@ -183,6 +184,7 @@ def _origin(facts: SessionFacts) -> dict[str, Any]:
 
 def _with_session_items(record: HandoffRecord, session_draft: HandoffRecord | None) -> HandoffRecord:
     """Fold what ``baton_capture`` recorded (already redacted, ids kept) into the compaction record."""
+    items: dict[str, Any]
     if session_draft is None:
         items = {"open_items": record.open_items}
     else:

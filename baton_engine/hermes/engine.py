@@ -108,7 +108,8 @@ class BatonContextEngine(ContextEngine):
             return
         self.last_prompt_tokens = usage_value(usage, "prompt_tokens", "input_tokens")
         self.last_completion_tokens = usage_value(usage, "completion_tokens", "output_tokens")
-        self.last_total_tokens = usage_value(usage, "total_tokens") or self.last_prompt_tokens + self.last_completion_tokens
+        total = usage_value(usage, "total_tokens")
+        self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
         self.turns += 1
 
     # ---- when to compact -------------------------------------------------------------------------

@@ -68,7 +68,8 @@ def test_three_compactions_make_three_linked_ready_handoffs(project: Path, qwen3
     previous_id, ids = None, []
     for compaction in range(3):
         before = copy.deepcopy(messages)
-        out = engine.compress(messages, current_tokens=50_000, focus_topic="the app module" if compaction == 0 else None)
+        focus = "the app module" if compaction == 0 else None
+        out = engine.compress(messages, current_tokens=50_000, focus_topic=focus)
         assert messages == before, "the input list is never mutated"
         engine.last_prompt_tokens = -1  # what the host does after every compaction
         assert engine.should_compress(0) is False

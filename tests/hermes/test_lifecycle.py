@@ -82,5 +82,6 @@ def test_reset_clears_session_state_but_keeps_lineage(project: Path) -> None:
     handoff = engine.get_status()["latest_handoff"]
     engine.objective, engine.turns, engine.last_prompt_tokens = "x", 9, 5000
     engine.on_session_reset()
-    assert (engine.objective, engine.turns, engine.last_prompt_tokens, engine.post_compaction_tokens) == (None, 0, 0, None)
+    assert (engine.objective, engine.turns, engine.last_prompt_tokens) == (None, 0, 0)
+    assert engine.post_compaction_tokens is None
     assert engine.get_status()["latest_handoff"] == handoff and engine.compression_count == 1

@@ -15,8 +15,9 @@ from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
 MODEL, BASE_URL, CONTEXT = "qwen3-test", "http://127.0.0.1:9/v1", 65536
+TODO_PARAMETERS = {"type": "object", "properties": {"item": {"type": "string"}}}
 TOOLS = [{"type": "function", "function": {"name": "todo", "description": "track tasks",
-                                           "parameters": {"type": "object", "properties": {"item": {"type": "string"}}}}}]
+                                           "parameters": TODO_PARAMETERS}}]
 TARGETS = [("agent.turn_context", "estimate_request_tokens_rough"),
            ("agent.conversation_loop", "estimate_request_tokens_rough"),
            ("agent.conversation_loop", "estimate_messages_tokens_rough"),
@@ -25,7 +26,8 @@ TARGETS = [("agent.turn_context", "estimate_request_tokens_rough"),
 
 
 def _messages(n: int = 6) -> list[dict]:
-    out: list[dict] = [{"role": "system", "content": "You are Hermes."}, {"role": "user", "content": "Plan the release"}]
+    out: list[dict] = [{"role": "system", "content": "You are Hermes."},
+                       {"role": "user", "content": "Plan the release"}]
     for i in range(n):
         out.append({"role": "assistant", "content": f"working on step {i} " * 20})
         out.append({"role": "user", "content": f"ok, continue with {i}"})

@@ -57,12 +57,15 @@ def test_resume_parity_and_error_parity(project: Path) -> None:
     short = engine.get_status()["latest_handoff"]["short_id"]
     assert engine.handle_tool_call("baton_resume", {"ref": short, "max_tokens": 300}) == \
         baton_cli(project, "resume", short, "--max-tokens", "300", "--json")
-    assert engine.handle_tool_call("baton_resume", {"ref": "nosuch"}) == baton_cli(project, "resume", "nosuch", "--json")
+    unknown = baton_cli(project, "resume", "nosuch", "--json")
+    assert engine.handle_tool_call("baton_resume", {"ref": "nosuch"}) == unknown
 
 
 @pytest.mark.parametrize(("kind", "cli_kind", "item"), [
-    ("decision", "decision", {"decision": "stream the file", "rationale": "memory", "alternatives_considered": ["mmap"]}),
-    ("evidence", "evidence", {"type": "test", "claim": "parser is 3x faster", "ref": "pytest -k parser", "result": "5 passed"}),
+    ("decision", "decision", {"decision": "stream the file", "rationale": "memory",
+                              "alternatives_considered": ["mmap"]}),
+    ("evidence", "evidence", {"type": "test", "claim": "parser is 3x faster", "ref": "pytest -k parser",
+                              "result": "5 passed"}),
     ("failed_attempt", "failed-attempt", {"attempt": "regex parser", "outcome": "too slow"}),
     ("open_item", "open-item", {"description": "wire the CLI", "priority": "high", "suggested_action": "add flag",
                                 "acceptance_check": "baton --help lists it"}),
