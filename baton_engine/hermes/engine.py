@@ -418,9 +418,17 @@ class BatonContextEngine(ContextEngine):
             stats = counter.stats() if counter is not None else None
             remaining = self.get_active_compression_failure_cooldown()
             detector_view = self.last_detector or {}
+            from baton_engine.hermes.plugin import activation
+
+            current = activation()
+            patches = current.patches if current is not None else []
             status.update({
                 "engine": ENGINE_NAME,
                 "active": True,
+                "exact_estimators": {
+                    "installed": [f"{p.module}.{p.attr}" for p in patches if p.installed],
+                    "skipped": [p.skipped for p in patches if p.skipped],
+                },
                 "latest_handoff": self.last_handoff,
                 "latest_handoff_path": self.last_handoff_path,
                 "validation_warnings": list(self.last_validation_warnings),

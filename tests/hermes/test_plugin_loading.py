@@ -41,6 +41,8 @@ def test_entry_point_registers_engine_skill_middleware_and_patches(hermes_home: 
     assert manager._plugin_skills["baton:baton"]["path"].read_text().startswith("---\nname: baton")
     assert "llm_request" in loaded.middleware_registered
     assert _patched()
+    installed = engine.get_status()["exact_estimators"]["installed"]
+    assert "agent.turn_context.estimate_request_tokens_rough" in installed and len(installed) == 5
     assert check_selection(hermes_home)["status"] == "pass"
 
 
