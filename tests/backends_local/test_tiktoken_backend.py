@@ -138,3 +138,28 @@ def test_entry_point_registers_the_tiktoken_backend() -> None:
     assert spec.name == "tiktoken" and backend.source == "tiktoken:cl100k_base"
     assert backend.max_model_len == 16385
     assert backend.count_text("hello world").tokens == 2
+
+
+def test_grown_conversation_encodes_only_new_texts_and_equals_a_fresh_count() -> None:
+    """The per-text cache changes speed only: a warm count equals a cold count by a backend with an empty cache."""
+    encoding = load_encoding("o200k_base")
+    calls: list[str] = []
+    warm = TiktokenBackend(encoding)
+    warm._encode = lambda text: calls.append(text) or encoding.encode_ordinary(text)  # type: ignore[method-assign]
+    tool = {"type": "function", "function": {"name": "grep", "description": "search", "parameters": {"type": "object"}}}
+    messages = [{"role": "system", "content": "Be brief."}]
+    for turn in range(40):
+        messages.append({"role": "user", "content": f"question {turn}: why does test {turn * 7} fail?"})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": str(turn), "type": "function", "function": {"name": "grep", "arguments": {"pattern": f"t{turn}"}}}]})
+        messages.append({"role": "tool", "tool_call_id": str(turn), "content": f"line {turn}: assert x == {turn}"})
+    base = {"messages": messages, "tools": [tool]}
+    grown = {**base, "messages": [*messages, {"role": "user", "content": "and the flaky one?", "name": "ann"}]}
+    assert warm.count_chat(base).tokens == TiktokenBackend(encoding).count_chat(base).tokens
+    calls.clear()
+    assert warm.count_chat(grown).tokens == TiktokenBackend(encoding).count_chat(grown).tokens
+    assert sorted(calls) == sorted(["and the flaky one?", "ann"])  # roles and earlier texts came from the cache
+    warm.clear_cache()
+    calls.clear()
+    warm.count_chat(grown)
+    assert len(calls) > 100  # cleared: everything is encoded again

@@ -4,15 +4,20 @@ Plain text is counted exactly (``encode_ordinary``: special-token strings in use
 ordinary text, as the API treats them). OpenAI does not publish how its hosted chat models
 frame messages and tools, so ``count_chat`` is text-exact plus a fixed, documented framing
 overhead (OpenAI cookbook's per-message figures) and reports ``exact=False``.
+
+A chat count is a sum of separately encoded texts (roles, contents, names, tool calls, tool schemas) plus
+fixed overheads, so each text's count is cached (``PieceCounter`` keyed by the text): a conversation that
+grew by one message encodes only the new message.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend, TokenizerConfig
+from baton_engine.tokens.pieces import PieceCounter
 
 from baton_tiktoken.encodings import encoding_for_model, load_encoding
 
@@ -32,6 +37,7 @@ class TiktokenBackend(TokenizerBackend):
         self._encoding = encoding
         self._encode = encoding.encode_ordinary
         self._max_model_len = context_length
+        self._texts = PieceCounter(self._count_batch, ())  # no split tokens: one cache entry per whole text
 
     @classmethod
     def from_config(cls, config: TokenizerConfig) -> TiktokenBackend:
@@ -53,35 +59,51 @@ class TiktokenBackend(TokenizerBackend):
         messages = request.get("messages")
         if not isinstance(messages, list):
             raise CannotCount("request.messages must be a list of message objects")
-        total = sum(self._message_tokens(m, i) for i, m in enumerate(messages))
-        total += self._tools_tokens(request.get("tools"))
+        texts: list[str] = []
+        total = sum(_message_framing(m, i, texts) for i, m in enumerate(messages))
+        total += _tools_framing(request.get("tools"), texts)
         if request.get("add_generation_prompt", True):
             total += REPLY_PRIMING_TOKENS
+        total += self._texts.count_all(texts)
         return TokenCount(total, exact=False, source=self.source, max_model_len=self._max_model_len)
 
-    def _message_tokens(self, message: Any, index: int) -> int:
-        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
-            raise CannotCount(f"messages[{index}] must be an object with a string 'role'")
-        tokens = TOKENS_PER_MESSAGE + len(self._encode(message["role"])) + len(self._encode(_text_of(message.get("content"))))
-        if isinstance(message.get("name"), str):
-            tokens += TOKENS_PER_NAME + len(self._encode(message["name"]))
-        for call in message.get("tool_calls") or ():
-            function = call.get("function", {}) if isinstance(call, Mapping) else {}
-            arguments = function.get("arguments") or ""
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            tokens += TOKENS_PER_TOOL_CALL + len(self._encode(str(function.get("name", "")))) + len(self._encode(arguments))
-        return tokens
+    def clear_cache(self) -> None:
+        self._texts.clear()
 
-    def _tools_tokens(self, tools: Any) -> int:
-        if not tools:
-            return 0
-        tokens = TOOLS_BLOCK_TOKENS
-        for tool in tools:
-            function = tool.get("function", {}) if isinstance(tool, Mapping) else {}
-            schema = json.dumps(function.get("parameters") or {}, ensure_ascii=False, sort_keys=True)
-            tokens += TOKENS_PER_TOOL + len(self._encode(f"{function.get('name', '')}\n{function.get('description') or ''}\n{schema}"))
-        return tokens
+    def _count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [len(self._encode(text)) for text in texts]
+
+
+def _message_framing(message: Any, index: int, texts: list[str]) -> int:
+    """Append the message's encoded texts to ``texts``; return its fixed framing tokens."""
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        raise CannotCount(f"messages[{index}] must be an object with a string 'role'")
+    texts += (message["role"], _text_of(message.get("content")))
+    tokens = TOKENS_PER_MESSAGE
+    if isinstance(message.get("name"), str):
+        tokens += TOKENS_PER_NAME
+        texts.append(message["name"])
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {}) if isinstance(call, Mapping) else {}
+        arguments = function.get("arguments") or ""
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        tokens += TOKENS_PER_TOOL_CALL
+        texts += (str(function.get("name", "")), arguments)
+    return tokens
+
+
+def _tools_framing(tools: Any, texts: list[str]) -> int:
+    """Append one text per tool schema to ``texts``; return the tools block's fixed framing tokens."""
+    if not tools:
+        return 0
+    tokens = TOOLS_BLOCK_TOKENS
+    for tool in tools:
+        function = tool.get("function", {}) if isinstance(tool, Mapping) else {}
+        schema = json.dumps(function.get("parameters") or {}, ensure_ascii=False, sort_keys=True)
+        tokens += TOKENS_PER_TOOL
+        texts.append(f"{function.get('name', '')}\n{function.get('description') or ''}\n{schema}")
+    return tokens
 
 
 def _text_of(content: Any) -> str:
