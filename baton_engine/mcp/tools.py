@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton_engine import operations
 from baton_engine.errors import PolicyBlocked, UserInputError
-from baton_engine.handoff import store, validate
+from baton_engine.handoff import redact, store, validate
 from baton_engine.handoff.capture import CapturePayload
 from baton_engine.handoff.config import load_config
 from baton_engine.handoff.detector import DetectorSignals
@@ -81,6 +81,15 @@ class MergeArguments(_Arguments):
     resolution: str | None = Field(
         default=None, min_length=1,
         description="Written resolution decision; the merge is refused until one is given.")
+
+
+class CaptureArguments(CapturePayload):
+    """The capture payload plus the one MCP-only switch: secrets are refused unless redaction is accepted."""
+
+    accept_redactions: bool = Field(
+        default=False,
+        description="Secret-like values in the payload are refused (nothing written) unless this is true; then they "
+                    "are replaced by [REDACTED:<reason>] markers and each redaction is recorded.")
 
 
 class DetectArguments(_Arguments):
@@ -197,9 +206,21 @@ def _run_status(start: Path, _args: StatusArguments, _raw: dict[str, Any]) -> Re
     return operations.status(start)
 
 
-def _run_capture(start: Path, _args: CapturePayload, raw: dict[str, Any]) -> Result:
-    _guard_paths(start, raw, "capture")
-    return operations.checkpoint_create(start, raw)
+def _guard_secrets(payload: dict[str, Any], what: str) -> None:
+    """An agent pasting a secret is refused by default: field paths only, never the value, nothing written."""
+    fields = redact.contains_secret(payload)
+    if fields:
+        raise PolicyBlocked(
+            f"{what} holds secret-like values at {', '.join(fields)}; remove them, or call again with "
+            "accept_redactions=true to store the payload with those values redacted")
+
+
+def _run_capture(start: Path, _args: CaptureArguments, raw: dict[str, Any]) -> Result:
+    payload = {key: value for key, value in raw.items() if key != "accept_redactions"}
+    _guard_paths(start, payload, "capture")
+    if not raw.get("accept_redactions"):
+        _guard_secrets(payload, "capture payload")
+    return operations.checkpoint_create(start, payload)
 
 
 def _run_validate(start: Path, args: ValidateArguments, _raw: dict[str, Any]) -> Result:
@@ -256,7 +277,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("baton_status", "Project handoff status: counts by status, latest ready and draft handoffs. "
              "Call at session start.", StatusArguments, _run_status, _summarize_status, read_only=True),
     ToolSpec("handoff_capture", "Capture the current state as a redacted DRAFT handoff (never ready). Record only "
-             "evidence you actually observed; secrets are redacted before writing.", CapturePayload, _run_capture,
+             "evidence you actually observed; secret-like values are refused unless accept_redactions is true.",
+             CaptureArguments, _run_capture,
              _summarize_capture),
     ToolSpec("handoff_validate", "Run the ten validation checks on a handoff; optionally re-run allowlisted "
              "commands as evidence.", ValidateArguments, _run_validate, _summarize_validate),

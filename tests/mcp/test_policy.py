@@ -115,12 +115,28 @@ def test_secret_under_an_unknown_capture_field_is_refused_and_never_echoed(
     assert store_bytes(project) == before
 
 
-def test_secret_in_capture_text_is_redacted_recorded_and_never_persisted_or_returned(
+def leaky_payload(payload, samples) -> dict[str, Any]:
+    return payload(evidence=[{"type": "command", "claim": f"deploy log {index}", "ref": "make deploy",
+                              "output": sample.text} for index, sample in enumerate(samples)],
+                   risks=[{"description": f"pasted by mistake: {sample.text}"} for sample in samples])
+
+
+def test_secret_in_capture_text_is_refused_by_default_and_never_echoed(
         project: Path, mcp_session, payload, store_bytes) -> None:
     samples = [SAMPLES_BY_NAME[name] for name in SECRET_SAMPLES]
-    leaky = payload(evidence=[{"type": "command", "claim": f"deploy log {index}", "ref": "make deploy",
-                               "output": sample.text} for index, sample in enumerate(samples)],
-                    risks=[{"description": f"pasted by mistake: {sample.text}"} for sample in samples])
+    before = store_bytes(project)
+    [result] = mcp_session(project, calls(("handoff_capture", leaky_payload(payload, samples))))
+    text = assert_refused(result, "policy_blocked", "risks[0].description", "accept_redactions=true")
+    dumped = json.dumps(result.structured_content) + text
+    for sample in samples:
+        assert all(secret not in dumped for secret in sample.secrets), sample.name
+    assert store_bytes(project) == before
+
+
+def test_secret_in_capture_text_is_redacted_recorded_and_never_persisted_or_returned_when_accepted(
+        project: Path, mcp_session, payload, store_bytes) -> None:
+    samples = [SAMPLES_BY_NAME[name] for name in SECRET_SAMPLES]
+    leaky = {**leaky_payload(payload, samples), "accept_redactions": True}
     [result] = mcp_session(project, calls(("handoff_capture", leaky)))
     assert not result.is_error, result.content
     redactions = result.structured_content["redactions"]
