@@ -1,7 +1,9 @@
 """The one place Baton asks for a token count: cache, exact -> rough+margin fallback, never raises.
 
 Logs carry counts, sources and exception TYPE names only: prompts, exception messages and
-tracebacks can hold secrets, so none of them is ever formatted into a record.
+tracebacks can hold secrets, so none of them is ever formatted into a record. The one message
+that reaches a result is a ``CannotCount``'s (safe by contract): ``fallback_reason`` then says
+why, e.g. "server cannot count tool-call histories", where status output needs it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from baton_engine.tokens.contract import ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.tokens")
@@ -141,7 +143,7 @@ class TokenCounter:
         try:
             result = _checked(exact())
         except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
-            return self._fallback(kind, type(exc).__name__, estimate, margin)
+            return self._fallback(kind, exc, estimate, margin)
         if result.source == ROUGH_SOURCE and margin:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
             result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len)  # type: ignore[operator]
@@ -156,18 +158,20 @@ class TokenCounter:
                     self._cache.popitem(last=False)
         return result
 
-    def _fallback(self, kind: str, error_type: str, estimate: Callable[[], int], margin: int) -> TokenCount:
-        reason = f"{self._source}: {error_type}"
+    def _fallback(self, kind: str, error: Exception, estimate: Callable[[], int], margin: int) -> TokenCount:
+        reason = f"{self._source}: {_describe(error)}"
+        error_type = type(error).__name__
         source = FALLBACK_SOURCE if margin else ROUGH_SOURCE
         try:
             rough_tokens = int(estimate()) + margin
         except Exception as rough_exc:  # noqa: BLE001
-            LOGGER.warning("count unknown kind=%s backend_error=%s rough_error=%s; leaving requests unchanged",
-                           kind, reason, type(rough_exc).__name__)
+            LOGGER.warning("count unknown kind=%s source=%s backend_error=%s rough_error=%s; leaving requests unchanged",
+                           kind, self._source, error_type, type(rough_exc).__name__)
             with self._lock:
                 self._record(unknown=1, fallbacks=1, last_fallback_reason=reason)
             return TokenCount(tokens=None, exact=False, source=UNKNOWN_SOURCE, fallback_reason=reason)
-        LOGGER.warning("count fell back kind=%s reason=%s tokens=%d source=%s", kind, reason, rough_tokens, source)
+        LOGGER.warning("count fell back kind=%s backend=%s error=%s tokens=%d source=%s",
+                       kind, self._source, error_type, rough_tokens, source)
         with self._lock:
             self._record(fallbacks=1, last_fallback_reason=reason)
         return TokenCount(tokens=rough_tokens, exact=False, source=source, fallback_reason=reason)
@@ -187,6 +191,15 @@ class TokenCounter:
             self._backend.close()
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("backend close failed type=%s", type(exc).__name__)
+
+
+def _describe(error: Exception) -> str:
+    """The exception's type name; a ``CannotCount`` adds its message (safe by contract), nothing else does."""
+    try:
+        message = str(error) if isinstance(error, CannotCount) else ""
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break the fallback
+        message = ""
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _estimate_text(text: object) -> int:

@@ -80,19 +80,21 @@ def test_cache_is_bounded_lru() -> None:
     assert backend.calls == 4
 
 
-@pytest.mark.parametrize("failure", [CannotCount("server said no"), RuntimeError("boom"), KeyError("count")])
-def test_failure_falls_back_to_rough_plus_margin_and_is_not_cached(failure: BaseException) -> None:
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [(CannotCount("server said no"), "words: CannotCount: server said no"),
+     (RuntimeError("boom"), "words: RuntimeError"), (KeyError("count"), "words: KeyError")],
+)
+def test_failure_falls_back_to_rough_plus_margin_and_is_not_cached(failure: BaseException, reason: str) -> None:
     backend = WordBackend(fail=failure)
     counter = TokenCounter(backend, fallback_margin_tokens=1000)
     request = conversation(3)
     result = counter.count_chat(request)
-    assert result == TokenCount(
-        estimate_chat_request(request) + 1000, False, "rough+margin", None, f"words: {type(failure).__name__}"
-    )
+    assert result == TokenCount(estimate_chat_request(request) + 1000, False, "rough+margin", None, reason)
     counter.count_chat(request)
     assert backend.calls == 2
     stats = counter.stats()
-    assert stats.fallbacks == 2 and stats.last_fallback_reason == f"words: {type(failure).__name__}"
+    assert stats.fallbacks == 2 and stats.last_fallback_reason == reason
 
 
 @pytest.mark.parametrize(
@@ -175,6 +177,27 @@ def test_no_prompt_text_or_exception_message_reaches_the_log(caplog: pytest.LogC
         assert SECRET not in record.getMessage()
         assert record.exc_info is None
     assert any("CannotCount" in r.getMessage() for r in caplog.records)
+
+
+def test_only_a_cannot_count_message_reaches_the_reason_and_never_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    class ToolHistoryRefused(CannotCount):
+        pass
+
+    refused = TokenCounter(WordBackend(fail=ToolHistoryRefused("server cannot count tool-call histories")))
+    assert refused.count_chat(REQUEST).fallback_reason == (
+        "words: ToolHistoryRefused: server cannot count tool-call histories")
+    assert refused.stats().last_fallback_reason == "words: ToolHistoryRefused: server cannot count tool-call histories"
+    for failure in (RuntimeError(f"upstream said {SECRET}"), OSError(2, SECRET), ValueError(SECRET)):
+        counter = TokenCounter(WordBackend(fail=failure))
+        chat, text = counter.count_chat(REQUEST), counter.count_text("x y")
+        unknown = counter.count_chat({"messages": SECRET})
+        for reason in (chat.fallback_reason, text.fallback_reason, unknown.fallback_reason,
+                       counter.stats().last_fallback_reason):
+            assert reason == f"words: {type(failure).__name__}"
+    assert all("tool-call histories" not in r.getMessage() and SECRET not in r.getMessage() for r in caplog.records)
+    assert any("ToolHistoryRefused" in r.getMessage() for r in caplog.records)
 
 
 def test_backend_source_failure_does_not_break_the_counter() -> None:
