@@ -1,0 +1,171 @@
+"""Demo: the REAL Hermes agent loop with Baton as its context engine, offline, in about a minute.
+
+What runs: hermes-agent's ``AIAgent`` (the same loop as the ``hermes`` CLI) talks to a bundled local
+model stand-in (``tests/batontest/model_server.py``: an OpenAI-compatible server that plays a
+scripted, tool-heavy session and counts every prompt with the real Qwen3 tokenizer). Baton is
+enabled exactly as a user enables it (``plugins.enabled: [baton]`` + ``context.engine: baton`` in
+config.yaml) and counts with the hf backend on the same Qwen3 tokenizer. The demo prints, per
+model call, the prompt tokens the provider saw against the window and the output budget Baton
+clamped; each compaction with its handoff file; and the resume brief a new session would get.
+Everything lives in a temporary directory that is removed at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # batontest: the model stand-in, Hermes home helpers, tokenizer assets
+
+from rich.console import Console  # noqa: E402
+from rich.panel import Panel  # noqa: E402
+from rich.rule import Rule  # noqa: E402
+
+from batontest.assets import qwen3_dir  # noqa: E402
+from batontest.hermes_home import (  # noqa: E402
+    HERMES_OFFLINE_ENV,
+    baton_init,
+    git_project,
+    hermes_config,
+    write_hermes_home,
+)
+from batontest.model_server import ModelServer, RecordedRequest, ScriptedPolicy, tool_heavy_script  # noqa: E402
+
+MODEL = "qwen3-local"
+WINDOW = 65_536
+OUTPUT_DEFAULT = 65_536  # the custom-provider default that overflows without Baton's clamp
+THRESHOLD = 12_000  # baton.fallback_token_threshold: compact early so the demo shows several cycles
+ROUNDS = 12
+REQUEST = "Audit the inventory service logs round by round and keep the task list current."
+FOLLOW_UP = "Thanks. What is left to do?"
+
+console = Console(file=sys.__stdout__, highlight=False)
+
+
+class Narrator:
+    """Prints one line per model call, and each compaction as soon as the next call shows its effect."""
+
+    def __init__(self) -> None:
+        self.engine: Any = None
+        self.seen_compactions = 0
+        self.calls = 0
+
+    def on_request(self, request: RecordedRequest) -> None:
+        if not request.stream:  # auxiliary calls (titles) are not part of the main loop
+            return
+        self.report_compactions()
+        self.calls += 1
+        tokenizer = self.tokenizer_label()
+        names = [c.name for c in request.reply.tool_calls] if request.reply else []
+        called = " ".join(f"{n} x{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
+        rejected = "" if request.status == 200 else f"  [red]REJECTED: {request.rejection}[/]"
+        prompt = request.prompt_tokens or 0
+        console.print(f"  #{self.calls:<3} prompt [bold]{prompt:>6,}[/]/{WINDOW:,}  out {request.output_budget:>6,}"
+                      f"  {tokenizer}  -> {called or 'answer'}{rejected}")
+
+    def tokenizer_label(self) -> str:
+        if self.engine is None:
+            return ""
+        tokenizer = self.engine.get_status().get("tokenizer") or {}
+        exact = "exact" if tokenizer.get("exact") else "estimate"
+        return f"[cyan]{exact} {tokenizer.get('source', '?')}[/]"
+
+    def report_compactions(self) -> None:
+        if self.engine is None or self.engine.compression_count == self.seen_compactions:
+            return
+        self.seen_compactions = self.engine.compression_count
+        status = self.engine.get_status()
+        handoff = status.get("latest_handoff") or {}
+        console.print(
+            f"  [bold magenta]compaction {self.seen_compactions}[/]: handoff {handoff.get('short_id')} "
+            f"({handoff.get('status')})\n      {status.get('latest_handoff_path')}"
+        )
+
+
+def run(workdir: Path) -> int:
+    project = git_project(workdir / "inventory-service", {
+        "README.md": "# inventory service\n", "src/parser.py": "def parse(line):\n    return line.split()\n"})
+    baton_init(project)
+    narrator = Narrator()
+    policy = ScriptedPolicy(tool_heavy_script(ROUNDS, capture_every=4),
+                            final_answer="Done: every round is recorded; the latency benchmark is still open.")
+    with ModelServer(policy, context_window=WINDOW, model_name=MODEL, on_request=narrator.on_request) as server:
+        home = write_hermes_home(workdir / "hermes-home", hermes_config(
+            base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=OUTPUT_DEFAULT,
+            baton={"tokenizer": {"backend": "hf", "path": str(qwen3_dir())},
+                   "fallback_token_threshold": THRESHOLD, "auto_checkpoint_on_end": False}))
+        os.environ.update(HERMES_OFFLINE_ENV)
+        os.environ["HERMES_HOME"] = str(home)  # before the first Hermes import: Hermes reads it at import time
+        os.chdir(project)
+        console.print(Rule("Baton + the real Hermes agent loop"))
+        console.print(f"model stand-in: {server.base_url} ({MODEL}, window {WINDOW:,}, Qwen3 tokenizer)")
+        console.print(f"config.yaml: context.engine baton, plugins.enabled \\[baton], model.max_tokens {OUTPUT_DEFAULT:,},"
+                      f" baton.fallback_token_threshold {THRESHOLD:,}")
+        console.print(f"project: {project} (git, `baton init` done)\n")
+        with contextlib.redirect_stdout(io.StringIO()):  # Hermes' own spinner lines; the narrator speaks instead
+            from run_agent import AIAgent
+
+            agent = AIAgent(base_url=server.base_url, api_key="sk-local", provider="custom", model=MODEL,
+                            quiet_mode=True, skip_context_files=True, skip_memory=True,
+                            enabled_toolsets=["todo", "context_engine"], max_iterations=60, tool_delay=0.0)
+        narrator.engine = agent.context_compressor
+        console.print(f"context engine: [bold]{type(agent.context_compressor).__name__}[/] "
+                      f"(name {agent.context_compressor.name!r})")
+        console.print(f"per model call: prompt tokens the provider saw / window, and the output budget (out) "
+                      f"Baton clamped from the configured {OUTPUT_DEFAULT:,}\n")
+        history = None
+        for turn, message in enumerate((REQUEST, FOLLOW_UP), start=1):
+            console.print(f"[bold]user turn {turn}:[/] {message}")
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = agent.run_conversation(message, conversation_history=history)
+            history = result["messages"]
+            narrator.report_compactions()
+            console.print(f"[bold]assistant:[/] {result['final_response']}\n")
+        with contextlib.redirect_stdout(io.StringIO()):
+            agent.shutdown_memory_provider(history)
+        rejected = len(server.rejections)
+    return summarize(project, narrator, rejected)
+
+
+def summarize(project: Path, narrator: Narrator, rejected: int) -> int:
+    from baton_engine import operations
+
+    console.print(Rule("Result"))
+    records = [json.loads(path.read_text(encoding="utf-8")) for path in (project / ".baton" / "handoffs").glob("*.json")]
+    handoffs = [r for r in records if (r.get("automation") or {}).get("trigger") == "pre_compaction"]
+    statuses = Counter(r["status"] for r in handoffs)
+    console.print(f"{narrator.seen_compactions} compactions -> {len(handoffs)} handoff records "
+                  f"({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}); "
+                  f"{len(records) - len(handoffs)} other records (baton_capture session drafts, archived once folded in)")
+    console.print(f"{rejected} requests rejected by the strict model server (window or tool-pairing violations)")
+    resumed, _code = operations.call(operations.resume, project)
+    if not resumed.get("ok"):
+        console.print(f"[red]baton resume failed: {resumed.get('error')}[/]")
+        return 1
+    brief = resumed["brief"]
+    text = brief.get("text") if isinstance(brief, dict) else str(brief)
+    tokens = brief.get("tokens") if isinstance(brief, dict) else None
+    title = f"resume brief of {resumed['handoff'].get('short_id')}" + (f" ({tokens} tokens)" if tokens else "")
+    console.print(Panel(text or "", title=title, subtitle="what `baton resume` hands the next session"))
+    return 0 if rejected == 0 and narrator.seen_compactions >= 3 else 1
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
+        cwd = Path.cwd()
+        try:
+            return run(Path(tmp))
+        finally:
+            os.chdir(cwd)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
