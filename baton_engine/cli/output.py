@@ -1,4 +1,4 @@
-"""How every handoff command prints: the operations dict as JSON (``--json``) or rich text, and the exit code.
+"""How every command prints: the operations dict as JSON (``--json``) or rich text, and the exit code.
 
 Why one runner: ``--json`` must print exactly what ``baton_engine.operations`` returned, and errors must map
 to the spec's exit codes (2 input, 3 validation, 4 not found / conflict, 5 policy) the same way everywhere.
@@ -71,8 +71,8 @@ def load_json_file(path: str) -> Any:
     """``--input`` / ``--event`` payloads: a file path or ``-`` for stdin; errors say what to fix."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserInputError(f"cannot read {path} ({type(exc).__name__}); pass a readable JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserInputError(f"cannot read {path} ({type(exc).__name__}); pass a readable UTF-8 JSON file") from None
     return parse_json(text, what=path)
 
 

@@ -1,15 +1,12 @@
 """``baton tokens``: count a chat request file with any installed backend, list backends.
 
-Thin: settings + registry + counter do the work; the same dicts are printed with ``--json``. Errors use the
-shared result shape ``{"ok": false, "error": {"kind", "message"}}`` and exit codes; this module does not
-import the handoff operations layer, so counting works even where the handoff store cannot load.
+Thin: settings + registry + counter do the work; ``cli.output.run`` prints the same dicts with ``--json``
+and maps errors to the shared result shape ``{"ok": false, "error": {"kind", "message"}}`` and exit codes.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -20,45 +17,12 @@ from rich.table import Table
 from rich.text import Text
 
 from baton_engine.cli import cli
-from baton_engine.errors import BatonError, UserInputError
+from baton_engine.cli.output import json_option, load_json_file, run
+from baton_engine.errors import UserInputError
 from baton_engine.settings import BatonSettings, load_settings
 from baton_engine.tokens.contract import BackendConfigError
 from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.plugins import backends_report, build_backend
-
-
-def _run(
-    as_json: bool, operation: Callable[[], dict[str, Any]], render: Callable[[Console, dict[str, Any]], None]
-) -> None:
-    try:
-        result, code = operation(), 0
-    except BatonError as exc:
-        result, code = {"ok": False, "error": {"kind": exc.kind, "message": str(exc)}}, exc.exit_code
-    if as_json:
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
-    elif code:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            Text.assemble(("error", "bold red"), f" ({result['error']['kind']}): {result['error']['message']}")
-        )
-    else:
-        render(Console(highlight=False, soft_wrap=True), result)
-    if code:
-        sys.exit(code)
-
-
-def _json_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (stable keys).")(func)
-
-
-def _load_json(path: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserInputError(f"cannot read {path} ({type(exc).__name__}); pass a readable UTF-8 JSON file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserInputError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
 def _chat_request(payload: Any, path: str) -> Mapping[str, Any]:
@@ -86,7 +50,7 @@ def _settings(backend: str | None) -> BatonSettings:
 
 def count_file(path: str, backend: str | None = None) -> dict[str, Any]:
     """Count one chat request file exactly as Baton would count it inside the agent loop."""
-    request = _chat_request(_load_json(path), path)
+    request = _chat_request(load_json_file(path), path)
     settings = _settings(backend)
     try:
         tokenizer, selection = build_backend(settings.tokenizer)
@@ -120,9 +84,9 @@ def tokens_group() -> None:
 @tokens_group.command("count")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--backend", default=None, help="Backend name (overrides BATON_TOKENIZER_BACKEND); 'auto' selects.")
-@_json_option
+@json_option
 def count_command(file: Path, backend: str | None, as_json: bool) -> None:
-    """Count a chat request JSON file (messages + tools + template kwargs)."""
+    """Count a chat request JSON file, or - for stdin (messages + tools + template kwargs)."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         table = Table(box=None, show_header=False, pad_edge=False)
@@ -137,11 +101,11 @@ def count_command(file: Path, backend: str | None, as_json: bool) -> None:
             table.add_row(key, Text(value))
         console.print(table)
 
-    _run(as_json, lambda: count_file(str(file), backend), render)
+    run(as_json, lambda: count_file(str(file), backend), render)
 
 
 @tokens_group.command("backends")
-@_json_option
+@json_option
 def backends_command(as_json: bool) -> None:
     """Installed backends, their distributions, and what 'auto' picks and why."""
 
@@ -156,4 +120,4 @@ def backends_command(as_json: bool) -> None:
         console.print(Text(f"configured: {result['configured']}; auto picks {result['auto']['name']}: "
                            f"{result['auto']['reason']}"))
 
-    _run(as_json, list_backends, render)
+    run(as_json, list_backends, render)

@@ -116,3 +116,16 @@ def test_console_script_end_to_end(request_file: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["source"] == "rough+margin"
+
+
+def test_count_reads_stdin_and_rejects_non_utf8_files(tmp_path: Path) -> None:
+    messages = json.dumps([{"role": "user", "content": "hello from stdin"}])
+    result = CliRunner().invoke(cli, ["tokens", "count", "-", "--backend", "rough", "--json"], input=messages,
+                                env={**CLEAN_ENV, "BATON_FALLBACK_MARGIN_TOKENS": "100"}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["tokens"] == estimate_chat_request({"messages": json.loads(messages)}) + 100
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"messages": [{"role": "user", "content": "café"}]}'.encode("latin-1"))
+    bad = invoke("tokens", "count", str(latin1), "--json")
+    assert bad.exit_code == 2
+    assert "UnicodeDecodeError" in json.loads(bad.output)["error"]["message"]
