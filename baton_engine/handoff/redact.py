@@ -20,9 +20,11 @@ idempotent: markers are never matched again.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -307,10 +309,34 @@ _DETECTORS: tuple[Callable[[str], Iterator[SecretHit]], ...] = (
 
 # --- public API ---------------------------------------------------------------------------
 
+_SCAN_CACHE: OrderedDict[bytes, tuple[SecretHit, ...]] = OrderedDict()
+_SCAN_CACHE_ENTRIES = 4096
+_SCAN_CACHE_LOCK = threading.Lock()
+
+
 def find_secrets(text: str) -> list[SecretHit]:
-    """Non-overlapping secret spans in ``text``, in order. Existing redaction markers are ignored."""
+    """Non-overlapping secret spans in ``text``, in order. Existing redaction markers are ignored.
+
+    Memoised by the text's sha256 (offsets and reasons only; no text is kept): one compaction
+    redacts the same record fields about five times (capture, fold, save, transition, validate).
+    """
     if not text:
         return []
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _SCAN_CACHE_LOCK:
+        cached = _SCAN_CACHE.get(key)
+        if cached is not None:
+            _SCAN_CACHE.move_to_end(key)
+            return list(cached)
+    hits = tuple(_scan(text))
+    with _SCAN_CACHE_LOCK:
+        _SCAN_CACHE[key] = hits
+        while len(_SCAN_CACHE) > _SCAN_CACHE_ENTRIES:
+            _SCAN_CACHE.popitem(last=False)
+    return list(hits)
+
+
+def _scan(text: str) -> list[SecretHit]:
     markers = [m.span() for m in MARKER_RE.finditer(text)]
     candidates: list[tuple[int, int, int, str]] = []
     for priority, detector in enumerate(_DETECTORS):
