@@ -76,8 +76,9 @@ class BatonArm:
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         self.activate()
+        given = copy.deepcopy(messages)  # the host's own copy, outside the engine's time
         started = time.perf_counter()
-        result = self.engine.compress(copy.deepcopy(messages), current_tokens=current_tokens)
+        result = self.engine.compress(given, current_tokens=current_tokens)
         elapsed = time.perf_counter() - started
         self.engine.last_prompt_tokens = -1  # the host's "awaiting real usage" sentinel
         self.engine.last_completion_tokens = 0
@@ -141,8 +142,9 @@ class HermesArm:
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         calls, llm_seconds = self.meter.calls, self.meter.seconds
+        given = copy.deepcopy(messages)
         started = time.perf_counter()
-        result = self.engine.compress(copy.deepcopy(messages), current_tokens=current_tokens)
+        result = self.engine.compress(given, current_tokens=current_tokens)
         elapsed = time.perf_counter() - started
         self.engine.last_prompt_tokens = -1
         self.engine.last_completion_tokens = 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import platform
@@ -367,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("incontext").setLevel(logging.ERROR)  # one "requires_compression" line per full request
     started = time.time()
     judge = Judge()
     runtimes = {"baton": arms.baton_runtime(QWEN3, None), "baton-tail0": arms.baton_runtime(QWEN3, 0)}
@@ -377,11 +379,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine(), "quick": args.quick}
     with ModelServer(ScriptedPolicy([], auxiliary_answer=STUB_SUMMARY), context_window=2_000_000,
                      model_name=MODEL) as server:
-        results["sizes"] = bench_sizes(judge, runtimes, server, meter, sizes, repeats=3 if args.quick else 7)
+        results["sizes"] = bench_sizes(judge, runtimes, server, meter, sizes, repeats=3 if args.quick else 5)
         results["long"] = bench_long_session(judge, runtimes, server, meter, long_session, [16384, 65536])
         results["stub_requests"] = len(server.auxiliary_requests)
     results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 40)
-    overhead_session = workload.session_of_turns(120 if args.quick else 700, seed=5, scale=0.3)
+    overhead_session = workload.session_of_turns(120 if args.quick else 820, seed=5, scale=0.3)
     results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
                                          [200, 600] if args.quick else [200, 1000, 4000], turns=20)
     results["seconds"] = time.time() - started
