@@ -107,7 +107,8 @@ def run(workdir: Path) -> int:
         os.chdir(project)
         console.print(Rule("Baton + the real Hermes agent loop"))
         console.print(f"model stand-in: {server.base_url} ({MODEL}, window {WINDOW:,}, Qwen3 tokenizer)")
-        console.print(f"config.yaml: context.engine baton, plugins.enabled \\[baton], model.max_tokens {OUTPUT_DEFAULT:,},"
+        console.print(f"config.yaml: context.engine baton, plugins.enabled \\[baton], "
+                      f"model.max_tokens {OUTPUT_DEFAULT:,},"
                       f" baton.fallback_token_threshold {THRESHOLD:,}")
         console.print(f"project: {project} (git, `baton init` done)\n")
         with contextlib.redirect_stdout(io.StringIO()):  # Hermes' own spinner lines; the narrator speaks instead
@@ -139,12 +140,14 @@ def summarize(project: Path, narrator: Narrator, rejected: int) -> int:
     from baton_engine import operations
 
     console.print(Rule("Result"))
-    records = [json.loads(path.read_text(encoding="utf-8")) for path in (project / ".baton" / "handoffs").glob("*.json")]
+    files = sorted((project / ".baton" / "handoffs").glob("*.json"))
+    records = [json.loads(path.read_text(encoding="utf-8")) for path in files]
     handoffs = [r for r in records if (r.get("automation") or {}).get("trigger") == "pre_compaction"]
     statuses = Counter(r["status"] for r in handoffs)
     console.print(f"{narrator.seen_compactions} compactions -> {len(handoffs)} handoff records "
                   f"({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}); "
-                  f"{len(records) - len(handoffs)} other records (baton_capture session drafts, archived once folded in)")
+                  f"{len(records) - len(handoffs)} other records "
+                  "(baton_capture session drafts, archived once folded in)")
     console.print(f"{rejected} requests rejected by the strict model server (window or tool-pairing violations)")
     resumed, _code = operations.call(operations.resume, project)
     if not resumed.get("ok"):

@@ -32,6 +32,7 @@ from typing import Any
 
 DEFAULT_MODEL_NAME = "qwen3-local"
 FIXED_CREATED = 1_764_000_000  # deterministic "created" timestamps
+ROLES = {"system", "developer", "user", "assistant", "tool"}
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,8 @@ class PromptCounter:
         if isinstance(body.get("chat_template_kwargs"), dict):
             request["chat_template_kwargs"] = body["chat_template_kwargs"]
         count = self.backend.count_chat(request)
-        assert count.tokens is not None
+        if count.tokens is None:
+            raise ValueError("the tokenizer could not count this request")
         return count.tokens
 
 
@@ -206,7 +208,7 @@ def protocol_problem(messages: Sequence[Any]) -> str | None:
         return "messages must not be empty"
     pending: set[str] = set()
     for position, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in {"system", "developer", "user", "assistant", "tool"}:
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
             return f"message {position} has no valid role"
         role = message["role"]
         if role == "tool":

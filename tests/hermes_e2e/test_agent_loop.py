@@ -31,6 +31,7 @@ TURNS = ("Analyse the inventory service findings round by round and keep the tas
 ROUNDS = 14
 # Real prompts here grow by ~2,100 tokens per round from ~2,000; 12,000 compacts every few rounds.
 THRESHOLD = 12_000
+FINAL_ANSWER = "Done: every round is recorded in the task list."
 
 
 def baton_block(tokenizer: dict[str, Any]) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def baton_block(tokenizer: dict[str, Any]) -> dict[str, Any]:
 
 def script() -> ScriptedPolicy:
     steps = tool_heavy_script(ROUNDS, planted=[sample.text for sample in PLANTED], capture_every=4)
-    return ScriptedPolicy(steps, final_answer="Done: every round is recorded in the task list.")
+    return ScriptedPolicy(steps, final_answer=FINAL_ANSWER)
 
 
 def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonschema.Draft7Validator) -> None:
@@ -78,7 +79,7 @@ def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonsc
     assert max(sizes) < THRESHOLD + 4_000
 
     # The conversation completed: both turns got the model's final answer.
-    assert [t["final_response"] for t in result["turns"]] == [server.policy.final_answer] * 2  # type: ignore[attr-defined]
+    assert [t["final_response"] for t in result["turns"]] == [FINAL_ANSWER] * 2
     assert all(t["completed"] for t in result["turns"])
 
     # The planted credentials reached the model in tool results, and never any byte under .baton/.
@@ -159,7 +160,7 @@ def test_uninitialised_project_degrades_and_still_completes(tmp_path: Path) -> N
                for r in server.main_requests)
     sizes = [r.prompt_tokens or 0 for r in server.main_requests]
     assert sum(1 for before, after in zip(sizes, sizes[1:], strict=False) if after < before) >= 3
-    assert [t["final_response"] for t in result["turns"]] == [server.policy.final_answer] * 2  # type: ignore[attr-defined]
+    assert [t["final_response"] for t in result["turns"]] == [FINAL_ANSWER] * 2
     # The model is told why earlier turns are gone, once per request (notes replace, never stack).
     last_request = "\n".join(str(m.get("content")) for m in server.main_requests[-1].messages)
     assert last_request.count("Earlier turns were dropped because Baton is not initialised") == 1

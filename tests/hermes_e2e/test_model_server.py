@@ -110,7 +110,8 @@ def test_prompt_plus_output_budget_above_the_window_is_rejected() -> None:
 def test_protocol_problem_accepts_parallel_calls_with_all_results() -> None:
     call = {"type": "function", "function": {"name": "todo", "arguments": "{}"}}
     messages = [*USER, {"role": "assistant", "content": "", "tool_calls": [{**call, "id": "a"}, {**call, "id": "b"}]},
-                {"role": "tool", "tool_call_id": "b", "content": "2"}, {"role": "tool", "tool_call_id": "a", "content": "1"},
+                {"role": "tool", "tool_call_id": "b", "content": "2"},
+                {"role": "tool", "tool_call_id": "a", "content": "1"},
                 {"role": "assistant", "content": "done"}]
     assert protocol_problem(messages) is None
     assert protocol_problem(messages[:3]) is not None  # result "a" missing before the end
