@@ -100,9 +100,10 @@ def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonsc
 
 @dataclass
 class Finished:
+    """A scenario run once per module and the server that recorded it (several tests read it)."""
+
     run: Scenario
     server: ModelServer
-    tokenize_calls: int = 0
 
 
 @pytest.fixture(scope="module")
