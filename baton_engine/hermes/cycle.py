@@ -182,22 +182,25 @@ def _origin(facts: SessionFacts) -> dict[str, Any]:
             "model": facts.model, "actor": {"type": "agent", "name": "hermes"}}
 
 
-def _with_session_items(record: HandoffRecord, session_draft: HandoffRecord | None) -> HandoffRecord:
-    """Fold what ``baton_capture`` recorded (already redacted, ids kept) into the compaction record."""
-    items: dict[str, Any]
-    if session_draft is None:
-        items = {"open_items": record.open_items}
-    else:
+def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None) -> HandoffRecord:
+    """Carry decisions / evidence / failed attempts / open items forward (already redacted, ids kept).
+
+    ``source`` is the session draft ``baton_capture`` recorded into (itself a continuation of the previous
+    handoff), or, without one, the previous handoff: a later compaction never forgets earlier items.
+    """
+    items: dict[str, Any] = {"open_items": list(record.open_items)}
+    if source is not None:
         items = {
-            "decisions": list(session_draft.decisions),
-            "evidence": list(session_draft.evidence),
-            "failed_attempts": list(session_draft.failed_attempts),
-            "open_items": list(session_draft.open_items),
-            "risks": list(record.risks) + list(session_draft.risks),
-            "redactions": list(record.redactions) + list(session_draft.redactions),
+            "decisions": list(source.decisions),
+            "evidence": list(source.evidence),
+            "failed_attempts": list(source.failed_attempts),
+            "open_items": list(source.open_items),
+            "risks": list(record.risks) + [r for r in source.risks if r not in record.risks],
+            "redactions": list(record.redactions) + list(source.redactions),
         }
-        if session_draft.work.constraints:
-            constraints = list(dict.fromkeys([*session_draft.work.constraints, *record.work.constraints]))
+        inherited = [c for c in source.work.constraints if not c.startswith("Focus for the next phase:")]
+        if inherited:
+            constraints = list(dict.fromkeys([*inherited, *record.work.constraints]))
             items["work"] = record.work.model_copy(update={"constraints": constraints})
     updated = record.model_copy(update=items)
     if not updated.open_items:
@@ -241,13 +244,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                          f"no Baton project at or above {facts.project_dir}; run `baton init` in the project root")
     config = load_config(paths.data_dir)
     handoffs = store.HandoffStore(paths)
-    session_draft = None
-    if facts.session_draft_id:
-        try:
-            loaded = handoffs.load(facts.session_draft_id)
-            session_draft = loaded if loaded.status in ("draft", "validated") else None
-        except BatonError:
-            session_draft = None
+    session_draft = _load(handoffs, facts.session_draft_id, ("draft", "validated"))
+    previous = _load(handoffs, facts.previous_handoff_id, None)
     objective = (facts.objective or latest_user_request(messages)
                  or (session_draft.work.objective if session_draft else None))
     if not objective:
@@ -255,7 +253,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                          "no objective: no user request in the transcript and none recorded with baton_capture")
     payload = _payload(facts, messages, objective, focus_topic, paths.root)
     record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation)
-    record = _with_session_items(record, session_draft)
+    record = _with_carried_items(record, session_draft or previous)
     report = validate.validate_record(record, paths.root, config)
     fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
     record = record.model_copy(update={"validation": report.to_validation(fresh.to_model())})
@@ -307,6 +305,16 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
         tail_messages=built.tail_messages,
         archived_draft=archived,
     )
+
+
+def _load(handoffs: store.HandoffStore, ref: str | None, statuses: tuple[str, ...] | None) -> HandoffRecord | None:
+    if not ref:
+        return None
+    try:
+        loaded = handoffs.load(ref)
+    except BatonError:
+        return None
+    return loaded if statuses is None or loaded.status in statuses else None
 
 
 def _save_quietly(handoffs: store.HandoffStore, record: HandoffRecord) -> bool:

@@ -21,7 +21,8 @@ from agent.context_engine import ContextEngine
 
 from baton_engine import operations
 from baton_engine.compaction import is_baton_message
-from baton_engine.handoff import detector, render, store
+from baton_engine.errors import BatonError
+from baton_engine.handoff import capture, detector, lineage, render, store
 from baton_engine.handoff.config import DetectorConfig, load_config
 from baton_engine.handoff.ids import utc_now
 from baton_engine.hermes import cycle, tools
@@ -398,15 +399,37 @@ class BatonContextEngine(ContextEngine):
             "objective": objective[: cycle.OBJECTIVE_CHARS],
             "summary": {"current_state": cycle.current_state(messages)},
         }
-        if self.last_handoff:
-            payload["lineage"] = {"parents": [self.last_handoff["id"]], "relation": "continue"}
         origin = {"harness": "generic", "adapter_version": self.adapter_version, "session_id": self.session_id,
                   "model": self.model, "actor": {"type": "agent", "name": "hermes"}}
+        continued = self._continue_previous(payload, origin)
+        if continued is not None:
+            self.session_draft_id = continued
+            return continued, None
         result, _code = operations.call(operations.checkpoint_create, self._project_dir(), payload, origin=origin)
         if not result.get("ok"):
             return None, result
         self.session_draft_id = result["handoff"]["id"]
         return self.session_draft_id, None
+
+    def _continue_previous(self, payload: dict[str, Any], origin: dict[str, Any]) -> str | None:
+        """A draft continuing the previous handoff (inherits its items, so nothing recorded is forgotten)."""
+        previous_id = (self.last_handoff or {}).get("id")
+        paths = store.find_project_root(self._project_dir().resolve())
+        if not previous_id or paths is None:
+            return None
+        try:
+            handoffs = store.HandoffStore(paths)
+            changes = {
+                "work": {"title": payload["title"], "objective": payload["objective"]},
+                "summary": payload["summary"],
+                "origin": {**origin, "session_id": capture.hash_session_id(origin["session_id"])},
+            }
+            draft = capture.redacted(lineage.continue_from(handoffs.load(previous_id), changes=changes))
+            handoffs.save(draft)
+        except (BatonError, OSError) as exc:
+            LOGGER.warning("baton could not continue the previous handoff type=%s", type(exc).__name__)
+            return None
+        return draft.id
 
     # ---- status ----------------------------------------------------------------------------------
 

@@ -171,3 +171,24 @@ def test_compress_never_raises_on_garbage(project: Path, garbage: Any) -> None:
     engine = _engine(project)
     out = engine.compress(garbage)
     assert isinstance(out, list)
+
+
+def test_captured_items_survive_later_compactions(project: Path) -> None:
+    engine = _engine(project)
+    messages = _conversation("Harden the uploader", 2)
+    engine.handle_tool_call("baton_capture", {"kind": "decision", "item": {"decision": "retry with backoff"}},
+                            messages=messages)
+    first = engine.compress(messages)
+    engine.compress(first + _tool_round(50) + [{"role": "user", "content": "go on"}])  # nothing captured here
+    second = json.loads(engine.handle_tool_call(
+        "baton_capture", {"kind": "decision", "item": {"decision": "cap uploads at 1 GB"}}, messages=messages))
+    assert second["item"]["id"] == "D-002", "the session draft continues the previous handoff's numbering"
+    engine.compress(first + _tool_round(60) + [{"role": "user", "content": "finish"}])
+    by_id = {r["id"]: r for r in _records(project)}
+    latest = by_id[engine.get_status()["latest_handoff"]["id"]]
+    assert [d["decision"] for d in latest["decisions"]] == ["retry with backoff", "cap uploads at 1 GB"]
+    chain, node = [], latest
+    while node["lineage"]["parents"]:
+        chain.append(node["lineage"]["relation"])
+        node = by_id[node["lineage"]["parents"][0]]
+    assert chain == ["continue", "continue"] and engine.compression_count == 3
