@@ -479,8 +479,11 @@ def _detector_state_path(paths: store.ProjectPaths) -> Path:
 
 def _load_detector_state(paths: store.ProjectPaths) -> detector.DetectorState:
     """Cached cooldown state; a missing or unreadable cache is rebuildable, so it just starts fresh."""
+    path = _detector_state_path(paths)
+    if path.is_symlink() or path.parent.is_symlink():  # never read a cache that points out of the project
+        return detector.DetectorState()
     try:
-        data = json.loads(_detector_state_path(paths).read_text("utf-8"))
+        data = json.loads(path.read_text("utf-8"))
         return detector.DetectorState.from_json_dict(data)
     except (OSError, ValueError, BatonError):
         return detector.DetectorState()
@@ -488,8 +491,11 @@ def _load_detector_state(paths: store.ProjectPaths) -> detector.DetectorState:
 
 def _save_detector_state(paths: store.ProjectPaths, state: detector.DetectorState) -> None:
     target = _detector_state_path(paths)
+    if target.parent.is_symlink():  # a rebuildable cache is skipped rather than written out of the project
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(state.to_json_dict(), sort_keys=True) + "\n", encoding="utf-8")
+    # atomic_write renames over the target: a symlink planted there is replaced, never written through
+    store.atomic_write(target, (json.dumps(state.to_json_dict(), sort_keys=True) + "\n").encode("utf-8"))
 
 
 def detect(

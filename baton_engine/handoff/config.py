@@ -103,6 +103,9 @@ def load_config(baton_dir: Path) -> BatonConfig:
     """Settings from ``<baton_dir>/config.json``; a missing file gives the defaults."""
     path = Path(baton_dir) / CONFIG_FILE_NAME
     try:
+        if path.is_symlink() or (path.exists() and not (path.is_file() or path.is_dir())):
+            raise UserInputError(f"{path}: not a regular file (a symlink or device?); it must be a JSON file "
+                                 "inside the project")
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise UserInputError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; this is not a Baton config file")
         raw = path.read_bytes()

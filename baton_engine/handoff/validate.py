@@ -24,7 +24,6 @@ Rules worth knowing:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -524,17 +523,16 @@ def _check_actionability(record: HandoffRecord) -> Check:
 
 def _stored_ids(root: Path) -> set[str] | None:
     """Ids of the records in this project's store, or None when there is no store to ask."""
+    from baton_engine.handoff.store import _read_json  # the store's safe reader: no symlinks, FIFOs, huge files
+
     found: set[str] | None = None
     for data_dir in (".baton", ".threadline"):
         handoffs = root / data_dir / "handoffs"
-        if not handoffs.is_dir():
+        if not handoffs.is_dir() or handoffs.is_symlink() or (root / data_dir).is_symlink():
             continue
         found = found or set()
         for path in sorted(handoffs.glob("*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
+            data, _problem = _read_json(path)
             if isinstance(data, dict) and isinstance(data.get("id"), str):
                 found.add(data["id"])
     return found

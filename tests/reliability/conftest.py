@@ -7,6 +7,7 @@ drive the CLI and the store directly and run in the default environment.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from baton_engine import operations
 from batontest.hermes_home import git_project
 from reliability.kit import LogSink, capture_all_logs
 
+os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="baton-reliability-home-"))  # before any Hermes import
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
