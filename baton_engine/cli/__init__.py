@@ -5,12 +5,20 @@ from __future__ import annotations
 import click
 
 from baton_engine import __version__
+from baton_engine.logs import configure_logging
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="baton")
 def cli() -> None:
-    """Baton: validated handoffs and exact token budgets for agent sessions."""
+    """Baton: validated handoffs and exact token budgets for agent sessions.
+
+    Logs are off unless BATON_LOG is debug, info, warning or error (they go to stderr).
+    """
+    try:
+        configure_logging()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def main() -> None:

@@ -7,7 +7,6 @@ to the spec's exit codes (2 input, 3 validation, 4 not found / conflict, 5 polic
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +21,6 @@ from baton_engine.errors import UserInputError
 from baton_engine.operations import call
 
 Renderer = Callable[[Console, dict[str, Any]], None]
-
-# Logs are off by default (spec: BATON_LOG turns them on); without a handler Python's last-resort handler
-# would print library warnings into command output.
-logging.getLogger("baton_engine").addHandler(logging.NullHandler())
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
