@@ -1,0 +1,135 @@
+"""No network: the CLI and the engine connect nowhere except the configured tokenizer URL.
+
+A socket guard (``batontest.socket_guard``) patches ``socket.socket.connect``/``connect_ex``,
+``socket.create_connection`` and ``socket.getaddrinfo``: every attempt is recorded, disallowed ones
+are refused. The commands run in-process so the guard sees everything they do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from baton_engine import operations
+from baton_engine.cli import cli
+from batontest.faulty_servers import FaultyServer
+from batontest.socket_guard import SocketGuard, address_of
+from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine
+
+
+def test_the_guard_refuses_and_records_what_it_does_not_allow() -> None:
+    with FaultyServer("ok") as server, SocketGuard(allowed=[address_of(server.url)]) as guard:
+        assert httpx.post(server.url + "/tokenize", json={}).status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            httpx.get("http://192.0.2.1:8080/", timeout=2)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get("https://huggingface.co/", timeout=2)
+    refused = {(a.kind, a.host) for a in guard.refused}
+    assert ("connect", "192.0.2.1") in refused and ("connect", "huggingface.co") in refused
+    assert {a.host for a in guard.connections if a.allowed} == {"127.0.0.1"}
+
+
+def cli_commands(project: Path, draft: str, ready: str, text_file: Path) -> list[list[str]]:
+    return [
+        ["status"], ["handoff", "list"], ["handoff", "show", ready, "--format", "prompt"], ["handoff", "validate", draft],
+        ["record", "open-item", draft, "--input", "-"], ["handoff", "ready", draft, "--accept-warnings", "test"],
+        ["resume"], ["resume", ready, "--format", "json"], ["checkpoint", "create", "--title", "t", "--objective", "o", "--state", "s"],
+        ["fork", ready, "--label", "b"], ["detect", "--event", '{"explicit": true}'], ["doctor"], ["audit"],
+        ["gc", "--dry-run"], ["migrate", "--dry-run"], ["tokens", "backends"], ["tokens", "count", str(text_file)],
+    ]
+
+
+def run_cli_under_guard(project: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                        allowed: list[tuple[str, int]]) -> SocketGuard:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    draft = operations.checkpoint_create(project, {"title": "draft", "objective": "o",
+                                                   "summary": {"current_state": "s"}})["handoff"]["short_id"]
+    ready = operations.checkpoint_create(project, {"title": "ready", "objective": "o",
+                                                   "summary": {"current_state": "s"}})["handoff"]["short_id"]
+    operations.ready_handoff(project, ready, accept_warnings="test")
+    text_file = project.parent / "prompt.txt"
+    text_file.write_text("Count these words, please.")
+    monkeypatch.chdir(project)
+    item = json.dumps({"description": "finish", "suggested_action": "run tests", "acceptance_check": "green"})
+    with SocketGuard(allowed=allowed) as guard:
+        for argv in cli_commands(project, draft, ready, text_file):
+            result = CliRunner().invoke(cli, [*argv, "--json"], input=item)
+            assert result.exit_code in (0, 2, 3, 4, 5), (argv, result.output[-500:])  # documented codes
+            assert result.exception is None or isinstance(result.exception, SystemExit), argv
+    return guard
+
+
+def test_cli_commands_make_no_connection_with_a_local_tokenizer(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guard = run_cli_under_guard(project, monkeypatch, TIKTOKEN_ENV, allowed=[])
+    assert guard.refused == [] and guard.connections == []
+
+
+def test_cli_commands_connect_only_to_the_configured_tokenizer_url(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FaultyServer("ok", count=5) as server:
+        env = {"BATON_TOKENIZER_BACKEND": "vllm", "BATON_TOKENIZER_URL": server.url}
+        guard = run_cli_under_guard(project, monkeypatch, env, allowed=[address_of(server.url)])
+        assert server.requests_received >= 1, "the tokenizer was never asked: the guard saw nothing to allow"
+    assert guard.refused == []
+    assert {(a.host, a.port) for a in guard.connections} == {address_of(server.url)}
+
+
+def engine_session(project: Path) -> list[dict[str, Any]]:
+    """Turn checks, tools, a compaction and status: everything an engine does in a Hermes session."""
+    loop = pytest.importorskip("agent.conversation_loop")
+    from baton_engine.hermes.patches import Activation
+
+    messages = [{"role": "user", "content": "Fix the bug."}]
+    for i in range(8):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function",
+                      "function": {"name": "read_file", "arguments": '{"path": "README.md"}'}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": "text " * 200},
+                     {"role": "assistant", "content": f"step {i}"}]
+    messages.append({"role": "user", "content": "Continue."})
+    activation = Activation()
+    activation.activate()
+    try:
+        engine = make_engine(project)
+        engine.update_model("m", 65536, base_url="http://127.0.0.1:9/v1")
+        engine.on_session_start("s1")
+        engine.should_compress(loop.estimate_request_tokens_rough(messages, system_prompt="sys", tools=None))
+        activation.llm_request(request={"model": "m", "messages": messages, "max_tokens": 8000}, model="m",
+                               base_url="http://127.0.0.1:9/v1")
+        engine.handle_tool_call("baton_capture", {"kind": "decision", "item": {"decision": "d", "rationale": "r"}},
+                                messages=messages)
+        engine.handle_tool_call("baton_status", {}, messages=messages)
+        result = engine.compress(messages)
+        engine.handle_tool_call("baton_resume", {}, messages=messages)
+        engine.get_status()
+        engine.on_session_end("s1", result)
+        assert engine.compression_count == 1
+        return result
+    finally:
+        activation.deactivate()
+
+
+@pytest.mark.hermes
+def test_engine_makes_no_connection_with_a_local_tokenizer(project: Path) -> None:
+    with installed_runtime(TIKTOKEN_ENV), SocketGuard() as guard:
+        engine_session(project)
+    assert guard.refused == [] and guard.connections == []
+
+
+@pytest.mark.hermes
+def test_engine_connects_only_to_the_configured_tokenizer_url(project: Path) -> None:
+    with FaultyServer("ok", count=50) as server:
+        env = {"BATON_TOKENIZER_BACKEND": "vllm", "BATON_TOKENIZER_URL": server.url}
+        with installed_runtime(env), SocketGuard(allowed=[address_of(server.url)]) as guard:
+            engine_session(project)
+        assert server.requests_received >= 1
+    assert guard.refused == []
+    assert {(a.host, a.port) for a in guard.connections} == {address_of(server.url)}
