@@ -219,11 +219,12 @@ def checkpoint_create(
 def record_item(start: Path | str | None, ref: str, kind: str, item: dict[str, Any]) -> dict[str, Any]:
     """Add a decision / evidence / failed attempt / open item to a draft (ready records are immutable)."""
     _paths, handoffs, _config = _open(start)
-    record = handoffs.load(ref)
-    updated = capture.add_item(record, kind, item)  # type: ignore[arg-type]
-    if updated.status == "validated":  # new content: the earlier validation no longer speaks for it
-        updated = transition(updated, "draft", reason=f"{kind} recorded")
-    handoffs.save(updated)
+    with handoffs.locked():  # load-modify-save as one step: two writers must not drop each other's items
+        record = handoffs.load(ref)
+        updated = capture.add_item(record, kind, item)  # type: ignore[arg-type]
+        if updated.status == "validated":  # new content: the earlier validation no longer speaks for it
+            updated = transition(updated, "draft", reason=f"{kind} recorded")
+        handoffs.save(updated)
     field = {"decision": "decisions", "evidence": "evidence", "failed_attempt": "failed_attempts",
              "open_item": "open_items"}[kind]
     added = getattr(updated, field)[-1].model_dump(mode="json")

@@ -1,0 +1,43 @@
+"""A separate process driving the store through the same operations the CLI and the engine tools use.
+
+    python store_worker.py <project root> items <draft ref> <tag> <count>   # record <count> decisions
+    python store_worker.py <project root> cycle <tag>                      # checkpoint -> record -> ready, forever
+
+Prints ``ready`` once under way, then one line per completed write (``item <tag> <n>`` or a record id).
+"""
+
+from __future__ import annotations
+
+import sys
+from itertools import count
+from pathlib import Path
+
+from baton_engine import operations
+
+
+def record_items(root: Path, ref: str, tag: str, total: int) -> None:
+    print("ready", flush=True)
+    for number in range(total):
+        operations.record_item(root, ref, "decision", {"decision": f"{tag} decision {number}", "rationale": "soak"})
+        print(f"item {tag} {number}", flush=True)
+
+
+def cycle(root: Path, tag: str) -> None:
+    print("ready", flush=True)
+    for number in count():
+        created = operations.checkpoint_create(root, {
+            "title": f"{tag} {number}", "objective": "survive SIGKILL",
+            "summary": {"current_state": f"{tag} state {number} " + "padding " * 300}})
+        ref = created["handoff"]["id"]
+        operations.record_item(root, ref, "open_item", {"description": "finish", "suggested_action": "run tests",
+                                                        "acceptance_check": "green"})
+        operations.ready_handoff(root, ref, accept_warnings="soak")
+        print(ref, flush=True)
+
+
+if __name__ == "__main__":
+    project = Path(sys.argv[1])
+    if sys.argv[2] == "items":
+        record_items(project, sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        cycle(project, sys.argv[3])

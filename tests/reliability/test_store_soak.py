@@ -1,0 +1,65 @@
+"""Longer store soaks than ``tests/store/test_concurrency.py`` (which kills a bare ``store.save`` loop and
+runs two record writers): here the writers go through the operations layer the CLI, the MCP server and
+the engine tools share: checkpoint -> record an item -> validate and mark ready, and two processes
+recording items into the SAME draft."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from baton_engine import operations
+from baton_engine.handoff.store import HandoffStore, find_project_root
+
+WORKER = Path(__file__).with_name("store_worker.py")
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_two_processes_recording_into_one_draft_lose_no_item(project: Path) -> None:
+    draft = operations.checkpoint_create(project, {"title": "shared", "objective": "o",
+                                                   "summary": {"current_state": "s"}})["handoff"]["id"]
+    per_worker = 40
+    workers = [start(str(project), "items", draft, tag, str(per_worker)) for tag in ("a", "b")]
+    for worker in workers:
+        out, err = worker.communicate(timeout=240)
+        assert worker.returncode == 0, err[-2000:]
+        assert len(out.split("\n")) >= per_worker + 1
+    record = HandoffStore(find_project_root(project)).load(draft)
+    texts = {d.decision for d in record.decisions}
+    expected = {f"{tag} decision {n}" for tag in ("a", "b") for n in range(per_worker)}
+    assert expected - texts == set(), f"{len(expected - texts)} recorded decisions were lost"
+    assert len({d.id for d in record.decisions}) == len(record.decisions), "two items share an id"
+
+
+def test_sigkill_during_checkpoint_record_ready_never_leaves_a_partial_record(project: Path) -> None:
+    store = HandoffStore(find_project_root(project))
+    rng = random.Random(20261130)
+    confirmed: set[str] = set()
+    for iteration in range(40):
+        worker = start(str(project), "cycle", f"k{iteration}")
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.6))
+        worker.send_signal(signal.SIGKILL)
+        out, _err = worker.communicate(timeout=30)
+        confirmed.update(out.split())
+        listing = store.list()
+        assert listing.problems == [], [(p.path.name, p.kind, p.reason) for p in listing.problems]
+        by_id = {entry.record.id: entry.record for entry in listing.entries}
+        assert confirmed <= set(by_id), "a record whose ready transition returned was lost"
+        assert all(by_id[ref].status == "ready" for ref in confirmed)
+    for path in (project / ".baton" / "handoffs").iterdir():
+        if path.name.startswith("."):
+            assert path.name.endswith(".tmp")  # an interrupted write's temp file, never read as a record
+        else:
+            json.loads(path.read_text(encoding="utf-8"))
+    assert confirmed, "no cycle completed before a kill; the soak exercised nothing"
+    assert operations.status(project)["ok"]
