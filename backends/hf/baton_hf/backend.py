@@ -24,6 +24,7 @@ from baton_engine.tokens.contract import (
 from baton_engine.tokens.normalize import RequestShapeError, normalize_request, template_supports_developer
 from baton_engine.tokens.pieces import PieceCounter
 
+from baton_hf.sandbox import install_fast_paths
 from baton_hf.template import accepted_kwargs, detect_content_format
 
 # Tokenizers report a huge placeholder when they do not know the context length.
@@ -45,6 +46,7 @@ class HfBackend(TokenizerBackend):
         self._content_format = detect_content_format(self._template)
         self._supports_developer = template_supports_developer(self._template)
         self._accepted_kwargs = accepted_kwargs(self._template, tokenizer.apply_chat_template)
+        install_fast_paths(self._template)
         self._max_model_len = context_length or _known_context_length(tokenizer)
         self._encoder = _private_encoder(tokenizer)
         self._pieces = PieceCounter(self._count_batch, _split_tokens(self._encoder))
