@@ -60,7 +60,10 @@ class PieceCounter:
     def count_all(self, texts: Iterable[str]) -> int:
         """Sum of the exact counts of each text encoded on its own: one lock round and one batch for all of them
         (a chat count made of many separately encoded texts pays the per-call overhead once)."""
-        pieces = [piece for text in texts for piece in self.split(text)]
+        if self._pattern is None:
+            pieces = [text for text in texts if text]
+        else:
+            pieces = [piece for text in texts for piece in self._pattern.split(text) if piece]
         counts: dict[str, int] = {}
         missing: list[str] = []
         with self._lock:
