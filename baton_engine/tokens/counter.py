@@ -181,16 +181,17 @@ class TokenCounter:
         with self._lock:
             self._epoch += 1
             self._cache.clear()
-        try:
-            self._backend.clear_cache()
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("backend clear_cache failed type=%s", type(exc).__name__)
+        self._housekeeping("clear_cache")
 
     def close(self) -> None:
+        self._housekeeping("close")
+
+    def _housekeeping(self, method: str) -> None:
+        """Call a backend's ``clear_cache``/``close``; a failure is logged by type, never raised into the agent."""
         try:
-            self._backend.close()
+            getattr(self._backend, method)()
         except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("backend close failed type=%s", type(exc).__name__)
+            LOGGER.warning("backend %s failed type=%s", method, type(exc).__name__)
 
 
 def _describe(error: Exception) -> str:

@@ -211,6 +211,25 @@ def test_backend_source_failure_does_not_break_the_counter() -> None:
     assert counter.count_text("abc").fallback_reason == "unknown-backend: CannotCount"
 
 
+def test_failing_backend_housekeeping_is_logged_by_type_and_never_raised(caplog: pytest.LogCaptureFixture) -> None:
+    class Sloppy(WordBackend):
+        def clear_cache(self) -> None:
+            raise OSError(f"cache dir holds {SECRET}")
+
+        def close(self) -> None:
+            raise RuntimeError(SECRET)
+
+    counter = TokenCounter(Sloppy())
+    assert counter.count_text("a b").tokens == 2
+    counter.clear_cache()
+    counter.close()
+    messages = [r.getMessage() for r in caplog.records]
+    assert "backend clear_cache failed type=OSError" in messages and "backend close failed type=RuntimeError" in messages
+    assert not any(SECRET in m for m in messages)
+    counter.count_text("a b")
+    assert counter.stats().backend_calls == 2  # the cache was cleared despite the failure
+
+
 def test_invalid_construction_is_rejected() -> None:
     with pytest.raises(ValueError, match="fallback_margin_tokens"):
         TokenCounter(RoughBackend(), fallback_margin_tokens=-1)
