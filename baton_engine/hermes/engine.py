@@ -2,7 +2,9 @@
 
 Why it holds only plain data: Hermes deep-copies the registered engine per agent and silently falls back
 to its own compressor when the copy fails, so the tokenizer client, locks and settings live in
-``runtime`` (process-wide) and the engine keeps ids, counters and small strings. The state survives
+``runtime`` (process-wide) and the engine keeps ids, counters, its own window and small strings.
+Constructing an engine changes nothing outside it; ``update_model`` records this agent's window in the
+runtime's per-agent registry so the request middleware budgets each agent's requests against its own. The state survives
 Hermes' session-id rotation at compaction (``on_session_start(..., boundary_reason="compression")``).
 Nothing here raises into the agent loop: decisions fall back to "do not compress", ``compress()``
 falls back to a degraded, pair-safe list.
@@ -27,7 +29,7 @@ from baton_engine.handoff.config import DetectorConfig, load_config
 from baton_engine.handoff.ids import utc_now
 from baton_engine.hermes import cycle, tools
 from baton_engine.hermes.config import ENGINE_NAME
-from baton_engine.hermes.runtime import get_runtime, usage_value
+from baton_engine.hermes.runtime import Window, get_runtime, usage_value
 from baton_engine.tokens.rough import estimate_chat_request
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -56,6 +58,8 @@ class BatonContextEngine(ContextEngine):
         self.compression_count = 0
         self.degraded_count = 0
         self.model: str | None = None
+        self.base_url: str | None = None
+        self.window_from_host = False
         self.session_id: str | None = None
         self.session_rotations = 0
         self.objective: str | None = None
@@ -77,7 +81,7 @@ class BatonContextEngine(ContextEngine):
         self.last_decision = "not evaluated yet"
         self.last_detector: dict[str, Any] | None = None
         self.adapter_version = f"hermes-{hermes_version()}"
-        self.update_model("", DEFAULT_CONTEXT_LENGTH)
+        self._set_window(DEFAULT_CONTEXT_LENGTH)
 
     # ---- identity and host attributes -------------------------------------------------------------
 
@@ -91,18 +95,45 @@ class BatonContextEngine(ContextEngine):
     def _project_dir(self) -> Path:
         return self.project_dir if self.project_dir is not None else Path.cwd()
 
+    def _set_window(self, length: int) -> None:
+        """This engine's window and threshold, reserving the output budget; touches nothing shared."""
+        self.context_length = length
+        self.threshold_tokens = self._threshold_for(length)
+
+    def _threshold_for(self, length: int) -> int:
+        try:
+            return get_runtime().threshold_for(length, self.threshold_percent)
+        except ValueError:
+            return int(length * self.threshold_percent)
+
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: str = "",
                      provider: str = "", api_mode: str = "", **_: Any) -> None:
-        """Window and threshold from the context length, reserving the output budget (never raises)."""
-        self.model = model or self.model
-        runtime = get_runtime()
-        length = context_length if isinstance(context_length, int) and context_length > 0 else DEFAULT_CONTEXT_LENGTH
-        self.context_length = length
-        runtime.context_length = length
+        """This agent's window (recorded for its requests' output clamp) and threshold; never raises."""
         try:
-            self.threshold_tokens = runtime.threshold_for(length, self.threshold_percent)
-        except ValueError:
-            self.threshold_tokens = int(length * self.threshold_percent)
+            self.model = model or self.model
+            self.base_url = base_url or self.base_url
+            ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
+            self._set_window(context_length if ok else DEFAULT_CONTEXT_LENGTH)
+            self.window_from_host = True
+            self._remember_window(route=True)
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
+
+    def _remember_window(self, *, route: bool = False) -> None:
+        """Tell the middleware this agent's window by session id (and by route when Hermes just set it);
+        only a window Hermes gave, never the constructor's default."""
+        if self.window_from_host:
+            get_runtime().windows.remember(self.context_length, session_id=self.session_id,
+                                           route=(self.model, self.base_url) if route else None)
+
+    def effective_window(self) -> Window:
+        """Hermes' context_length, or the serving model's smaller window once the server reported it.
+
+        Lowers the threshold to fit that window (only ever lowers: Hermes may have lowered it too)."""
+        window = get_runtime().window(self.context_length)
+        if window.effective < self.context_length:
+            self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(window.effective))
+        return window
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
         if not isinstance(usage, dict):
@@ -157,7 +188,7 @@ class BatonContextEngine(ContextEngine):
         if tokens < 0 or (tokens == 0 and self.last_prompt_tokens == -1):
             return False, "awaiting real usage after compaction (-1 sentinel)"
         settings = self._settings()
-        ceiling = self.context_length - settings.min_output_tokens
+        ceiling = self.effective_window().effective - settings.min_output_tokens
         if tokens >= ceiling:
             return True, f"prompt {tokens} leaves less than {settings.min_output_tokens} output tokens"
         trigger = None
@@ -233,6 +264,7 @@ class BatonContextEngine(ContextEngine):
         runtime = get_runtime()
         settings = runtime.settings
         before = runtime.count(messages)
+        self.effective_window()
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
         result = self._evaluate_detector(tokens, explicit=self.explicit_request or force)
         automation: dict[str, Any] = {"trigger": "pre_compaction", "score": None,
@@ -311,8 +343,10 @@ class BatonContextEngine(ContextEngine):
             if rotation:
                 self.session_id = session_id or self.session_id
                 self.session_rotations += 1
+                self._remember_window()
                 return
             self.session_id = session_id
+            self._remember_window()
             self._reset_session_state()
             self._stage_latest_ready()
         except Exception as exc:  # noqa: BLE001
@@ -440,6 +474,7 @@ class BatonContextEngine(ContextEngine):
             counter = runtime.counter()
             stats = counter.stats() if counter is not None else None
             remaining = self.get_active_compression_failure_cooldown()
+            window = self.effective_window()
             detector_view = self.last_detector or {}
             from baton_engine.hermes.plugin import activation
 
@@ -457,7 +492,8 @@ class BatonContextEngine(ContextEngine):
                 "validation_warnings": list(self.last_validation_warnings),
                 "staged_brief": self.staged_brief is not None,
                 "stale": self.staged_stale,
-                "tokenizer": {"source": runtime.source(), "exact": bool(counter and counter.source != "rough"),
+                "window": window.to_status(),
+                "tokenizer": {"source": runtime.source(), "exact": runtime.last_chat_exact,
                               "fallbacks": stats.fallbacks if stats else 0,
                               "last_fallback_reason": (stats.last_fallback_reason if stats else None)
                               or runtime.counter_error},

@@ -166,14 +166,20 @@ class ExactEstimators:
         return estimate_tools_tokens_exact
 
 
-def clamp_request(runtime: BatonRuntime, request: dict[str, Any]) -> dict[str, Any] | None:
-    """The clamped copy of a chat request, or None when it is left unchanged."""
+def clamp_request(runtime: BatonRuntime, request: dict[str, Any], *, session_id: Any = None,
+                  model: Any = None, base_url: Any = None) -> dict[str, Any] | None:
+    """The clamped copy of a chat request, or None when it is left unchanged.
+
+    Budgeted against the sending agent's window, capped by the server's own window: the count comes
+    first because it is what tells Baton the server's ``max_model_len``.
+    """
     messages = request.get("messages")
     if not isinstance(messages, list):
         return None
     counted = runtime.count(messages, request.get("tools") or None)
+    window = runtime.request_window(session_id=session_id, model=model or request.get("model"), base_url=base_url)
     settings = runtime.settings
-    budget = clamp_output(request, counted, window=runtime.context_length,
+    budget = clamp_output(request, counted, window=window.effective,
                           min_output_tokens=settings.min_output_tokens,
                           fallback_margin_tokens=settings.fallback_margin_tokens)
     runtime.last_clamp_reason = budget.reason
@@ -182,8 +188,8 @@ def clamp_request(runtime: BatonRuntime, request: dict[str, Any]) -> dict[str, A
         LOGGER.info("baton output budget unchanged prompt=%s source=%s", counted.tokens, counted.source)
         return None
     runtime.clamps += 1
-    LOGGER.info("baton output budget field=%s value=%s prompt=%s window=%d source=%s",
-                budget.field, budget.max_tokens, counted.tokens, runtime.context_length, counted.source)
+    LOGGER.info("baton output budget field=%s value=%s prompt=%s window=%d window_source=%s source=%s",
+                budget.field, budget.max_tokens, counted.tokens, window.effective, window.source, counted.source)
     return dict(budget.request)
 
 
@@ -216,7 +222,7 @@ class Activation:
             patch.restore()
 
     def llm_request(self, request: Any = None, original_request: Any = None, model: Any = None,
-                    base_url: Any = None, **_: Any) -> dict[str, Any] | None:
+                    base_url: Any = None, session_id: Any = None, **_: Any) -> dict[str, Any] | None:
         """``llm_request`` middleware: clamp the main request's output budget; fail-open, never raises."""
         try:
             if not self.active or not isinstance(request, dict):
@@ -225,7 +231,7 @@ class Activation:
             if not runtime.route.matches(model or request.get("model"), base_url):
                 return None
             self.estimators.remember_tools(request.get("tools") or None)
-            clamped = clamp_request(runtime, request)
+            clamped = clamp_request(runtime, request, session_id=session_id, model=model, base_url=base_url)
             return None if clamped is None else {"request": clamped}
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton llm_request middleware failed type=%s; request unchanged", type(exc).__name__)
@@ -241,7 +247,7 @@ class Activation:
                 base_url = kwargs.get("base_url") if "base_url" in kwargs else (args[9] if len(args) > 9 else None)
                 if not runtime.route.matches(built.get("model"), base_url):
                     return built
-                clamped = clamp_request(runtime, built)
+                clamped = clamp_request(runtime, built, base_url=base_url)
                 return built if clamped is None else clamped
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton auxiliary clamp failed type=%s; request unchanged", type(exc).__name__)

@@ -4,12 +4,17 @@ Why module state and not engine attributes: Hermes deep-copies the registered en
 and a live tokenizer client or lock must not be copied (a copy failure silently falls back to the
 built-in compressor). Engines, patches and the middleware all reach the same counter here, so the
 pre-API estimate and the request middleware share one cache: one tokenizer round trip per request.
+
+Windows are per agent: each engine records its own window here (by session id and by route) when
+Hermes tells it the model, so the middleware budgets every request against ITS agent's window and
+building another engine never changes anyone else's.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,6 +46,61 @@ class Route:
         return True
 
 
+def _route_key(model: Any, base_url: Any) -> tuple[str, str, str]:
+    return ("route", str(model or ""), str(base_url or "").rstrip("/"))
+
+
+class WindowRegistry:
+    """Each agent's context window, by session id and by (model, base_url); bounded LRU, thread-safe."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._capacity = capacity
+        self._windows: OrderedDict[tuple[str, ...], int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, window: int, *, session_id: Any = None, route: tuple[Any, Any] | None = None) -> None:
+        """Record ``window`` for a session id and/or a (model, base_url) route."""
+        keys = ([_route_key(*route)] if route is not None else []) + (
+            [("session", str(session_id))] if session_id else [])
+        with self._lock:
+            for key in keys:
+                self._windows[key] = window
+                self._windows.move_to_end(key)
+            while len(self._windows) > self._capacity:
+                self._windows.popitem(last=False)
+
+    def lookup(self, *, session_id: Any = None, model: Any = None, base_url: Any = None) -> int | None:
+        """The window of the agent behind a request: its session first, then its route."""
+        keys = ([("session", str(session_id))] if session_id else []) + [_route_key(model, base_url)]
+        with self._lock:
+            for key in keys:
+                if key in self._windows:
+                    return self._windows[key]
+        return None
+
+
+@dataclass(frozen=True)
+class Window:
+    """The window a budget uses and where it came from (numbers only: safe for status and logs)."""
+
+    hermes: int
+    server: int | None = None
+
+    @property
+    def effective(self) -> int:
+        return min(self.hermes, self.server) if self.server is not None else self.hermes
+
+    @property
+    def source(self) -> str:
+        return "server max_model_len" if self.effective != self.hermes else "hermes context_length"
+
+    def to_status(self) -> dict[str, Any]:
+        mismatch = (f"server max_model_len {self.server} < Hermes context_length {self.hermes}; "
+                    f"budgeting against {self.effective}") if self.effective != self.hermes else None
+        return {"hermes_context_length": self.hermes, "server_max_model_len": self.server,
+                "effective": self.effective, "source": self.source, "mismatch": mismatch}
+
+
 def count_request(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> dict[str, Any]:
     """The canonical request Baton counts: same shape everywhere, so the cache key matches."""
     request: dict[str, Any] = {"messages": list(messages)}
@@ -58,6 +118,8 @@ class BatonRuntime:
         self.route = Route(self.view.model, self.view.base_url)
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
         self.threshold_percent = DEFAULT_THRESHOLD_PERCENT
+        self.windows = WindowRegistry()
+        self.last_chat_exact: bool | None = None
         self._counter: TokenCounter | None = None
         self._counter_error: str | None = None
         self._lock = threading.Lock()
@@ -97,8 +159,11 @@ class BatonRuntime:
                 tokens = estimate_chat_request(count_request(messages, tools)) + self.settings.fallback_margin_tokens
             except Exception:  # noqa: BLE001
                 return TokenCount(None, False, "unknown", fallback_reason=self._counter_error)
+            self.last_chat_exact = False
             return TokenCount(tokens, False, FALLBACK_SOURCE, fallback_reason=self._counter_error)
-        return counter.count_chat(count_request(messages, tools))
+        counted = counter.count_chat(count_request(messages, tools))
+        self.last_chat_exact = counted.exact
+        return counted
 
     def count_text(self, text: str) -> TokenCount:
         counter = self.counter()
@@ -113,6 +178,26 @@ class BatonRuntime:
         return counter.source if counter is not None else "rough (backend unavailable)"
 
     # ---- budgets ---------------------------------------------------------------------------------
+
+    def server_window(self) -> int | None:
+        """The serving model's own window, from a backend that asks the server (vLLM's ``max_model_len``,
+        incl. its ``max_model_len_mismatch``); None for local tokenizers. No I/O: known after one count."""
+        with self._lock:
+            counter = self._counter
+        if counter is None or not hasattr(counter.backend, "max_model_len_mismatch"):
+            return None
+        mismatch = counter.backend.max_model_len_mismatch
+        server = mismatch.server if mismatch is not None else counter.stats().last_max_model_len
+        return server if isinstance(server, int) and not isinstance(server, bool) and server > 0 else None
+
+    def window(self, hermes_window: int) -> Window:
+        """``hermes_window`` (the agent's context_length) against what the server will enforce."""
+        return Window(hermes_window, self.server_window())
+
+    def request_window(self, *, session_id: Any = None, model: Any = None, base_url: Any = None) -> Window:
+        """The window of the agent that sent a request (else the configured one), capped by the server."""
+        known = self.windows.lookup(session_id=session_id, model=model, base_url=base_url)
+        return self.window(known if known is not None else self.context_length)
 
     def reserved_output_tokens(self) -> int:
         """Output kept free below the compaction threshold: the clamp guarantees the rest (see patches)."""

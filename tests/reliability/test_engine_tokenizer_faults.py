@@ -162,8 +162,6 @@ def test_wrong_max_model_len_keeps_exact_counts_and_requests_go_out(project: Pat
     assert stats.last_max_model_len == 8192 and stats.fallbacks == 0
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING: the output clamp and status ignore the server's max_model_len "
-                   "(8192 < Hermes' context_length 65536): max_tokens is budgeted against 65536")
 def test_wrong_max_model_len_budgets_against_the_smaller_window_and_says_so(project: Path) -> None:
     with FaultyServer("ok", count=321, max_model_len=8192) as server, active_baton(server.url) as activation:
         engine = agent_engine(project)
@@ -171,6 +169,25 @@ def test_wrong_max_model_len_budgets_against_the_smaller_window_and_says_so(proj
         status = engine.get_status()
     assert turn["sent"]["max_tokens"] <= 8192 - 321
     assert "8192" in repr(status)
+    assert status["window"] == {
+        "hermes_context_length": WINDOW, "server_max_model_len": 8192, "effective": 8192,
+        "source": "server max_model_len",
+        "mismatch": f"server max_model_len 8192 < Hermes context_length {WINDOW}; budgeting against 8192"}
+    # The compaction threshold fits the server's window too (output reserve kept below it).
+    assert engine.threshold_tokens <= int(8192 * engine.threshold_percent)
+    assert status["threshold_tokens"] == engine.threshold_tokens
+    assert engine.should_compress(8192 - 100) is True  # near the server's window, far below Hermes' 65536
+
+
+def test_a_server_window_larger_than_hermes_leaves_the_budget_alone(project: Path) -> None:
+    with FaultyServer("ok", count=321, max_model_len=4 * WINDOW) as server, \
+            active_baton(server.url) as activation:
+        engine = agent_engine(project)
+        turn = one_turn(activation, engine, transcript("big"))
+        status = engine.get_status()
+    assert turn["changed"] and turn["sent"]["max_tokens"] == WINDOW - 321
+    assert status["window"]["effective"] == WINDOW and status["window"]["source"] == "hermes context_length"
+    assert status["window"]["mismatch"] is None and status["window"]["server_max_model_len"] == 4 * WINDOW
 
 
 def concurrent_turns(project: Path, url: str, timeout: float, agents: int = 8) -> list[dict[str, Any]]:
@@ -199,7 +216,7 @@ def test_slow_server_beyond_the_timeout_under_concurrent_agents(project: Path) -
 
 
 def test_slow_server_within_the_timeout_gives_every_concurrent_agent_exact_budgets(project: Path) -> None:
-    with FaultyServer("ok", delay=0.3, count=777) as server:
+    with FaultyServer("ok", delay=0.3, count=777, max_model_len=WINDOW) as server:
         turns = concurrent_turns(project, server.url, timeout=5.0, agents=8)
         assert server.requests_received >= 8
     for turn in turns:
