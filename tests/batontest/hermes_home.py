@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from batontest.gitrepo import init_repo
+
 HERMES_OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
@@ -68,16 +70,7 @@ def hermes_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, 
 
 def git_project(root: Path, files: Mapping[str, str] | None = None) -> Path:
     """A git repository with one commit (``files`` or a small README)."""
-    root.mkdir(parents=True, exist_ok=True)
-    for name, text in (files or {"README.md": "# demo project\n"}).items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    git = ["git", "-c", "user.name=Baton Test", "-c", "user.email=baton@example.invalid", "-c", "commit.gpgsign=false"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=root, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "initial"], cwd=root, check=True)
-    return root
+    return init_repo(root, files or {"README.md": "# demo project\n"})
 
 
 def baton_init(project: Path, python: str | None = None) -> None:

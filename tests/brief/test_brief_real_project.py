@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,18 +12,10 @@ from baton_engine.handoff.freshness import check_freshness
 from baton_engine.handoff.redact import find_secrets
 from baton_engine.handoff.render import render_brief, render_markdown
 from baton_engine.handoff.validate import validate_record
+from batontest.gitrepo import git
 from batontest.secrets_corpus import SAMPLES_BY_NAME
 
 NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=Baton Test", "-c", "user.email=test@baton.invalid",
-         "-c", "commit.gpgsign=false", *args],
-        capture_output=True, text=True, check=True, timeout=30,
-    )
-    return done.stdout.strip()
 
 
 def test_captured_record_goes_stale_after_a_commit(tmp_path: Path) -> None:

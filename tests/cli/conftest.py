@@ -2,62 +2,30 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_SCHEMA = REPO.parent / "shared" / "reference" / "handoff-v0.1.reference.json"
-GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
-
-
-def git(root: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env=env)
-    return done.stdout.strip()
-
-
-def commit_file(root: Path, name: str, text: str, message: str = "change") -> str:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    git(root, "add", name)
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
+from batontest import schemas
+from batontest.baton_cli import CliResult
+from batontest.gitrepo import commit_file, init_repo
 
 
 @pytest.fixture
 def git_project(tmp_path: Path) -> Path:
     """A fresh git repository with one committed source file (not yet a Baton project)."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
+    root = init_repo(tmp_path / "proj")
     commit_file(root, "src/app.py", "print('hello')\n", "initial")
     return root
 
 
 @pytest.fixture(scope="session")
-def reference_validator() -> jsonschema.Draft7Validator:
-    schema = json.loads(REFERENCE_SCHEMA.read_text(encoding="utf-8"))
-    return jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
-
-
-@pytest.fixture(scope="session")
-def assert_conforms(reference_validator: jsonschema.Draft7Validator) -> Callable[[dict[str, Any]], None]:
-    def check(data: dict[str, Any]) -> None:
-        errors = sorted(reference_validator.iter_errors(data), key=lambda err: list(err.path))
-        assert not errors, [f"{list(err.path)}: {err.message}" for err in errors]
-
-    return check
+def assert_conforms() -> Callable[[dict[str, Any]], None]:
+    return schemas.assert_conforms
 
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -105,19 +73,8 @@ def snapshot() -> Callable[[str, str, Path], None]:
     return check
 
 
-@dataclass
-class Invocation:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return json.loads(self.stdout)
-
-
 @pytest.fixture
-def baton(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Invocation]:
+def baton(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
     """Invoke the real click command in-process (CliRunner); ``cwd`` is where `baton` is run from."""
     from click.testing import CliRunner
 
@@ -125,9 +82,9 @@ def baton(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Invocation]:
 
     monkeypatch.delenv("BATON_TOKENIZER_BACKEND", raising=False)
 
-    def invoke(*args: str, cwd: Path, stdin: str | None = None) -> Invocation:
+    def invoke(*args: str, cwd: Path, stdin: str | None = None) -> CliResult:
         monkeypatch.chdir(cwd)
         result = CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
-        return Invocation(result.exit_code, result.stdout, result.stderr)
+        return CliResult(result.exit_code, result.stdout, result.stderr)
 
     return invoke

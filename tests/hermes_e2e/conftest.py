@@ -17,11 +17,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from batontest import schemas
 from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
 from batontest.model_server import ModelServer
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_SCHEMA = REPO.parent / "shared" / "reference" / "handoff-v0.1.reference.json"
 DRIVER = Path(__file__).with_name("driver.py")
 MODEL = "qwen3-local"
 WINDOW = 65536
@@ -86,8 +85,7 @@ def run_scenario(workdir: Path, server: ModelServer, *, turns: Sequence[str], ba
 
 @pytest.fixture(scope="session")
 def reference_validator() -> jsonschema.Draft7Validator:
-    schema = json.loads(REFERENCE_SCHEMA.read_text(encoding="utf-8"))
-    return jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    return schemas.reference_validator()
 
 
 def transcript_keys(value: Any) -> set[str]:

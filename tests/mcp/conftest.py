@@ -4,12 +4,8 @@ the MCP SDK's own stdio client talking to the server."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,51 +13,11 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-BIN = Path(sys.executable).parent
-BATON = BIN / "baton"
-BATON_MCP = BIN / "baton-mcp"
-GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+from batontest.baton_cli import SCRIPTS, CliResult, clean_env, run_baton
+from batontest.gitrepo import commit_file, init_repo
+
+BATON_MCP = SCRIPTS / "baton-mcp"
 T = TypeVar("T")
-
-
-def clean_env() -> dict[str, str]:
-    """No BATON_*/INCONTEXT_* settings leak in: the CLI and the server see the same (project-only) config."""
-    return {key: value for key, value in os.environ.items() if not key.startswith(("BATON_", "INCONTEXT_"))}
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV})
-    return done.stdout.strip()
-
-
-def commit_file(root: Path, name: str, text: str, message: str = "change") -> str:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    git(root, "add", name)
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
-
-
-@dataclass
-class CliRun:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return json.loads(self.stdout)
-
-
-def run_baton(*args: str, cwd: Path) -> CliRun:
-    """The installed `baton` console script in a real process."""
-    assert BATON.exists(), f"console script not installed at {BATON}; pip install -e ."
-    done = subprocess.run([str(BATON), *args], cwd=cwd, capture_output=True, text=True, env=clean_env(),
-                          timeout=120)
-    return CliRun(done.returncode, done.stdout, done.stderr)
 
 
 def write_json(path: Path, data: Any) -> str:
@@ -126,9 +82,7 @@ def capture_payload(**extra: Any) -> dict[str, Any]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project with two committed files and an initialised `.baton/` (via the real CLI)."""
-    root = tmp_path / "shop"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
+    root = init_repo(tmp_path / "shop")
     commit_file(root, "src/cart.py", "def total(items):\n    return sum(items)\n", "initial")
     commit_file(root, "README.md", "# shop\n", "readme")
     init = run_baton("init", "--json", cwd=root)
@@ -140,7 +94,7 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def baton() -> Callable[..., CliRun]:
+def baton() -> Callable[..., CliResult]:
     return run_baton
 
 

@@ -16,6 +16,8 @@ import pytest
 from mcp import ClientSession
 
 from batontest.assets import qwen3_dir
+from batontest.baton_cli import run_baton
+from batontest.gitrepo import git
 from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
 from batontest.model_server import ModelServer, Reply, ScriptedPolicy, ToolCall, todo_round
 
@@ -90,10 +92,8 @@ def resume_both_ways(project: Path, ref: str, mcp_session) -> tuple[dict[str, An
         return result.structured_content, [block.text for block in result.content]
 
     structured, texts = mcp_session(project, scenario)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "INCONTEXT_"))}
-    cli = subprocess.run([str(Path(sys.executable).parent / "baton"), "resume", ref, "--format", "prompt"],
-                         cwd=project, capture_output=True, text=True, env=env, timeout=120)
-    assert cli.returncode == 0, cli.stderr
+    cli = run_baton("resume", ref, "--format", "prompt", cwd=project)
+    assert cli.code == 0, cli.stderr
     return structured, texts, cli.stdout
 
 
@@ -110,8 +110,7 @@ def test_hermes_handoff_resumes_the_same_through_mcp_and_the_cli_prompt(tmp_path
     assert "fresh" in texts[0]
 
     (project / ARTIFACT).write_text("def parse(line):\n    return line.strip().split()\n", encoding="utf-8")
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qam",
-                    "parser strips"], cwd=project, check=True)
+    git(project, "commit", "-qam", "parser strips")
 
     stale, stale_texts, stale_prompt = resume_both_ways(project, record["id"], mcp_session)
     assert stale["freshness"]["stale"] is True and "STALE" in stale_texts[0]

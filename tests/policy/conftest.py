@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,26 +11,12 @@ import pytest
 
 from baton_engine.handoff.config import BatonConfig
 from baton_engine.handoff.gitinfo import git_head, sha256_file
+from batontest.gitrepo import commit_all, git
 
 RECORD_ID = "0190b7f2-8c1d-7a3e-9f42-6b1c2d3e4f50"
 PARENT_ID = "0190b7f2-8c1d-7a3e-9f42-6b1c2d3e4f51"
 OTHER_PARENT_ID = "0190b7f2-8c1d-7a3e-9f42-6b1c2d3e4f52"
 TS = "2026-11-30T02:00:00Z"
-
-
-def git(root: Path, *args: str) -> str:
-    completed = subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=Baton Test", "-c", "user.email=test@baton.invalid",
-         "-c", "commit.gpgsign=false", *args],
-        capture_output=True, text=True, check=True, timeout=30,
-    )
-    return completed.stdout.strip()
-
-
-def commit_all(root: Path, message: str) -> str:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
 
 
 def make_project(root: Path, *, use_git: bool = True) -> Path:

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from baton_engine.handoff import ids
 from baton_engine.handoff.model import HandoffRecord
-
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_SCHEMA = REPO.parent / "shared" / "reference" / "handoff-v0.1.reference.json"
+from batontest import schemas
 
 
 @pytest.fixture(scope="session")
-def reference_validator() -> jsonschema.Draft7Validator:
-    """The published v0.1 schema (draft-07) with format checks on, so ``format: uuid`` is enforced."""
-    schema = json.loads(REFERENCE_SCHEMA.read_text(encoding="utf-8"))
-    jsonschema.Draft7Validator.check_schema(schema)
-    return jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
-
-
-@pytest.fixture(scope="session")
-def assert_conforms(reference_validator: jsonschema.Draft7Validator) -> Callable[[dict[str, Any]], None]:
-    def check(data: dict[str, Any]) -> None:
-        errors = sorted(reference_validator.iter_errors(data), key=lambda err: list(err.path))
-        assert not errors, [f"{list(err.path)}: {err.message}" for err in errors]
-
-    return check
+def assert_conforms() -> Callable[[dict[str, Any]], None]:
+    """Assert against the published v0.1 schema (draft-07) with format checks on, so ``format: uuid`` is enforced."""
+    return schemas.assert_conforms
 
 
 def record_data(**overrides: Any) -> dict[str, Any]:

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from baton_engine.handoff import gitinfo
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
+from batontest.gitrepo import git
 
 
 @pytest.fixture
