@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Literal
 
+from batontest.loopback import LoopbackServer
+
 Fault = Literal[
     "ok",  # a valid /tokenize reply (use with delay for a slow server)
     "status_500",
@@ -38,8 +40,19 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-class FaultyServer:
+class _FaultHandler(socketserver.BaseRequestHandler):
+    owner: FaultyServer
+
+    def handle(self) -> None:
+        self.owner._serve(self.request)
+
+
+class FaultyServer(LoopbackServer):
     """Answers every request with the chosen fault; counts requests received."""
+
+    handler = _FaultHandler
+    server_class = socketserver.ThreadingTCPServer
+    thread_name = "faulty-server"
 
     def __init__(self, fault: Fault, *, delay: float = 0.0, count: int = 7, max_model_len: int = 40960) -> None:
         self.fault = fault
@@ -49,31 +62,10 @@ class FaultyServer:
         self.requests_received = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server: socketserver.ThreadingTCPServer | None = None
-
-    def __enter__(self) -> FaultyServer:
-        owner = self
-
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self) -> None:
-                owner._serve(self.request)
-
-        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="faulty-server", daemon=True).start()
-        return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "use FaultyServer as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        self._stopping.set()  # first: handlers that hang or dribble return instead of outliving the server
+        super().__exit__(*exc)
 
     def _serve(self, conn: socket.socket) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -26,9 +26,10 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from batontest.loopback import JsonHandler, LoopbackServer
 
 DEFAULT_MODEL_NAME = "qwen3-local"
 FIXED_CREATED = 1_764_000_000  # deterministic "created" timestamps
@@ -228,13 +229,55 @@ def protocol_problem(messages: Sequence[Any]) -> str | None:
     return None
 
 
-class ModelServer:
+class _Handler(JsonHandler):
+    owner: ModelServer
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._record_other()
+            self.send_json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self.send_json(400, _error("request body must be a JSON object"))
+            return
+        status, payload = self.owner.handle_chat(body)
+        if isinstance(payload, list):
+            self._sse(payload)
+        else:
+            self.send_json(status, payload)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.rstrip("/") in {"/v1/models", "/models"}:
+            self.send_json(200, self.owner.models())
+        else:
+            self._record_other()
+            self.send_json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+
+    def _record_other(self) -> None:
+        with self.owner._lock:
+            self.owner.other_paths.append(f"{self.command} {self.path}")
+
+    def _sse(self, chunks: list[dict[str, Any]]) -> None:
+        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self.send_body(200, "text/event-stream", data.encode())
+
+
+class ModelServer(LoopbackServer):
     """Start/stop as a context manager; binds 127.0.0.1 on a free port.
 
     ``prompt_inflation`` is added to the REPORTED ``usage.prompt_tokens`` only (to force
     compaction on small transcripts); the window check always uses the real count.
     ``on_request`` is called after each recorded chat request (the demo prints from it).
     """
+
+    handler = _Handler
+    thread_name = "model-server"
 
     def __init__(
         self,
@@ -255,35 +298,11 @@ class ModelServer:
         self.requests: list[RecordedRequest] = []
         self.other_paths: list[str] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> ModelServer:
-        owner = self
-
-        class Handler(_Handler):
-            server_owner = owner
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="model-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     @property
     def base_url(self) -> str:
         """The OpenAI base URL (ends in ``/v1``)."""
-        assert self._server is not None, "use ModelServer as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.url}/v1"
 
     # -- views for assertions -----------------------------------------------------------------
 
@@ -416,57 +435,3 @@ def _completion(completion_id: str, model: str, index: int, reply: Reply, usage:
 
 def _error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_owner: ModelServer
-    protocol_version = "HTTP/1.1"  # keep-alive, like uvicorn
-    disable_nagle_algorithm = True  # else each keep-alive round trip costs ~44 ms
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self._record_other()
-            self._json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
-            return
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            self._json(400, _error("request body must be a JSON object"))
-            return
-        status, payload = self.server_owner.handle_chat(body)
-        if isinstance(payload, list):
-            self._sse(payload)
-        else:
-            self._json(status, payload)
-
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path.rstrip("/") in {"/v1/models", "/models"}:
-            self._json(200, self.server_owner.models())
-        else:
-            self._record_other()
-            self._json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
-
-    def _record_other(self) -> None:
-        with self.server_owner._lock:
-            self.server_owner.other_paths.append(f"{self.command} {self.path}")
-
-    def _sse(self, chunks: list[dict[str, Any]]) -> None:
-        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-        self._send(200, "text/event-stream", data.encode())
-
-    def _json(self, status: int, payload: dict[str, Any]) -> None:
-        self._send(status, "application/json", json.dumps(payload).encode())
-
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence per-request stderr lines
-        pass

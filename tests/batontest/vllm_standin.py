@@ -15,19 +15,50 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from baton_engine.tokens.normalize import RequestShapeError, normalize_request, template_supports_developer
 from baton_hf.template import accepted_kwargs, detect_content_format
+from batontest.loopback import JsonHandler, LoopbackServer
 
 DEFAULT_MODEL_NAME = "qwen3-standin"
 DEFAULT_MAX_MODEL_LEN = 40960
 
 
-class VllmStandin:
+class _Handler(JsonHandler):
+    owner: VllmStandin
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        self.owner._record(self.path, dict(self.headers))
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length))
+        except ValueError:
+            self.send_json(400, _error("request body is not JSON", "BadRequestError", 400))
+            return
+        if not isinstance(body, dict):
+            self.send_json(400, _error("request body must be an object", "BadRequestError", 400))
+        elif self.path == "/tokenize":
+            self.send_json(*self.owner.tokenize(body))
+        elif self.path == "/detokenize":
+            self.send_json(*self.owner.detokenize(body))
+        else:
+            self.send_json(404, _error("Not Found", "NotFoundError", 404))
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.owner._record(self.path, dict(self.headers))
+        if self.path == "/v1/models":
+            self.send_json(200, self.owner.models())
+        else:
+            self.send_json(404, _error("Not Found", "NotFoundError", 404))
+
+
+class VllmStandin(LoopbackServer):
     """Start/stop as a context manager; binds 127.0.0.1 on a free port."""
+
+    handler = _Handler
+    thread_name = "vllm-standin"
 
     def __init__(
         self,
@@ -51,34 +82,6 @@ class VllmStandin:
         self.last_headers: dict[str, str] = {}
         self._render_lock = threading.Lock()  # HF tokenizers are not safe to share across threads
         self._count_lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    def __enter__(self) -> VllmStandin:
-        standin = self
-
-        class Handler(_Handler):
-            owner = standin
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="vllm-standin", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "use VllmStandin as a context manager"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     @property
     def total_requests(self) -> int:
@@ -158,44 +161,3 @@ def _has_non_string_arguments(messages: Any) -> bool:
 
 def _error(message: str, kind: str, code: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    owner: VllmStandin
-    protocol_version = "HTTP/1.1"  # keep-alive, like uvicorn
-    disable_nagle_algorithm = True  # else each keep-alive round trip costs ~44 ms
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        self.owner._record(self.path, dict(self.headers))
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            body = json.loads(self.rfile.read(length))
-        except ValueError:
-            self._reply(400, _error("request body is not JSON", "BadRequestError", 400))
-            return
-        if not isinstance(body, dict):
-            self._reply(400, _error("request body must be an object", "BadRequestError", 400))
-        elif self.path == "/tokenize":
-            self._reply(*self.owner.tokenize(body))
-        elif self.path == "/detokenize":
-            self._reply(*self.owner.detokenize(body))
-        else:
-            self._reply(404, _error("Not Found", "NotFoundError", 404))
-
-    def do_GET(self) -> None:  # noqa: N802
-        self.owner._record(self.path, dict(self.headers))
-        if self.path == "/v1/models":
-            self._reply(200, self.owner.models())
-        else:
-            self._reply(404, _error("Not Found", "NotFoundError", 404))
-
-    def _reply(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence per-request stderr lines
-        pass
