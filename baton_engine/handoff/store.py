@@ -304,6 +304,12 @@ def _parse_record(data: dict[str, Any]) -> tuple[HandoffRecord | None, ReadProbl
         return None, ("invalid", f"fails the record schema at: {', '.join(fields[:10])}")
 
 
+def _read_record(path: Path) -> tuple[HandoffRecord | None, ReadProblem | None]:
+    """One store file as a record (safe read, then schema check); ``(None, (kind, reason))`` on any problem."""
+    data, problem = _read_json(path)
+    return _parse_record(data) if data is not None else (None, problem)
+
+
 def record_file_name(record: HandoffRecord) -> str:
     """``<YYYYMMDDTHHMMSSZ>--<short-id>.json``: built only from parsed time and hex digits, so path-safe."""
     name = f"{ids.file_stamp(record.created_at)}--{record.short_id.lower()}.json"
@@ -369,10 +375,7 @@ class HandoffStore:
             if not name.endswith(".json"):
                 problems.append(StoreProblem(path, "foreign", "is not a .json handoff file"))
                 continue
-            data, problem = _read_json(path)
-            record = None
-            if data is not None:
-                record, problem = _parse_record(data)
+            record, problem = _read_record(path)
             if record is None:
                 assert problem is not None
                 problems.append(StoreProblem(path, problem[0], problem[1]))
@@ -398,10 +401,7 @@ class HandoffStore:
             raise PolicyBlocked(
                 f"{path} is outside the project root {self.paths.root}; Baton reads only inside it"
             ) from None
-        data, problem = _read_json(candidate)
-        record = None
-        if data is not None:
-            record, problem = _parse_record(data)
+        record, problem = _read_record(candidate)
         if record is None:
             assert problem is not None
             if problem[0] == "unreadable" and not candidate.exists():
@@ -494,8 +494,7 @@ class HandoffStore:
     def _previous(self, record: HandoffRecord) -> StoreEntry | None:
         """The stored version of ``record`` (found by its short id, so a save reads one file, not all)."""
         for path in sorted(self.paths.handoffs_dir.glob(f"*--{record.short_id.lower()}.json")):
-            data, _problem = _read_json(path)
-            stored = _parse_record(data)[0] if data is not None else None
+            stored, _problem = _read_record(path)
             if stored is not None and stored.id == record.id:
                 return StoreEntry(path, stored)
         return None
