@@ -4,6 +4,9 @@ Why through ``operations``: each tool answers with exactly the JSON the equivale
 command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
 call the same operation through ``operations.call`` and serialise with ``cli.output.dumps``'s format.
 The answer is always a JSON string; no exception reaches Hermes. There is no generic shell tool.
+Every answer goes into the transcript, so every string in it is redacted first: an echoed objective,
+ref or tool name must not carry a pasted secret back to the model (stored records are already redacted,
+so for them this changes nothing and parity with the CLI holds).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine import operations
+from baton_engine.handoff.redact import redact_text
 
 ITEM_KINDS = ("decision", "evidence", "failed_attempt", "open_item")
 CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
@@ -78,8 +82,19 @@ def dumps(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
 
 
-def _error(kind: str, message: str) -> str:
-    return dumps({"ok": False, "error": {"kind": kind, "message": message}})
+def redacted(value: Any) -> Any:
+    """``value`` with every string (at any depth) redacted; keys are Baton's own and stay."""
+    if isinstance(value, str):
+        return redact_text(value)[0]
+    if isinstance(value, dict):
+        return {key: redacted(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redacted(item) for item in value]
+    return value
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"kind": kind, "message": message}}
 
 
 class ToolHost:  # the engine implements this protocol
@@ -98,17 +113,17 @@ class ToolHost:  # the engine implements this protocol
         raise NotImplementedError
 
 
-def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]] | None) -> str:
+def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]] | None) -> dict[str, Any]:
     kind = args.get("kind")
     if kind == "objective":
         text = args.get("objective")
         if not isinstance(text, str) or not text.strip():
             return _error("input_error", "kind=objective needs a non-empty 'objective' string")
         host.set_objective(text.strip())
-        return dumps({"ok": True, "kind": "objective", "objective": text.strip()})
+        return {"ok": True, "kind": "objective", "objective": text.strip()}
     if kind == "request_handoff":
         host.request_handoff()
-        return dumps({"ok": True, "kind": "request_handoff", "message": "a handoff will be made at the next check"})
+        return {"ok": True, "kind": "request_handoff", "message": "a handoff will be made at the next check"}
     if kind not in ITEM_KINDS:
         return _error("input_error", f"kind must be one of {', '.join(CAPTURE_KINDS)}")
     item = args.get("item")
@@ -116,38 +131,45 @@ def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]
         return _error("input_error", f"kind={kind} needs an 'item' object with the {kind.replace('_', ' ')}'s fields")
     draft_id, failure = host.ensure_session_draft(messages)
     if draft_id is None:
-        return dumps(failure or {"ok": False, "error": {"kind": "internal_error", "message": "no session draft"}})
+        return failure or _error("internal_error", "no session draft")
     result, _code = operations.call(operations.record_item, host.project_dir, draft_id, kind, item)
-    return dumps(result)
+    return result
 
 
-def _resume(host: ToolHost, args: dict[str, Any]) -> str:
+def _resume(host: ToolHost, args: dict[str, Any]) -> dict[str, Any]:
     ref = args.get("ref") if isinstance(args.get("ref"), str) and args.get("ref") else None
+    if ref is not None and redact_text(ref)[1]:  # checked before use: a path lookup may reshape the text
+        return _error("input_error", "ref looks like a secret, not a handoff; pass a handoff id, short id or path")
     max_tokens = args.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         return _error("input_error", "max_tokens must be an integer number of tokens")
     result, _code = operations.call(operations.resume, host.project_dir, ref, max_tokens=max_tokens)
-    return dumps(result)
+    return result
 
 
-def _status(host: ToolHost, _args: dict[str, Any]) -> str:
+def _status(host: ToolHost, _args: dict[str, Any]) -> dict[str, Any]:
     result, _code = operations.call(operations.status, host.project_dir)
-    return dumps(result)
+    return result
 
 
 def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None = None) -> str:
-    """Dispatch one tool call; always a JSON string, never an exception."""
+    """Dispatch one tool call; always a redacted JSON string, never an exception."""
     try:
-        if not isinstance(args, dict):
-            return _error("input_error", "tool arguments must be a JSON object")
-        handlers: dict[str, Callable[[], str]] = {
-            "baton_capture": lambda: _capture(host, args, messages),
-            "baton_resume": lambda: _resume(host, args),
-            "baton_status": lambda: _status(host, args),
-        }
-        handler = handlers.get(name)
-        if handler is None:
-            return _error("input_error", f"unknown Baton tool {name!r}; known: {', '.join(TOOL_NAMES)}")
-        return handler()
+        return dumps(redacted(_dispatch(host, name, args, messages)))
     except Exception as exc:  # noqa: BLE001 - a tool answer, never a traceback
-        return _error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`")
+        return dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
+
+
+def _dispatch(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None) -> dict[str, Any]:
+    if not isinstance(args, dict):
+        return _error("input_error", "tool arguments must be a JSON object")
+    handlers: dict[str, Callable[[], dict[str, Any]]] = {
+        "baton_capture": lambda: _capture(host, args, messages),
+        "baton_resume": lambda: _resume(host, args),
+        "baton_status": lambda: _status(host, args),
+    }
+    handler = handlers.get(name)
+    if handler is None:
+        shown = redact_text(name)[0] if isinstance(name, str) else type(name).__name__
+        return _error("input_error", f"unknown Baton tool {shown!r}; known: {', '.join(TOOL_NAMES)}")
+    return handler()

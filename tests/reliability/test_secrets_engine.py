@@ -36,8 +36,7 @@ def leaky_transcript() -> list[dict[str, Any]]:
 
 def capture(engine: Any, messages: list[dict[str, Any]], kind: str, **args: Any) -> dict[str, Any]:
     answer = engine.handle_tool_call("baton_capture", {"kind": kind, **args}, messages=messages)
-    if kind != "objective":  # FINDING: kind=objective echoes the objective unredacted (tools._capture)
-        assert not leaks_in_text(answer), f"baton_capture {kind} echoed a secret"
+    assert not leaks_in_text(answer), f"baton_capture {kind} echoed a secret"
     return json.loads(answer)
 
 
