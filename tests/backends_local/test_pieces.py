@@ -182,3 +182,22 @@ def test_counter_without_split_tokens_encodes_whole_text(qwen: HfBackend) -> Non
     assert counter.count("a<|im_end|>b") == len("a<|im_end|>b")
     assert counter.count("") == 0
     assert calls == [["a<|im_end|>b"]]
+
+
+def test_count_all_equals_the_sum_of_separate_counts_with_one_batch(qwen: HfBackend) -> None:
+    texts = ["<|im_start|>user\nhi there<|im_end|>", "", "plain text  ", "<|im_start|>user\nhi there<|im_end|>",
+             "数字123 <think>x</think>"]
+    separate = fresh_counter(qwen)
+    expected = sum(separate.count(text) for text in texts)
+    assert expected == sum(cold_count(qwen, text) for text in texts)
+    batches: list[list[str]] = []
+    encoder = reference_encoder(qwen)
+
+    def count_batch(pieces: Sequence[str]) -> list[int]:
+        batches.append(list(pieces))
+        return [len(e.ids) for e in encoder.encode_batch(list(pieces), add_special_tokens=False)]
+
+    together = PieceCounter(count_batch, _split_tokens(encoder))
+    assert together.count_all(texts) == expected
+    assert len(batches) == 1 and len(batches[0]) == len(set(batches[0]))  # each new piece encoded once
+    assert together.count_all(texts) == expected and len(batches) == 1  # all from the cache now
