@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from baton_engine import __version__
+from baton_engine.logs import configure_logging
 
 MISSING_SDK_EXIT_CODE = 2
 
@@ -20,7 +21,14 @@ MISSING_SDK_EXIT_CODE = 2
               show_default=True, help="A directory inside the project; fixed for the server's lifetime.")
 @click.version_option(__version__, prog_name="baton-mcp")
 def main(root: Path) -> None:
-    """Serve Baton's handoff tools over MCP on stdin/stdout (register this command in your agent harness)."""
+    """Serve Baton's handoff tools over MCP on stdin/stdout (register this command in your agent harness).
+
+    Logs are off unless BATON_LOG is debug, info, warning or error; they go to stderr, never into the protocol.
+    """
+    try:
+        configure_logging()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     try:
         import anyio
 

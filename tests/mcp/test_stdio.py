@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,11 @@ def test_root_must_be_an_existing_directory(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2
     assert "--root" in done.stderr and "does not exist" in done.stderr
+
+
+def test_baton_log_is_honoured_and_a_bad_value_is_a_usage_error(tmp_path: Path) -> None:
+    server = Path(sys.executable).parent / "baton-mcp"
+    done = subprocess.run([str(server), "--root", str(tmp_path)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "BATON_LOG": "loud"})
+    assert done.returncode == 2
+    assert "BATON_LOG" in done.stderr and "debug" in done.stderr
