@@ -30,6 +30,7 @@ class CompressStats:
     """What one arm spent in compress(): wall time, and the auxiliary LLM share of it."""
 
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this thread's CPU: robust to other load on a shared machine
     llm_calls: int = 0
     llm_seconds: float = 0.0
 
@@ -77,12 +78,12 @@ class BatonArm:
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         self.activate()
         given = copy.deepcopy(messages)  # the host's own copy, outside the engine's time
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         result = self.engine.compress(given, current_tokens=current_tokens)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
         self.engine.last_prompt_tokens = -1  # the host's "awaiting real usage" sentinel
         self.engine.last_completion_tokens = 0
-        return result, CompressStats(seconds=elapsed)
+        return result, CompressStats(seconds=elapsed, cpu_seconds=cpu)
 
     def resume_text(self) -> str:
         """What ``baton_resume`` gives the agent back (the latest ready handoff's brief, large budget)."""
@@ -143,10 +144,10 @@ class HermesArm:
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         calls, llm_seconds = self.meter.calls, self.meter.seconds
         given = copy.deepcopy(messages)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         result = self.engine.compress(given, current_tokens=current_tokens)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
         self.engine.last_prompt_tokens = -1
         self.engine.last_completion_tokens = 0
-        return result, CompressStats(seconds=elapsed, llm_calls=self.meter.calls - calls,
+        return result, CompressStats(seconds=elapsed, cpu_seconds=cpu, llm_calls=self.meter.calls - calls,
                                      llm_seconds=self.meter.seconds - llm_seconds)

@@ -81,7 +81,8 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def new_project(session: workload.Session) -> Path:
-    root = git_project(Path(tempfile.mkdtemp(prefix="baton-bench-project-")), {"README.md": "# ledger\n", **session.files})
+    files = {"README.md": "# ledger\n", **session.files}
+    root = git_project(Path(tempfile.mkdtemp(prefix="baton-bench-project-")), files)
     result, _ = operations.call(operations.init, root)
     if not result.get("ok"):
         raise RuntimeError(f"baton init failed: {result.get('error')}")
@@ -136,7 +137,7 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
         project = new_project(session)
         for label, runtime in runtimes.items():
             runtime.count([SYSTEM, *messages], workload.TOOLS)  # a cold first count, outside the timing
-            latencies, cold, outputs, row = [], None, [], {}
+            latencies, cpu, cold, outputs, row = [], [], None, [], {}
             for rep in range(repeats + 1):
                 arm = arms.BatonArm(label, project, runtime, context_length)
                 replay_captures(arm, session)
@@ -149,20 +150,24 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
                            **retention(session, result, arm.resume_text())}
                 else:
                     latencies.append(stats.seconds)
+                    cpu.append(stats.cpu_seconds)
                 outputs.append(result)
             after = judge.tokens(outputs[-1])
-            rows.append({**row, "p50_ms": 1000 * statistics.median(latencies), "p95_ms": 1000 * percentile(latencies, 0.95),
+            rows.append({**row, "p50_ms": 1000 * statistics.median(latencies),
+                         "p95_ms": 1000 * percentile(latencies, 0.95),
+                         "cpu_p50_ms": 1000 * statistics.median(cpu),
                          "first_ms": 1000 * (cold or 0.0), "tokens_after": after, "headroom": row["threshold"] - after,
                          "tool_pair_errors": sum(tool_pair_errors(o) for o in outputs),
                          "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs[1:]}) == 1,
                          "identical_masked": len({masked(o) for o in outputs[1:]}) == 1,
                          "llm_calls": 0, "llm_ms": 0.0})
             print(f"  {label}: p50 {rows[-1]['p50_ms']:.0f} ms, after {after}", flush=True)
-        latencies, outputs, calls, llm = [], [], [], []
+        latencies, cpu, outputs, calls, llm = [], [], [], [], []
         for _ in range(max(2, repeats // 2)):
             hermes = arms.HermesArm(server.base_url, MODEL, context_length, meter)
             result, stats = hermes.compress(messages, tokens)
             latencies.append(stats.seconds - stats.llm_seconds)
+            cpu.append(stats.cpu_seconds)
             calls.append(stats.llm_calls)
             llm.append(stats.llm_seconds)
             outputs.append(result)
@@ -170,7 +175,8 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
         rows.append({**base, "arm": "hermes-builtin", "threshold": hermes.threshold_tokens, "degraded": None,
                      **retention(session, outputs[-1], None),
                      "p50_ms": 1000 * statistics.median(latencies), "p95_ms": 1000 * percentile(latencies, 0.95),
-                     "first_ms": 1000 * latencies[0], "tokens_after": after, "headroom": hermes.threshold_tokens - after,
+                     "cpu_p50_ms": 1000 * statistics.median(cpu), "first_ms": 1000 * latencies[0],
+                     "tokens_after": after, "headroom": hermes.threshold_tokens - after,
                      "tool_pair_errors": sum(tool_pair_errors(o) for o in outputs),
                      "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs}) == 1,
                      "identical_masked": len({masked(o) for o in outputs}) == 1,
@@ -192,11 +198,14 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 arm = arms.BatonArm(label, new_project(session), runtimes[label], window)
             history: list[dict[str, Any]] = []
             sent, compactions, pair_errors, after_tokens, seconds, llm_calls = [], [], 0, [], 0.0, 0
+            triggers: dict[str, int] = {}
 
             def request(turn_no: int) -> None:
                 nonlocal history, pair_errors, seconds, llm_calls
                 prompt = judge.tokens(history)
                 if arm.observe(prompt):
+                    reason = re.sub(r"[\d.]+", "N", str(getattr(arm.engine, "last_decision", "threshold")))
+                    triggers[reason] = triggers.get(reason, 0) + 1
                     history, stats = arm.compress(history, prompt)
                     seconds += stats.seconds - stats.llm_seconds
                     llm_calls += stats.llm_calls
@@ -224,13 +233,15 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 "requests": len(sent), "compactions": len(compactions), "peak": peak, "final": sent[-1][1],
                 "over_window": sum(1 for _, p in sent if p > window),
                 "over_threshold": sum(1 for _, p in sent if p > arm.threshold_tokens),
-                "min_gap_turns": min(gaps) if gaps else None, "median_gap_turns": statistics.median(gaps) if gaps else None,
+                "min_gap_turns": min(gaps) if gaps else None,
+                "median_gap_turns": statistics.median(gaps) if gaps else None,
                 "back_to_back": sum(1 for g in gaps if g <= 1), "repeat_risk": risky, "next_turn_tokens": next_turn,
                 "tool_pair_errors": pair_errors, "compress_seconds": seconds, "llm_calls": llm_calls,
-                "degraded": getattr(getattr(arm, "engine", None), "degraded_count", None) if label != "hermes-builtin" else None,
-                "series": sent,
+                "degraded": arm.engine.degraded_count if isinstance(arm, arms.BatonArm) else None,
+                "series": sent, "triggers": triggers,
             })
-            print(f"window {window} {label}: {len(compactions)} compactions, peak {peak}, final {sent[-1][1]}", flush=True)
+            print(f"window {window} {label}: {len(compactions)} compactions, peak {peak}, final {sent[-1][1]}",
+                  flush=True)
     return runs
 
 
@@ -261,8 +272,9 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
             if judge.tokens(candidate) > share * window:
                 break
             history = candidate
-        requests.append({"model": MODEL, "messages": [SYSTEM, *history], "tools": workload.TOOLS,
-                         "max_tokens": caller_cap, "stream": True})
+        if history and all(len(r["messages"]) != len(history) + 1 for r in requests):  # distinct requests only
+            requests.append({"model": MODEL, "messages": [SYSTEM, *history], "tools": workload.TOOLS,
+                             "max_tokens": caller_cap, "stream": True})
     rows = []
     with VllmStandin(max_model_len=window, model_name=MODEL) as standin:
         vllm_config = TokenizerConfig(backend="vllm", url=f"{standin.url}/tokenize", model=MODEL, context_length=window)
@@ -310,7 +322,8 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
 
 # ---- 4. per-turn overhead at long histories ---------------------------------------------------------------
 
-def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes: list[int], turns: int) -> list[dict[str, Any]]:
+def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes: list[int],
+                   turns: int) -> list[dict[str, Any]]:
     from agent.model_metadata import estimate_request_tokens_rough
 
     from baton_engine.hermes.engine import BatonContextEngine
@@ -379,10 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine(), "quick": args.quick}
     with ModelServer(ScriptedPolicy([], auxiliary_answer=STUB_SUMMARY), context_window=2_000_000,
                      model_name=MODEL) as server:
-        results["sizes"] = bench_sizes(judge, runtimes, server, meter, sizes, repeats=3 if args.quick else 5)
+        results["sizes"] = bench_sizes(judge, runtimes, server, meter, sizes, repeats=3 if args.quick else 9)
         results["long"] = bench_long_session(judge, runtimes, server, meter, long_session, [16384, 65536])
         results["stub_requests"] = len(server.auxiliary_requests)
-    results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 40)
+    results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 60)
     overhead_session = workload.session_of_turns(120 if args.quick else 820, seed=5, scale=0.3)
     results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
                                          [200, 600] if args.quick else [200, 1000, 4000], turns=20)

@@ -232,7 +232,8 @@ def session_of_turns(turns: int, *, seed: int = 11, scale: float = 1.0, needle_e
     return builder.session
 
 
-def sized_session(target_tokens: int, count_rough: Callable[[list[Message]], int], *, seed: int = 7, scale: float = 1.0) -> Session:
+def sized_session(target_tokens: int, count_rough: Callable[[list[Message]], int], *, seed: int = 7,
+                  scale: float = 1.0) -> Session:
     """Turns until the rough size of the transcript reaches ``target_tokens`` (exact counts are reported)."""
     builder = _Builder(f"sized-{target_tokens}", seed, scale, needle_every=5)
     total = 0
