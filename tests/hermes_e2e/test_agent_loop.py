@@ -17,11 +17,12 @@ import jsonschema
 import pytest
 
 from batontest.assets import qwen3_dir
+from batontest.hermes_run import WINDOW, Scenario, run_scenario
 from batontest.model_server import ModelServer, ScriptedPolicy, tool_heavy_script
 from batontest.secrets_corpus import SAMPLES_BY_NAME
 from batontest.vllm_standin import VllmStandin
 
-from .conftest import TRANSCRIPT_LINE, WINDOW, Scenario, run_scenario, transcript_keys
+from .conftest import TRANSCRIPT_LINE, transcript_keys
 
 pytestmark = pytest.mark.hermes
 

@@ -6,9 +6,6 @@ and the same freshness verdict, and after a commit that changes a recorded artif
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,27 +15,13 @@ from mcp import ClientSession
 from batontest.assets import qwen3_dir
 from batontest.baton_cli import run_baton
 from batontest.gitrepo import git
-from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
+from batontest.hermes_run import WINDOW, require_hermes, run_scenario
 from batontest.model_server import ModelServer, Reply, ScriptedPolicy, ToolCall, todo_round
 
 pytestmark = pytest.mark.hermes
 
-DRIVER = Path(__file__).resolve().parents[1] / "hermes_e2e" / "driver.py"
-MODEL = "qwen3-local"
-WINDOW = 65536
-ARTIFACT = "src/parser.py"
+ARTIFACT = "src/parser.py"  # one of hermes_run.PROJECT_FILES
 STALE_HEADING = "## STALE:"
-
-
-def require_hermes() -> None:
-    try:
-        import run_agent  # noqa: F401
-    except ImportError:
-        message = "needs hermes-agent==0.19.0 in this environment (tox env hermes)"
-        if os.environ.get("BATON_REQUIRE_HERMES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    assert DRIVER.is_file(), f"the hermes-e2e driver is missing at {DRIVER}"
 
 
 def script(rounds: int = 10) -> ScriptedPolicy:
@@ -57,23 +40,12 @@ def run_hermes(tmp_path: Path) -> Path:
     with ModelServer(script(), context_window=WINDOW) as server:
         baton = {"tokenizer": {"backend": "hf", "path": str(qwen3_dir())}, "fallback_token_threshold": 12_000,
                  "auto_checkpoint_on_end": False}
-        home = write_hermes_home(tmp_path / "hermes-home", hermes_config(
-            base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=4096, baton=baton))
-        project = git_project(tmp_path / "project", {"README.md": "# inventory service\n",
-                                                      ARTIFACT: "def parse(line):\n    return line.split()\n"})
-        baton_init(project)
-        spec = {"base_url": server.base_url, "model": MODEL, "max_iterations": 60,
-                "toolsets": ["todo", "context_engine", "file"],
-                "turns": ["Analyse the parser findings round by round and keep the task list current."]}
-        spec_path, out_path = tmp_path / "spec.json", tmp_path / "out.json"
-        spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        done = subprocess.run([sys.executable, str(DRIVER), str(spec_path), str(out_path)], cwd=project,
-                              env=hermes_env(home), capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads(out_path.read_text(encoding="utf-8"))
-    assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
-    assert result["compression_count"] >= 1, result["status"]
-    return project
+        run = run_scenario(tmp_path, server, baton=baton, max_tokens=4096, timeout=400,
+                           toolsets=["todo", "context_engine", "file"],
+                           turns=["Analyse the parser findings round by round and keep the task list current."])
+    assert run.result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
+    assert run.result["compression_count"] >= 1, run.result["status"]
+    return run.project
 
 
 def engine_handoff_with_artifact(project: Path) -> dict[str, Any]:
