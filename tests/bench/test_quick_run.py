@@ -1,0 +1,35 @@
+"""The benchmark's quick mode end to end (real Hermes, incontext, tokenizers; needs ``scripts/bench.sh``'s venv)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.hermes,
+    pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("agent", "incontext", "matplotlib")),
+                       reason="needs hermes-agent, incontext and matplotlib (scripts/bench.sh builds that venv)"),
+]
+
+
+def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    report = (tmp_path / "REPORT.md").read_text()
+    assert {p.name for p in tmp_path.glob("*.png")} == {
+        "latency_vs_size.png", "tokens_over_turns_16k.png", "tokens_over_turns_64k.png"}
+    baton = [r for r in results["sizes"] + results["long"] if r["arm"].startswith("baton")]
+    assert baton and all(r["tool_pair_errors"] == 0 for r in baton)
+    long_runs = [r for r in results["long"] if r["arm"].startswith("baton")]
+    assert long_runs and all(r["over_window"] == 0 and r["back_to_back"] == 0 for r in long_runs)
+    exact = [r for r in results["budgets"]["requests"] if r["baton_hf"] is not None]
+    assert exact and all(r["prompt"] + r["baton_hf"] <= results["budgets"]["window"] for r in exact)
+    assert "| 0 budget overflows with exact counting | **met** |" in report
