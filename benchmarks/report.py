@@ -83,7 +83,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     quick = ", quick mode" if results["quick"] else ""
     out = ["# Baton head-to-head benchmark", "",
            f"Machine: {m['cpu']}, {m['cores']} cores (shared with other work), Python {m['python']}, {m['platform']}.",
-           "Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + ".",
+           "Versions: " + ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+           + f"; Baton at commit {m.get('commit', 'unknown')}.",
            f"**All figures are from ONE run** ({results['seconds']:.0f} s{quick}); "
            "timings on a shared 2-core machine are noisy, compare within the run.", "",
            "Workloads are generated deterministically by `benchmarks/workload.py` (tool-heavy turns: user -> assistant "

@@ -372,7 +372,21 @@ def machine() -> dict[str, Any]:
     versions = {name: metadata.version(name) for name in
                 ("hermes-agent", "incontext", "tokenizers", "transformers", "tiktoken", "matplotlib")}
     return {"python": platform.python_version(), "platform": platform.platform(), "cpu": cpu,
-            "cores": os.cpu_count(), "versions": versions}
+            "cores": os.cpu_count(), "versions": versions, "commit": _commit()}
+
+
+def _commit() -> str:
+    """The checkout's commit (``BATON_BENCH_COMMIT`` for a snapshot without .git)."""
+    import subprocess
+
+    if os.environ.get("BATON_BENCH_COMMIT"):
+        return os.environ["BATON_BENCH_COMMIT"]
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
