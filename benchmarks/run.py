@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HERMES_VLLM_"))]:
+_KEPT = ("BATON_BENCH_COMMIT", "BATON_TOKENIZER_CACHE")  # not settings: where the run comes from and caches
+for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HERMES_VLLM_")) and n not in _KEPT]:
     del os.environ[_name]  # the benchmark sets every setting itself
 _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
