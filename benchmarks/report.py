@@ -59,6 +59,12 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
     return names
 
 
+def _flat(overhead: list[dict[str, Any]]) -> tuple[float, bool]:
+    """Growth of the per-turn p50 from the shortest to the longest history, and whether it counts as flat."""
+    growth = overhead[-1]["baton_p50_ms"] / max(overhead[0]["baton_p50_ms"], 1e-9)
+    return growth, growth <= 3
+
+
 def _verdict(ok: bool) -> str:
     return "**met**" if ok else "**NOT met**"
 
@@ -119,6 +125,12 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         ("byte-identical repeats (same input and state)", all(r["identical_masked"] for r in baton_sizes),
          "every Baton repeat identical except the new record's id and capture time (raw bytes identical: "
          + str(all(r["identical_bytes"] for r in baton_sizes)) + ")"),
+        ("captured records present post-compaction: 100%",
+         all(r["captured_in_window"] == r["captured"] for r in baton_sizes),
+         ", ".join(f"{r['arm']}@{r['size'] // 1000}k {_share(r['captured_in_window'], r['captured'])}"
+                   for r in baton_sizes if r["arm"] == "baton" and r["captured"])),
+        ("per-turn overhead flat (history 200 -> 4000 messages, p50 within 3x)", _flat(overhead)[1],
+         f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
     ]
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
@@ -209,8 +221,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "pre-API estimator and middleware share one counter cache (one call per request); incontext's preflight "
             "builds a different payload than its middleware (typically two calls per turn).", ""]
 
-    growth = overhead[-1]["baton_p50_ms"] / max(overhead[0]["baton_p50_ms"], 1e-9)
-    flat = growth <= 3
+    growth, flat = _flat(overhead)
     out += ["## Per-turn overhead (should_compress + llm_request middleware)", "",
             "One new message per turn on a long history (counter warm for the earlier history), median of 20 turns; "
             "Hermes' own rough request estimate shown for scale. Flat here means the p50 at the longest history is "
