@@ -280,8 +280,10 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
             archived = session_draft.id
         except (BatonError, OSError) as exc:
             LOGGER.warning("baton session draft not archived type=%s", type(exc).__name__)
+    # verbose: the evidence the session captured must survive compaction (it is the first section the
+    # token budget drops, so a brief that fits keeps every captured record).
     brief = render.render_brief(record, freshness=fresh, max_tokens=facts.brief_max_tokens,
-                                count_tokens=count_text, counter_source=counter_source)
+                                count_tokens=count_text, counter_source=counter_source, verbose=True)
     brief_text = brief.text
     if warnings:
         brief_text = ("Validation warnings (handoff kept as draft): "

@@ -129,6 +129,23 @@ def test_captured_items_are_folded_into_the_handoff(project: Path, qwen3_env: Pa
     assert [d["decision"] for d in handoff["decisions"]] == ["cache the index"]
 
 
+def test_every_captured_record_is_in_the_post_compaction_context(project: Path, qwen3_env: Path) -> None:
+    engine = _engine(project)
+    messages = _conversation("Fix the flaky upload test", 3)
+    captures = [
+        {"kind": "decision", "item": {"decision": "pin the fixture clock"}},
+        {"kind": "evidence", "item": {"type": "test", "claim": "test_upload fails with ETIMEDOUT-4411",
+                                      "ref": "tests/test_upload.py"}},
+        {"kind": "failed_attempt", "item": {"attempt": "raising the timeout to 60 s", "outcome": "still flaky"}},
+        {"kind": "open_item", "item": {"description": "stub the S3 client", "suggested_action": "add a fake"}},
+    ]
+    for capture in captures:
+        assert json.loads(engine.handle_tool_call("baton_capture", capture, messages=messages))["ok"]
+    text = str(_block(engine.compress(messages))["content"])
+    for needle in ("pin the fixture clock", "ETIMEDOUT-4411", "raising the timeout to 60 s", "stub the S3 client"):
+        assert needle in text, needle
+
+
 def test_not_initialised_degrades_with_a_one_time_notice(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     engine = _engine(tmp_path)
     caplog.set_level(logging.WARNING, logger="baton_engine.hermes")
