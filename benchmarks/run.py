@@ -11,16 +11,19 @@ model and /tokenize endpoints are loopback stubs from ``tests/batontest``.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,7 @@ QWEN3 = TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8
 SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}
 STUB_SUMMARY = ("## Goal\nContinue the ledger work.\n## Progress\nSteps were run; see the recent turns.\n"
                 "## Next Steps\nCarry on with the latest request.")
+PINNED_CLOCK = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)  # Baton's runtime clock in the repeats
 _MASK = re.compile(r"\b[0-9a-f]{8}(?:-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?\b"
                    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 
@@ -88,6 +92,19 @@ def new_project(session: workload.Session) -> Path:
     if not result.get("ok"):
         raise RuntimeError(f"baton init failed: {result.get('error')}")
     return root
+
+
+def snapshot(project: Path) -> Path:
+    """A copy of the project directory (git, files, store) taken before the first repeat."""
+    saved = Path(tempfile.mkdtemp(prefix="baton-bench-snapshot-")) / "project"
+    shutil.copytree(project, saved, symlinks=True)
+    return saved
+
+
+def restore(project: Path, saved: Path) -> None:
+    """Put the project back to ``saved`` at the same path (the project id is the path's hash)."""
+    shutil.rmtree(project)
+    shutil.copytree(saved, project, symlinks=True)
 
 
 def replay_captures(arm: Any, session: workload.Session, upto: int | None = None) -> int:
@@ -139,9 +156,14 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
         for label, runtime in runtimes.items():
             runtime.count([SYSTEM, *messages], workload.TOOLS)  # a cold first count, outside the timing
             latencies, cpu, cold, outputs, row = [], [], None, [], {}
+            real_clock, runtime.clock = runtime.clock, lambda: PINNED_CLOCK  # same input + state -> same bytes
+            template = arms.BatonArm(label, project, runtime, context_length)
+            replay_captures(template, session)
+            saved = snapshot(project)  # the state every repeat starts from (store + engine after captures)
             for rep in range(repeats + 1):
-                arm = arms.BatonArm(label, project, runtime, context_length)
-                replay_captures(arm, session)
+                restore(project, saved)
+                arm = copy.copy(template)
+                arm.engine = copy.deepcopy(template.engine)  # Hermes copies the engine per agent the same way
                 runtime.count(messages)  # the pre-API count Hermes' patched estimator already made
                 result, stats = arm.compress(messages, tokens)
                 if rep == 0:
@@ -153,14 +175,16 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
                     latencies.append(stats.seconds)
                     cpu.append(stats.cpu_seconds)
                 outputs.append(result)
+            runtime.clock = real_clock
+            shutil.rmtree(saved.parent)
             after = judge.tokens(outputs[-1])
             rows.append({**row, "p50_ms": 1000 * statistics.median(latencies),
                          "p95_ms": 1000 * percentile(latencies, 0.95),
                          "cpu_p50_ms": 1000 * statistics.median(cpu),
                          "first_ms": 1000 * (cold or 0.0), "tokens_after": after, "headroom": row["threshold"] - after,
                          "tool_pair_errors": sum(tool_pair_errors(o) for o in outputs),
-                         "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs[1:]}) == 1,
-                         "identical_masked": len({masked(o) for o in outputs[1:]}) == 1,
+                         "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs}) == 1,
+                         "identical_masked": len({masked(o) for o in outputs}) == 1,
                          "llm_calls": 0, "llm_ms": 0.0})
             print(f"  {label}: p50 {rows[-1]['p50_ms']:.0f} ms, after {after}", flush=True)
         latencies, cpu, outputs, calls, llm = [], [], [], [], []

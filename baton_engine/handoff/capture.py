@@ -22,8 +22,9 @@ Payload shape (every key optional except a title, an objective and a current sta
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -324,8 +325,13 @@ def build_draft(
     origin: dict[str, Any] | None = None,
     automation: Automation | dict[str, Any] | None = None,
     now: datetime | None = None,
+    deterministic_id: bool = False,
 ) -> tuple[HandoffRecord, list[Redaction]]:
-    """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's."""
+    """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's.
+
+    ``deterministic_id`` derives the id from the draft's content and ``now`` (see ``content_record_id``)
+    instead of random bits, so a compaction repeated on the same state and clock writes the same bytes.
+    """
     parsed = parse_payload(payload)
     if origin is not None:
         try:
@@ -333,7 +339,8 @@ def build_draft(
         except ValidationError as exc:
             raise _input_error(exc, "origin") from None
     root = Path(root)
-    stamp = ids.format_timestamp(now)
+    moment = datetime.now(UTC) if now is None else now
+    stamp = ids.format_timestamp(moment)
     repository = _repository(root)
     head = (repository or {}).get("head")
     origin_data = parsed.origin.model_dump()
@@ -358,7 +365,21 @@ def build_draft(
     }
     summarised = [redaction for _entries, found in items.values() for redaction in found]
     record, found = _redacted_record(data, summarised)
+    if deterministic_id:
+        record = record.model_copy(update={"id": content_record_id(record, moment)})
     return record, [*summarised, *found]
+
+
+def content_record_id(record: HandoffRecord, moment: datetime, salt: int = 0) -> str:
+    """A UUID v7 at ``moment`` derived from the record's canonical JSON (everything but its id).
+
+    The content already holds the parent ids, the session hash and the written timestamps; ``salt`` > 0
+    picks the next candidate when the store already holds a record with the id (same content, same ms).
+    """
+    content = {key: value for key, value in record.to_json_dict().items() if key != "id"}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    suffix = f"\x00salt:{salt}" if salt else ""
+    return ids.derived_record_id((canonical + suffix).encode("utf-8", "surrogatepass"), moment)
 
 
 def _redacted_record(data: dict[str, Any], previous: list[Redaction]) -> tuple[HandoffRecord, list[Redaction]]:

@@ -6,6 +6,10 @@ the formats live in one place.
 - Record ids are UUID v7 (time-ordered, from the ``uuid6`` package), lower-case canonical form.
   The package keeps ids strictly increasing by bumping the millisecond field when more than one id
   is made per millisecond, so under bursts the embedded time may run a little ahead of the clock.
+- ``derived_record_id`` is the deterministic variant (the engine's compaction cycle): same v7 layout
+  and millisecond time, but the 74 "random" bits come from a sha256 of the time and the record's
+  content, so the same input at the same clock gives the same id and any other content or time a
+  different one. Ids derived within one millisecond sort by hash, not by creation order.
 - Timestamps are written in ONE format: RFC 3339 UTC with whole seconds, ``YYYY-MM-DDTHH:MM:SSZ``.
   ``parse_timestamp`` also reads fractional seconds and numeric offsets (other writers), always
   returning an aware UTC datetime.
@@ -19,7 +23,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import uuid6
@@ -42,6 +46,25 @@ def new_record_id() -> str:
     return str(uuid6.uuid7())
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MAX_MILLIS = (1 << 48) - 1
+
+
+def derived_record_id(content: bytes, moment: datetime) -> str:
+    """A UUID v7 at ``moment``'s millisecond whose 74 random bits are sha256(millis + ``content``)."""
+    if not isinstance(content, bytes):
+        raise UserInputError(f"derived_record_id() takes the record's canonical bytes, not {type(content).__name__}")
+    if moment.tzinfo is None:
+        raise UserInputError("timestamp has no timezone; pass an aware datetime (UTC)")
+    millis = (moment - _EPOCH) // timedelta(milliseconds=1)
+    if not 0 <= millis <= _MAX_MILLIS:
+        raise UserInputError(f"{moment.isoformat()} is outside the UUID v7 time range (1970 to year 10889)")
+    digest = hashlib.sha256(millis.to_bytes(6, "big") + content).digest()
+    random_bits = int.from_bytes(digest[:10], "big") >> 6  # 74 bits: 12 for rand_a, 62 for rand_b
+    value = (millis << 80) | (0x7 << 76) | ((random_bits >> 62) << 64) | (0b10 << 62) | (random_bits & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
 def is_uuid7(value: object) -> bool:
     """True for a canonical lower-case UUID string of version 7 and the RFC 4122 variant."""
     if not isinstance(value, str) or not _UUID_RE.match(value):
@@ -55,7 +78,7 @@ def uuid7_datetime(record_id: str) -> datetime:
     if not is_uuid7(record_id):
         raise UserInputError(f"not a UUID v7 record id: {record_id!r}")
     millis = uuid.UUID(record_id).int >> 80
-    return datetime.fromtimestamp(millis / 1000, tz=UTC)
+    return _EPOCH + timedelta(milliseconds=millis)  # exact: float seconds lose the millisecond after ~2100
 
 
 def utc_now() -> datetime:

@@ -13,13 +13,14 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from baton_engine.compaction import BatonBlock, build_compacted_messages, degrade
 from baton_engine.compaction.sanitize import is_real_user_request
-from baton_engine.errors import BatonError, PolicyBlocked
-from baton_engine.handoff import capture, freshness, render, store, validate
+from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
+from baton_engine.handoff import capture, freshness, ids, render, store, validate
 from baton_engine.handoff.config import load_config
 from baton_engine.handoff.model import HandoffRecord, transition
 from baton_engine.operations import summary_of
@@ -38,6 +39,7 @@ CONTINUE_ITEM = {
     "suggested_action": "Re-read the latest user message below and carry on from the current state.",
     "acceptance_check": "The latest user request is answered or explicitly handed back to the user.",
 }
+MAX_ID_CANDIDATES = 16
 _SPACES = re.compile(r"\s+")
 
 CountMessages = Callable[[list[dict[str, Any]]], int]
@@ -61,6 +63,7 @@ class SessionFacts:
     degradation_keep_recent: int
     degradation_max_tokens: int
     max_block_tokens: int = 1400
+    now: datetime | None = None  # the runtime clock's reading; every timestamp and the id of this cycle use it
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ def _origin(facts: SessionFacts) -> dict[str, Any]:
             "model": facts.model, "actor": {"type": "agent", "name": "hermes"}}
 
 
-def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None) -> HandoffRecord:
+def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None, now: datetime) -> HandoffRecord:
     """Carry decisions / evidence / failed attempts / open items forward (already redacted, ids kept).
 
     ``source`` is the session draft ``baton_capture`` recorded into (itself a continuation of the previous
@@ -204,7 +207,7 @@ def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None) -> 
             items["work"] = record.work.model_copy(update={"constraints": constraints})
     updated = record.model_copy(update=items)
     if not updated.open_items:
-        updated = capture.add_item(updated, "open_item", dict(CONTINUE_ITEM))
+        updated = capture.add_item(updated, "open_item", dict(CONTINUE_ITEM), now=now)
     return HandoffRecord.model_validate(updated.to_json_dict())
 
 
@@ -251,12 +254,16 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     if not objective:
         return _degraded(messages, facts, "validation_failed", count_messages,
                          "no objective: no user request in the transcript and none recorded with baton_capture")
+    now = facts.now or datetime.now(UTC)
+    stamp = ids.format_timestamp(now)
     payload = _payload(facts, messages, objective, focus_topic, paths.root)
-    record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation)
-    record = _with_carried_items(record, session_draft or previous)
+    record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation,
+                                         now=now, deterministic_id=True)
+    record = _with_free_id(handoffs, record, now)
+    record = _with_carried_items(record, session_draft or previous, now)
     report = validate.validate_record(record, paths.root, config)
     fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
-    record = record.model_copy(update={"validation": report.to_validation(fresh.to_model())})
+    record = record.model_copy(update={"validation": report.to_validation(fresh.to_model(), at=stamp)})
     warnings = tuple(f"{c.name}: {c.detail}" for c in report.checks if c.status == "warn")
     if report.status == "fail":
         failed = ", ".join(c.name for c in report.checks if c.status == "fail")
@@ -266,7 +273,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                          else f"handoff failed validation ({failed}); not stored",
                          handoff=summary_of(record) if saved else None, validation_status="fail")
     if report.status == "pass":
-        record = transition(record, "ready", reason="validation pass at pre_compaction")
+        record = transition(record, "ready", reason="validation pass at pre_compaction", at=stamp)
     try:
         written = handoffs.save(record)
     except (OSError, PolicyBlocked) as exc:
@@ -307,6 +314,17 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
         tail_messages=built.tail_messages,
         archived_draft=archived,
     )
+
+
+def _with_free_id(handoffs: store.HandoffStore, record: HandoffRecord, now: datetime) -> HandoffRecord:
+    """The content-derived id, or the next salted candidate when the store already holds that id
+    (the same draft at the same millisecond): deterministic for a given store, never a collision. A stored
+    file with the same short id also counts as taken, so short references stay unambiguous."""
+    for salt in range(1, MAX_ID_CANDIDATES + 1):
+        if not any(handoffs.paths.handoffs_dir.glob(f"*--{record.short_id.lower()}.json")):
+            return record
+        record = record.model_copy(update={"id": capture.content_record_id(record, now, salt)})
+    raise ConflictError(f"no free handoff id after {MAX_ID_CANDIDATES} candidates; the store needs attention")
 
 
 def _load(handoffs: store.HandoffStore, ref: str | None, statuses: tuple[str, ...] | None) -> HandoffRecord | None:

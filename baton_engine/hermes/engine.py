@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,9 @@ from baton_engine.compaction import is_baton_message
 from baton_engine.errors import BatonError
 from baton_engine.handoff import capture, detector, lineage, render, store
 from baton_engine.handoff.config import DetectorConfig, load_config
-from baton_engine.handoff.ids import utc_now
 from baton_engine.hermes import cycle, tools
 from baton_engine.hermes.config import ENGINE_NAME
-from baton_engine.hermes.runtime import Window, get_runtime, usage_value
+from baton_engine.hermes.runtime import Window, clock_now, get_runtime, usage_value
 from baton_engine.tokens.rough import estimate_chat_request
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -76,7 +76,7 @@ class BatonContextEngine(ContextEngine):
         self.post_compaction_tokens: int | None = None
         self.failure_until = 0.0
         self.turns = 0
-        self.started_at = time.time()
+        self.started_at = clock_now().timestamp()
         self.detector_state: dict[str, Any] = {}
         self.last_decision = "not evaluated yet"
         self.last_detector: dict[str, Any] | None = None
@@ -158,16 +158,18 @@ class BatonContextEngine(ContextEngine):
         except Exception:  # noqa: BLE001 - a broken project config never breaks the agent loop
             return None
 
-    def _evaluate_detector(self, tokens: int, explicit: bool) -> detector.DetectorResult | None:
+    def _evaluate_detector(self, tokens: int, explicit: bool,
+                           now: datetime | None = None) -> detector.DetectorResult | None:
         config = self._detector_config()
         if config is None:
             return None
+        now = now or get_runtime().now()
         signals = detector.DetectorSignals(
             context_tokens=max(tokens, 0), context_window=max(self.threshold_tokens, 1), turns=self.turns,
-            elapsed_seconds=max(time.time() - self.started_at, 0.0), explicit=explicit or None,
+            elapsed_seconds=max(now.timestamp() - self.started_at, 0.0), explicit=explicit or None,
         )
         state = detector.DetectorState.model_validate(self.detector_state) if self.detector_state else None
-        return detector.evaluate(signals, config, state, now=utc_now(), readiness=self._readiness())
+        return detector.evaluate(signals, config, state, now=now, readiness=self._readiness())
 
     def _readiness(self) -> float | None:
         if not self.session_draft_id:
@@ -263,10 +265,11 @@ class BatonContextEngine(ContextEngine):
                   force: bool) -> list[dict[str, Any]]:
         runtime = get_runtime()
         settings = runtime.settings
+        now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
         before = runtime.count(messages)
         self.effective_window()
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
-        result = self._evaluate_detector(tokens, explicit=self.explicit_request or force)
+        result = self._evaluate_detector(tokens, explicit=self.explicit_request or force, now=now)
         automation: dict[str, Any] = {"trigger": "pre_compaction", "score": None,
                                       "reasons": [f"Hermes compaction at {tokens} prompt tokens "
                                                   f"(threshold {self.threshold_tokens})"]}
@@ -283,6 +286,7 @@ class BatonContextEngine(ContextEngine):
             brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=self._fresh_tail_tokens(),
             degradation_keep_recent=settings.degradation_keep_recent,
             degradation_max_tokens=settings.degradation_max_tokens or max(window // DEFAULT_TAIL_SHARE, 1),
+            now=now,
         )
 
         # Once the tokenizer failed, the cycle's further counts use the builders' rough fallbacks at once:
@@ -357,7 +361,7 @@ class BatonContextEngine(ContextEngine):
         self.session_draft_id = None
         self.explicit_request = False
         self.turns = 0
-        self.started_at = time.time()
+        self.started_at = clock_now().timestamp()
         self.detector_state = {}
         self.post_compaction_tokens = None
         self.last_detector = None

@@ -8,6 +8,9 @@ pre-API estimate and the request middleware share one cache: one tokenizer round
 Windows are per agent: each engine records its own window here (by session id and by route) when
 Hermes tells it the model, so the middleware budgets every request against ITS agent's window and
 building another engine never changes anyone else's.
+
+Time comes from ONE injectable clock (``clock``, default real UTC time): a compaction reads it once,
+so a test or benchmark that pins it gets the same record ids and timestamps for the same input.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from baton_engine.budget import compression_window
@@ -101,6 +105,10 @@ class Window:
                 "effective": self.effective, "source": self.source, "mismatch": mismatch}
 
 
+def _utc_clock() -> datetime:
+    return datetime.now(UTC)
+
+
 def count_request(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> dict[str, Any]:
     """The canonical request Baton counts: same shape everywhere, so the cache key matches."""
     request: dict[str, Any] = {"messages": list(messages)}
@@ -112,8 +120,10 @@ def count_request(messages: Sequence[Any], tools: Sequence[Any] | None = None) -
 class BatonRuntime:
     """Settings + host view + a lazily built, thread-safe counter (never built at import or copy time)."""
 
-    def __init__(self, settings: BatonSettings, view: HermesView | None = None) -> None:
+    def __init__(self, settings: BatonSettings, view: HermesView | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.settings = settings
+        self.clock: Callable[[], datetime] = clock or _utc_clock
         self.view = view or HermesView()
         self.route = Route(self.view.model, self.view.base_url)
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
@@ -126,6 +136,13 @@ class BatonRuntime:
         self.clamps = 0
         self.clamp_skips = 0
         self.last_clamp_reason: str | None = None
+
+    def now(self) -> datetime:
+        """The clock's time as aware UTC; a naive clock is refused (it would silently mean local time)."""
+        moment = self.clock()
+        if not isinstance(moment, datetime) or moment.tzinfo is None:
+            raise TypeError("BatonRuntime.clock must return an aware datetime (UTC)")
+        return moment.astimezone(UTC)
 
     # ---- counting --------------------------------------------------------------------------------
 
@@ -228,6 +245,13 @@ def set_runtime(runtime: BatonRuntime | None) -> BatonRuntime | None:
     with _ACTIVE_LOCK:
         previous, _ACTIVE = _ACTIVE, runtime
     return previous
+
+
+def clock_now() -> datetime:
+    """The installed runtime's clock, else real UTC time (never builds a runtime or reads settings)."""
+    with _ACTIVE_LOCK:
+        active = _ACTIVE
+    return active.now() if active is not None else _utc_clock()
 
 
 def get_runtime() -> BatonRuntime:

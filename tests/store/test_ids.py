@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from baton_engine.errors import UserInputError
@@ -112,3 +112,50 @@ def test_project_id_is_stable_and_path_free(tmp_path) -> None:
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", first)
     assert str(tmp_path) not in first
     assert first != ids.project_id(tmp_path / "other")
+
+
+# ---- derived (content-addressed) record ids ----------------------------------------------------------
+
+UUID7_TIMES = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime.max,
+                           timezones=st.just(UTC))
+
+
+@given(st.binary(max_size=256), UUID7_TIMES)
+def test_derived_ids_are_valid_uuid7_at_the_moments_millisecond(content: bytes, moment: datetime) -> None:
+    derived = ids.derived_record_id(content, moment)
+    assert ids.is_uuid7(derived)
+    assert ids.uuid7_datetime(derived) == moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    assert derived == ids.derived_record_id(content, moment)  # same input, same id
+
+
+@given(st.binary(max_size=64), st.binary(max_size=64), UUID7_TIMES)
+def test_different_content_gives_a_different_id(first: bytes, second: bytes, moment: datetime) -> None:
+    assume(first != second)
+    assert ids.derived_record_id(first, moment) != ids.derived_record_id(second, moment)
+
+
+@given(st.binary(max_size=64), UUID7_TIMES, UUID7_TIMES)
+def test_derived_ids_sort_by_millisecond(content: bytes, earlier: datetime, later: datetime) -> None:
+    earlier, later = sorted((earlier, later))
+    assume(later - earlier >= timedelta(milliseconds=1))
+    assert ids.derived_record_id(content, earlier) < ids.derived_record_id(content, later)
+
+
+def test_derived_ids_spread_over_all_74_random_bits() -> None:
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    values = [uuid.UUID(ids.derived_record_id(str(n).encode(), moment)).int for n in range(512)]
+    rand_a = {(v >> 64) & 0xFFF for v in values}
+    rand_b = {v & ((1 << 62) - 1) for v in values}
+    assert len(rand_a) > 400 and len(rand_b) == 512  # 12 + 62 bits both vary (a fixed field would not)
+    assert all(v >> 80 == 1767225600000 for v in values)
+
+
+@pytest.mark.parametrize("moment", [datetime(2026, 1, 1), datetime(1969, 12, 31, 23, 59, tzinfo=UTC)])
+def test_derived_ids_refuse_naive_or_pre_epoch_moments(moment: datetime) -> None:
+    with pytest.raises(UserInputError, match="timezone|time range"):
+        ids.derived_record_id(b"content", moment)
+
+
+def test_derived_ids_refuse_text_content() -> None:
+    with pytest.raises(UserInputError, match="canonical bytes"):
+        ids.derived_record_id("text", datetime(2026, 1, 1, tzinfo=UTC))  # type: ignore[arg-type]
