@@ -8,10 +8,16 @@ Budget policy (deterministic, no clocks):
 
 1. Render every section in the spec's order. The title line, the objective, the STALE section, the
    first next action and the final "Verify freshness" section are never dropped.
-2. While over budget, drop whole sections, lowest value first (``DROP_ORDER``).
-3. While still over, shorten the longest remaining section (by tokens; ties: the later one) at a
-   word boundary, as little as needed.
-4. Last resort (only with tiny budgets): cut the text itself.
+2. While over budget, cut the low-value sections first (``LOW_VALUE_ORDER``: completed steps,
+   artifacts, risks, lineage); a section whose removal alone would fit is shortened instead.
+3. Captured records (decisions, evidence, failed attempts, further open items) outlive those: they
+   are first rendered one line each (id + the decision / claim / attempt / description), then the
+   current state and status line give way (``CONTEXT_ORDER``), then each line is clipped to fewer
+   words (``WORD_CAPS``), and only then are records left out, lowest value last in ``CAPTURED_ORDER``
+   first, keeping as many as fit; the marker says how many of each were left out.
+4. Then the constraints give way; then the longest remaining section (by tokens; ties: the later
+   one) is shortened at a word boundary, as little as needed.
+5. Last resort (only with tiny budgets): cut the text itself.
 
 Whenever content is cut, a marker just before the freshness section lists what was omitted or
 shortened and names the command that shows the full record. ``Brief.tokens`` is the count of the
@@ -39,20 +45,16 @@ STALE_HEADING = "## STALE: the repository changed since capture; reconcile befor
 
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
 
-# Sections dropped when over budget, lowest value first. Absent keys are never dropped.
-DROP_ORDER = (
-    "evidence",
-    "further_open_items",
-    "completed",
-    "artifacts",
-    "lineage",
-    "risks",
-    "decisions",
-    "do_not_retry",
-    "constraints",
-    "current_state",
-    "meta",
-)
+# Sections cut before any captured record is touched, lowest value first. Absent keys are skipped.
+LOW_VALUE_ORDER = ("completed", "artifacts", "risks", "lineage")
+# Sections cut after captured records are compacted but before any record is clipped or left out.
+CONTEXT_ORDER = ("current_state", "meta")
+# Sections cut only when even the fewest captured records do not fit.
+LAST_ORDER = ("constraints",)
+# Captured-record sections, highest value first: records are left out from the end of this order.
+CAPTURED_ORDER = ("decisions", "do_not_retry", "further_open_items", "evidence")
+# Word limits tried, in order, for each captured record's one-line text before records are left out.
+WORD_CAPS = (24, 16, 10)
 
 
 class DriftLike(Protocol):
@@ -84,6 +86,15 @@ class Brief:
     shortened: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """One captured record: its full bullet text and the one-line gist (id + main text) kept under pressure."""
+
+    ident: str
+    full: str
+    gist: str
+
+
 @dataclass
 class _Section:
     key: str
@@ -91,9 +102,32 @@ class _Section:
     heading: str | None
     body: str
     truncated: bool = False
+    entries: tuple[_Entry, ...] = ()
+    compact: bool = False
+    word_cap: int | None = None
+    shown: int | None = None
 
     def text(self) -> str:
         return self.body if self.heading is None else f"{self.heading}\n{self.body}"
+
+    def left_out(self) -> int:
+        return 0 if self.shown is None else len(self.entries) - self.shown
+
+    def render_entries(self) -> None:
+        """Re-render ``body`` from the entries at the current detail level (compact, word cap, count)."""
+        chosen = self.entries if self.shown is None else self.entries[: self.shown]
+        lines = [_clip(e.ident, e.gist, self.word_cap) if self.compact else e.full for e in chosen]
+        if self.left_out():
+            lines.append(f"… {self.left_out()} more not shown")
+        self.body = _bullets(lines)
+
+
+def _clip(ident: str, gist: str, word_cap: int | None) -> str:
+    """``ident: gist`` with the gist cut to ``word_cap`` words (deterministic; the full text is in the record)."""
+    words = gist.split()
+    if word_cap is not None and len(words) > word_cap:
+        return f"{ident}: {' '.join(words[:word_cap])}{ELLIPSIS}"
+    return f"{ident}: {' '.join(words)}"
 
 
 def short_ref(record_id: str) -> str:
@@ -164,6 +198,12 @@ def _build_sections(
         if body.strip():
             sections.append(_Section(key, label, heading, body))
 
+    def add_entries(key: str, label: str, heading: str, entries: Sequence[_Entry]) -> None:
+        if entries:
+            section = _Section(key, label, heading, "", entries=tuple(entries))
+            section.render_entries()
+            sections.append(section)
+
     add("title", "title", None, f"# Resume brief: {_inline(record.work.title) or '(untitled)'}")
     add(
         "meta",
@@ -210,8 +250,8 @@ def _build_sections(
             text += f" (why: {_inline(d.rationale)})"
         if d.evidence_ids:
             text += f" [evidence {', '.join(sorted(d.evidence_ids))}]"
-        decisions.append(text)
-    add("decisions", "decisions", "## Decisions", _bullets(decisions))
+        decisions.append(_Entry(d.id, text, _inline(d.decision)))
+    add_entries("decisions", "decisions", "## Decisions", decisions)
 
     artifacts = []
     for a in record.artifacts:
@@ -229,8 +269,8 @@ def _build_sections(
             text = f"{e.id} ({e.type}): {_inline(e.claim)}"
             if details:
                 text += f" ({'; '.join(details)})"
-            evidence.append(text)
-        add("evidence", "evidence", "## Evidence", _bullets(evidence))
+            evidence.append(_Entry(e.id, text, _inline(e.claim)))
+        add_entries("evidence", "evidence", "## Evidence", evidence)
 
     risks = []
     for r in record.risks:
@@ -245,8 +285,8 @@ def _build_sections(
         text = f"{f.id}: {_inline(f.attempt)}"
         if f.outcome:
             text += f" (outcome: {_inline(f.outcome)})"
-        failed.append(text)
-    add("do_not_retry", "do-not-retry", "## Do not retry", _bullets(failed))
+        failed.append(_Entry(f.id, text, _inline(f.attempt)))
+    add_entries("do_not_retry", "do-not-retry", "## Do not retry", failed)
 
     ordered = order_open_items(record)
     if ordered:
@@ -265,11 +305,11 @@ def _build_sections(
     else:
         next_body = "No open item recorded: confirm the objective is met (see current state) before more work."
     add("first_next_action", "next action", "## First next action", next_body)
-    add(
+    add_entries(
         "further_open_items",
         "open items",
         "## Further open items",
-        _bullets(_item_line(i) for i in ordered[1:]),
+        [_Entry(i.id, _item_line(i), f"[{i.priority}] {_inline(i.description)}") for i in ordered[1:]],
     )
     add("freshness", "freshness", "## Verify freshness", _freshness_body(record, freshness))
     return sections
@@ -327,22 +367,73 @@ class _Fitter:
     omitted: list[str] = field(default_factory=list)
     shortened: list[str] = field(default_factory=list)
 
+    def labels(self) -> tuple[list[str], list[str]]:
+        """What the marker reports: cut / shortened sections plus captured records compacted or left out."""
+        omitted, shortened = list(self.omitted), list(self.shortened)
+        for s in self._captured():
+            if s.left_out():
+                omitted.append(f"{s.left_out()} of {len(s.entries)} {s.label}")
+            if s.compact and s.shown != 0:
+                how = "one line each" if s.word_cap is None else f"one line of <= {s.word_cap} words each"
+                shortened.append(f"{s.label} ({how})")
+        return omitted, shortened
+
     def compose(self) -> str:
-        if not (self.omitted or self.shortened):
-            return _assemble(self.sections)
-        marker = _marker(self.short_id, self.omitted, self.shortened)
-        body = list(self.sections)
+        omitted, shortened = self.labels()
+        if not (omitted or shortened):
+            return _assemble(self.visible())
+        marker = _marker(self.short_id, omitted, shortened)
+        body = self.visible()
         at = len(body) - 1 if body and body[-1].key == "freshness" else len(body)
         return _assemble([*body[:at], marker, *body[at:]])
+
+    def visible(self) -> list[_Section]:
+        """Sections to render: a captured section with every record left out shows nothing."""
+        return [s for s in self.sections if s.shown != 0]
 
     def fits(self, text: str) -> bool:
         return self.count(text) <= self.max_tokens
 
+    def _captured(self) -> list[_Section]:
+        rank = {key: n for n, key in enumerate(CAPTURED_ORDER)}
+        return sorted((s for s in self.sections if s.entries), key=lambda s: rank[s.key])
+
     def fit(self) -> str:
-        text = self.compose()
-        if self.fits(text):
-            return text
-        for key in DROP_ORDER:
+        if self.fits(self.compose()):
+            return self.compose()
+        if self._cut_sections(LOW_VALUE_ORDER):
+            return self.compose()
+        captured = self._captured()
+        for section in captured:
+            section.compact = True
+            section.render_entries()
+        if self.fits(self.compose()) or self._cut_sections(CONTEXT_ORDER):
+            return self.compose()
+        for cap in WORD_CAPS:
+            for section in captured:
+                section.word_cap = cap
+                section.render_entries()
+            if self.fits(self.compose()):
+                return self.compose()
+        if self._keep_most(captured) or self._cut_sections(LAST_ORDER) or self._keep_most(captured):
+            return self.compose()
+        while True:
+            candidates = [s for s in self.visible() if not s.truncated and s.body.strip()]
+            if not candidates:
+                break
+            indexed = [(self.count(s.text()), i, s) for i, s in enumerate(self.visible()) if s in candidates]
+            victim = max(indexed, key=lambda t: (t[0], t[1]))[2]
+            self.shortened.append(victim.label)
+            if self._shrink(victim):
+                return self.compose()
+        return self._hard_cut()
+
+    def _cut_sections(self, order: Sequence[str]) -> bool:
+        """Drop the sections in ``order`` one by one; True once the brief fits.
+
+        When dropping a section is enough, part of it fits: it is shortened as little as needed instead.
+        """
+        for key in order:
             victim = next((s for s in self.sections if s.key == key), None)
             if victim is None:
                 continue
@@ -350,26 +441,37 @@ class _Fitter:
             self.sections.remove(victim)
             self.omitted.append(victim.label)
             if self.fits(self.compose()):
-                # Dropping it is enough, so part of it fits: keep as much of it as the budget allows.
                 self.omitted.remove(victim.label)
                 self.sections.insert(at, victim)
                 self.shortened.append(victim.label)
                 if self._shrink(victim):
-                    return self.compose()
+                    return True
                 self.shortened.remove(victim.label)
                 self.sections.remove(victim)
                 self.omitted.append(victim.label)
-                return self.compose()
-        while True:
-            candidates = [s for s in self.sections if not s.truncated and s.body.strip()]
-            if not candidates:
-                break
-            indexed = [(self.count(s.text()), i, s) for i, s in enumerate(self.sections) if s in candidates]
-            victim = max(indexed, key=lambda t: (t[0], t[1]))[2]
-            self.shortened.append(victim.label)
-            if self._shrink(victim):
-                return self.compose()
-        return self._hard_cut()
+                return True
+        return False
+
+    def _keep_most(self, captured: Sequence[_Section]) -> bool:
+        """Show the most captured records that fit (in ``CAPTURED_ORDER``, then id); True when some count fits."""
+        total = sum(len(s.entries) for s in captured)
+
+        def show(kept: int) -> bool:
+            for section in captured:
+                section.shown = min(len(section.entries), kept)
+                kept -= section.shown
+                section.render_entries()
+            return self.fits(self.compose())
+
+        lo, hi, best = 0, total, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if show(mid):
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        show(0 if best is None else best)
+        return best is not None
 
     def _shrink(self, section: _Section) -> bool:
         """Cut ``section``'s body at the longest word boundary that fits; True when the whole text fits."""
@@ -393,8 +495,8 @@ class _Fitter:
         The marker and the (shortened) freshness section always survive, so the brief still ends
         with what to verify.
         """
-        tail = [s for s in self.sections if s.key == "freshness"]
-        head = _assemble([s for s in self.sections if s.key != "freshness"]).rstrip()
+        tail = [s for s in self.visible() if s.key == "freshness"]
+        head = _assemble([s for s in self.visible() if s.key != "freshness"]).rstrip()
         end = _assemble([_marker(self.short_id, self.omitted, self.shortened), *tail])
         lo, hi, best = 0, len(head), None
         while lo <= hi:
@@ -433,13 +535,14 @@ def _fit(record: HandoffRecord, freshness: FreshnessLike | None, verbose: bool, 
          count: Callable[[str], int], source: str) -> Brief:
     fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose))
     text = fitter.fit()
+    omitted, shortened = fitter.labels()
     return Brief(
         text=text,
         tokens=count(text),
-        truncated=bool(fitter.omitted or fitter.shortened),
+        truncated=bool(omitted or shortened),
         counter_source=source,
-        omitted=tuple(fitter.omitted),
-        shortened=tuple(fitter.shortened),
+        omitted=tuple(omitted),
+        shortened=tuple(shortened),
     )
 
 

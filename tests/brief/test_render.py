@@ -189,14 +189,20 @@ def test_budget_with_exact_counter_keeps_protected_sections(max_tokens: int, cl1
     assert marker.startswith("[Truncated: ") and "`baton handoff show 6c7d8e9f`" in marker
 
 
-def test_lowest_value_content_goes_first(full_record: HandoffRecord, cl100k) -> None:
+def test_low_value_sections_go_before_captured_records(full_record: HandoffRecord, cl100k) -> None:
     full = render_brief(full_record, verbose=True, count_tokens=cl100k)
     brief = render_brief(full_record, verbose=True, count_tokens=cl100k, max_tokens=full.tokens - 20)
-    # Evidence is the lowest-value section: dropping part of it is enough, nothing else is touched.
-    assert brief.shortened == ("evidence",) and brief.omitted == ()
-    assert "## Further open items" in brief.text
+    # Completed steps and artifacts give way first; every captured record is still there in full.
+    assert set(brief.omitted + brief.shortened) <= {"completed", "artifacts"} and brief.truncated
+    for section in ("## Decisions", "## Evidence", "## Do not retry", "## Further open items"):
+        assert section in brief.text
+    assert "(why: Testable without sleeps.)" in brief.text
     smaller = render_brief(full_record, verbose=True, count_tokens=cl100k, max_tokens=full.tokens - 150)
-    assert smaller.omitted[0] == "evidence" and "## Evidence" not in smaller.text
+    assert smaller.tokens <= full.tokens - 150
+    assert {"completed", "artifacts", "risks"} <= set(smaller.omitted)
+    assert "decisions (one line each)" in smaller.shortened
+    assert "- D-002: Inject the clock into SessionStore." in smaller.text
+    assert "- E-001: Flake reproduced 3 of 20 runs" in smaller.text
     assert "## Objective" in smaller.text and "## First next action" in smaller.text
 
 
