@@ -287,8 +287,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
             archived = session_draft.id
         except (BatonError, OSError) as exc:
             LOGGER.warning("baton session draft not archived type=%s", type(exc).__name__)
-    # verbose: the evidence the session captured must survive compaction (it is the first section the
-    # token budget drops, so a brief that fits keeps every captured record).
+    # verbose: the evidence the session captured must survive compaction (the budget compacts captured
+    # records to one line each before leaving any out).
     brief = render.render_brief(record, freshness=fresh, max_tokens=facts.brief_max_tokens,
                                 count_tokens=count_text, counter_source=counter_source, verbose=True)
     brief_text = brief.text
