@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO / "tests"))  # batontest: the model stand-in, Hermes
 from rich.console import Console  # noqa: E402
 from rich.panel import Panel  # noqa: E402
 from rich.rule import Rule  # noqa: E402
+from rich.text import Text  # noqa: E402
 
 from batontest.assets import qwen3_dir  # noqa: E402
 from batontest.hermes_home import (  # noqa: E402
@@ -157,7 +158,8 @@ def summarize(project: Path, narrator: Narrator, rejected: int) -> int:
     text = brief.get("text") if isinstance(brief, dict) else str(brief)
     tokens = brief.get("tokens") if isinstance(brief, dict) else None
     title = f"resume brief of {resumed['handoff'].get('short_id')}" + (f" ({tokens} tokens)" if tokens else "")
-    console.print(Panel(text or "", title=title, subtitle="what `baton resume` hands the next session"))
+    # Text(): the brief is plain text, so "[medium]" must not be read as rich markup
+    console.print(Panel(Text(text or ""), title=title, subtitle="what `baton resume` hands the next session"))
     return 0 if rejected == 0 and narrator.seen_compactions >= 3 else 1
 
 
