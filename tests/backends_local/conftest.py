@@ -7,3 +7,19 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402  (after the offline switches)
+from baton_hf.backend import HfBackend  # noqa: E402
+from batontest import assets  # noqa: E402
+
+from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def qwen() -> HfBackend:
+    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+
+
+@pytest.fixture(scope="module")
+def nemo() -> HfBackend:
+    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.mistral_nemo_dir())))

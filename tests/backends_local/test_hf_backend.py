@@ -30,15 +30,6 @@ WEATHER_TOOL = {
 TIME_TOOL = {"type": "function", "function": {"name": "get_time"}}  # no description / parameters
 
 
-@pytest.fixture(scope="module")
-def qwen() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
-
-
-@pytest.fixture(scope="module")
-def nemo() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.mistral_nemo_dir())))
-
 
 def direct_count(backend: HfBackend, request: dict[str, Any]) -> int:
     """The reference: vLLM's normalisation + one apply_chat_template(tokenize=True) call."""

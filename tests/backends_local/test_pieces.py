@@ -11,24 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.pieces import PieceCounter
-from batontest import assets
 
 from baton_hf.backend import HfBackend, _private_encoder, _split_tokens
 
 QWEN_SPECIALS = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>", "<|endoftext|>"]
 WHITESPACE = [" ", "  ", "\n", "\n\n", "\t", " \n", "\r\n", "\u00a0", "\u3000"]
 
-
-@pytest.fixture(scope="module")
-def qwen() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
-
-
-@pytest.fixture(scope="module")
-def nemo() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.mistral_nemo_dir())))
 
 
 _reference_encoders: dict[int, Any] = {}
