@@ -14,7 +14,6 @@ from typing import Any
 from baton_engine.tokens.contract import TokenCount
 
 OUTPUT_BUDGET_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-MARGIN_INCLUDED_SOURCE = "rough+margin"
 
 
 def threshold_tokens(context_length: int, threshold_percent: float) -> int:
@@ -56,8 +55,9 @@ def compression_pressure(prompt_tokens: int, min_output_tokens: int) -> int:
 
 
 def margin_for(count: TokenCount, fallback_margin_tokens: int) -> int:
-    """Safety margin to subtract for this count: none when exact or when the counter already added it."""
-    if count.exact or count.source == MARGIN_INCLUDED_SOURCE:
+    """Safety margin to subtract for this count: none when exact or when the count already includes one
+    (``margin_tokens``: rough + margin, anchored estimates)."""
+    if count.exact or count.margin_tokens > 0:
         return 0
     return fallback_margin_tokens
 

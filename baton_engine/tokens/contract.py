@@ -21,6 +21,13 @@ class CannotCount(Exception):
     """
 
 
+class RequestNotCountable(CannotCount):
+    """This request cannot be counted; the backend is healthy (e.g. a server that cannot render one shape).
+
+    Distinct from other failures so the circuit breaker does not stop counting every other request.
+    """
+
+
 class BackendConfigError(ValueError):
     """The backend's settings are unusable; raised at start-up, names the setting to fix."""
 
@@ -30,7 +37,8 @@ class TokenCount:
     """A count and where it came from.
 
     ``tokens`` is None only for the explicit "unknown" result (every source failed);
-    callers then leave requests unchanged.
+    callers then leave requests unchanged. ``margin_tokens`` is the safety margin already included in
+    ``tokens`` (estimates carry their own margin, so budgets must not add another).
     """
 
     tokens: int | None
@@ -38,6 +46,7 @@ class TokenCount:
     source: str
     max_model_len: int | None = None
     fallback_reason: str | None = None
+    margin_tokens: int = 0
 
     @property
     def known(self) -> bool:

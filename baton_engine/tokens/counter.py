@@ -1,4 +1,8 @@
-"""The one place Baton asks for a token count: cache, exact -> rough+margin fallback, never raises.
+"""The one place Baton asks for a token count: cache -> circuit breaker -> backend; never raises.
+
+Exact when the backend can count; else the session's usage-anchored estimate when one is given and has seen
+an exact count; else rough + margin; else "unknown". Every backend is wrapped in a ``CircuitBreaker``, so a
+failing tokenizer is asked once per cool-off rather than on every count.
 
 Logs carry counts, sources and exception TYPE names only: prompts, exception messages and
 tracebacks can hold secrets, so none of them is ever formatted into a record. The one message
@@ -12,17 +16,35 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
+from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
+from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.tokens")
 FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"
 UNKNOWN_SOURCE = "unknown"
+CountingMode = Literal["exact", "anchored", "rough+margin", "estimate", "unknown"]
+
+
+def counting_mode(count: TokenCount) -> CountingMode:
+    """How a count was made, for status. "estimate" is an inexact count without a margin of its own (tiktoken's
+    chat framing, a rough plain-text count), to which budgets add the fallback margin."""
+    if count.tokens is None:
+        return "unknown"
+    if count.exact:
+        return "exact"
+    if count.source == ANCHORED_SOURCE:
+        return "anchored"
+    if count.source == FALLBACK_SOURCE:
+        return "rough+margin"
+    return "estimate"
 
 
 class MalformedCount(Exception):
@@ -69,14 +91,24 @@ def _checked(result: object) -> TokenCount:
 
 
 class TokenCounter:
-    """Wraps one backend. Thread-safe; bounded LRU per whole request; failures are never cached."""
+    """Wraps one backend. Thread-safe; bounded LRU per whole request; failures and estimates are never cached."""
 
-    def __init__(self, backend: TokenizerBackend, *, fallback_margin_tokens: int = 1024, cache_size: int = 256):
+    def __init__(
+        self,
+        backend: TokenizerBackend,
+        *,
+        fallback_margin_tokens: int = 1024,
+        cache_size: int = 256,
+        cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if fallback_margin_tokens < 0:
             raise ValueError("fallback_margin_tokens must be >= 0")
         if cache_size < 0:
             raise ValueError("cache_size must be >= 0")
-        self._backend = backend
+        self._breaker = (backend if isinstance(backend, CircuitBreaker)
+                         else CircuitBreaker(backend, cool_off_seconds=cool_off_seconds, clock=clock))
+        self._backend = self._breaker.inner
         self._margin = fallback_margin_tokens
         self._cache_size = cache_size
         self._cache: OrderedDict[str, TokenCount] = OrderedDict()
@@ -99,7 +131,11 @@ class TokenCounter:
 
     @property
     def backend(self) -> TokenizerBackend:
+        """The wrapped backend itself (for its own attributes); counts go through the breaker."""
         return self._backend
+
+    def breaker_state(self) -> BreakerState:
+        return self._breaker.state()
 
     def stats(self) -> CounterStats:
         with self._lock:
@@ -113,19 +149,37 @@ class TokenCounter:
         }
         self._stats = replace(self._stats, **updates)
 
-    def count_chat(self, request: ChatRequest) -> TokenCount:
-        """Exact count when the backend can; else rough + margin; else ``tokens=None``. Never raises."""
-        return self._count(
-            _request_key(request), "chat", lambda: self._backend.count_chat(request),
+    def count_chat(self, request: ChatRequest, anchor: UsageAnchor | None = None) -> TokenCount:
+        """Exact count when the backend can (and ``anchor`` observes it); else ``anchor``'s estimate when it has
+        one; else rough + margin; else ``tokens=None``. Never raises."""
+        counted = self._count(
+            _request_key(request), "chat", lambda: self._breaker.count_chat(request),
             lambda: estimate_chat_request(request), self._margin,
         )
+        if anchor is None:
+            return counted
+        try:
+            if counted.exact:
+                anchor.observe_exact(request, counted.tokens)  # type: ignore[arg-type]
+                return counted
+            if counted.source not in (FALLBACK_SOURCE, UNKNOWN_SOURCE):
+                return counted  # an inexact backend's own estimate (tiktoken chat framing): budgets add the margin
+            anchored = anchor.estimate(request)
+        except Exception as exc:  # noqa: BLE001 - a broken anchor must not break counting
+            LOGGER.warning("usage anchor failed type=%s; using the count as it is", type(exc).__name__)
+            return counted
+        if anchored is None:
+            return counted
+        LOGGER.debug("counted kind=chat tokens=%d source=%s margin=%d", anchored.tokens, ANCHORED_SOURCE,
+                     anchored.margin_tokens)
+        return replace(anchored, max_model_len=counted.max_model_len, fallback_reason=counted.fallback_reason)
 
     def count_text(self, text: str) -> TokenCount:
         """Plain text, no special tokens (brief budgets). Never raises; the fallback is the rough estimate
         WITHOUT the margin (source ``rough``): a fixed per-request margin would make every short text look
         over budget. The margin protects the context window, which only whole-request counts decide."""
         return self._count(
-            _text_key(text), "text", lambda: self._backend.count_text(text), lambda: _estimate_text(text), 0
+            _text_key(text), "text", lambda: self._breaker.count_text(text), lambda: _estimate_text(text), 0
         )
 
     def _count(
@@ -146,7 +200,8 @@ class TokenCounter:
             return self._fallback(kind, exc, estimate, margin)
         if result.source == ROUGH_SOURCE and margin:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
-            result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len)  # type: ignore[operator]
+            result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
+                                margin_tokens=margin)
         LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
         with self._lock:
             if result.max_model_len is not None:
@@ -174,7 +229,7 @@ class TokenCounter:
                        kind, self._source, error_type, rough_tokens, source)
         with self._lock:
             self._record(fallbacks=1, last_fallback_reason=reason)
-        return TokenCount(tokens=rough_tokens, exact=False, source=source, fallback_reason=reason)
+        return TokenCount(tokens=rough_tokens, exact=False, source=source, fallback_reason=reason, margin_tokens=margin)
 
     def clear_cache(self) -> None:
         """Forget every cached count; a reply already in flight cannot refill the cache (epoch)."""
@@ -189,7 +244,7 @@ class TokenCounter:
     def _housekeeping(self, method: str) -> None:
         """Call a backend's ``clear_cache``/``close``; a failure is logged by type, never raised into the agent."""
         try:
-            getattr(self._backend, method)()
+            getattr(self._breaker, method)()
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("backend %s failed type=%s", method, type(exc).__name__)
 

@@ -80,9 +80,12 @@ def test_unknown_count_leaves_request_unchanged() -> None:
     assert result.request is request and not result.changed and "unknown" in result.reason
 
 
-def test_margin_applies_to_rough_counts_once() -> None:
+def test_margin_applies_once_the_count_says_what_it_includes() -> None:
     assert margin_for(exact(5), 1024) == 0
-    assert margin_for(TokenCount(5, False, "rough+margin", fallback_reason="vllm: CannotCount"), 1024) == 0
+    assert margin_for(TokenCount(1029, False, "rough+margin", fallback_reason="vllm: CannotCount",
+                                 margin_tokens=1024), 1024) == 0
+    assert margin_for(TokenCount(900, False, "anchored", margin_tokens=96), 1024) == 0
+    assert margin_for(TokenCount(5, False, "rough+margin"), 1024) == 1024  # the field decides, not the name
     assert margin_for(TokenCount(5, False, "tiktoken:o200k_base+chat-overhead"), 1024) == 1024
     result = clamp({"messages": []}, TokenCount(50_000, False, "tiktoken:o200k_base"))
     assert result.request["max_tokens"] == 100_000 - 50_000 - 1024
@@ -118,8 +121,10 @@ requests = st.builds(
 )
 counts = st.one_of(
     st.builds(exact, st.integers(0, 300_000)),
-    st.builds(lambda t: TokenCount(t, False, "rough+margin", fallback_reason="x: CannotCount"),
-              st.integers(0, 300_000)),
+    st.builds(lambda t, m: TokenCount(t + m, False, "rough+margin", fallback_reason="x: CannotCount",
+                                      margin_tokens=m), st.integers(0, 300_000), st.integers(1, 5000)),
+    st.builds(lambda t, m: TokenCount(t + m, False, "anchored", margin_tokens=m),
+              st.integers(0, 300_000), st.integers(1, 5000)),
     st.builds(lambda t: TokenCount(t, False, "other"), st.integers(0, 300_000)),
     st.just(TokenCount(None, False, "unknown")),
 )

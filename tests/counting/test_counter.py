@@ -87,10 +87,12 @@ def test_cache_is_bounded_lru() -> None:
 )
 def test_failure_falls_back_to_rough_plus_margin_and_is_not_cached(failure: BaseException, reason: str) -> None:
     backend = WordBackend(fail=failure)
-    counter = TokenCounter(backend, fallback_margin_tokens=1000)
+    now = [0.0]
+    counter = TokenCounter(backend, fallback_margin_tokens=1000, cool_off_seconds=30, clock=lambda: now[0])
     request = conversation(3)
     result = counter.count_chat(request)
-    assert result == TokenCount(estimate_chat_request(request) + 1000, False, "rough+margin", None, reason)
+    assert result == TokenCount(estimate_chat_request(request) + 1000, False, "rough+margin", None, reason, 1000)
+    now[0] = 30.0  # past the breaker's cool-off: the failure was not cached, the backend is asked again
     counter.count_chat(request)
     assert backend.calls == 2
     stats = counter.stats()
@@ -107,7 +109,7 @@ def test_malformed_backend_results_fall_back(bad: object) -> None:
     assert result == TokenCount(6, False, "rough", None, "words: MalformedCount")  # ceil(23 / 4), no margin
     request = {"messages": [{"role": "user", "content": "one two"}]}
     assert counter.count_chat(request) == TokenCount(
-        estimate_chat_request(request) + 1000, False, "rough+margin", None, "words: MalformedCount")
+        estimate_chat_request(request) + 1000, False, "rough+margin", None, "words: MalformedCount", 1000)
 
 
 def test_both_failing_gives_unknown_and_never_raises() -> None:
@@ -132,7 +134,7 @@ def test_chosen_rough_backend_gets_the_margin_on_requests_not_on_text() -> None:
     counter = TokenCounter(RoughBackend(), fallback_margin_tokens=512)
     request = conversation(2)
     result = counter.count_chat(request)
-    assert result == TokenCount(estimate_chat_request(request) + 512, False, "rough+margin")
+    assert result == TokenCount(estimate_chat_request(request) + 512, False, "rough+margin", margin_tokens=512)
     assert counter.count_text("x" * 40) == TokenCount(10, False, "rough")
 
 
@@ -190,7 +192,7 @@ def test_only_a_cannot_count_message_reaches_the_reason_and_never_the_log(caplog
         "words: ToolHistoryRefused: server cannot count tool-call histories")
     assert refused.stats().last_fallback_reason == "words: ToolHistoryRefused: server cannot count tool-call histories"
     for failure in (RuntimeError(f"upstream said {SECRET}"), OSError(2, SECRET), ValueError(SECRET)):
-        counter = TokenCounter(WordBackend(fail=failure))
+        counter = TokenCounter(WordBackend(fail=failure), cool_off_seconds=0)  # every call reaches the backend
         chat, text = counter.count_chat(REQUEST), counter.count_text("x y")
         unknown = counter.count_chat({"messages": SECRET})
         for reason in (chat.fallback_reason, text.fallback_reason, unknown.fallback_reason,

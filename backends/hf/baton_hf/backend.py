@@ -15,8 +15,8 @@ from typing import Any
 
 from baton_engine.tokens.contract import (
     BackendConfigError,
-    CannotCount,
     ChatRequest,
+    RequestNotCountable,
     TokenCount,
     TokenizerBackend,
     TokenizerConfig,
@@ -94,14 +94,14 @@ class HfBackend(TokenizerBackend):
                 request, content_format=self._content_format, supports_developer=self._supports_developer
             )
         except RequestShapeError as exc:
-            raise CannotCount(str(exc)) from None
+            raise RequestNotCountable(str(exc)) from None
         kwargs = {k: v for k, v in normalized.chat_template_kwargs.items() if k in self._accepted_kwargs}
         try:
             return self._tokenizer.apply_chat_template(
                 normalized.messages, tools=normalized.tools, tokenize=False, **kwargs
             )
         except Exception as exc:  # the template rejected the conversation (raise_exception, TypeError, ...)
-            raise CannotCount(f"chat template rejected the request ({type(exc).__name__})") from None
+            raise RequestNotCountable(f"chat template rejected the request ({type(exc).__name__})") from None
 
     def clear_cache(self) -> None:
         self._pieces.clear()

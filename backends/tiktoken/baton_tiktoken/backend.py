@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend, TokenizerConfig
+from baton_engine.tokens.contract import ChatRequest, RequestNotCountable, TokenCount, TokenizerBackend, TokenizerConfig
 from baton_engine.tokens.pieces import PieceCounter
 
 from baton_tiktoken.encodings import encoding_for_model, load_encoding
@@ -58,7 +58,7 @@ class TiktokenBackend(TokenizerBackend):
     def count_chat(self, request: ChatRequest) -> TokenCount:
         messages = request.get("messages")
         if not isinstance(messages, list):
-            raise CannotCount("request.messages must be a list of message objects")
+            raise RequestNotCountable("request.messages must be a list of message objects")
         texts: list[str] = []
         total = sum(_message_framing(m, i, texts) for i, m in enumerate(messages))
         total += _tools_framing(request.get("tools"), texts)
@@ -78,7 +78,7 @@ def _message_framing(message: Any, index: int, texts: list[str]) -> int:
     """Append the message's encoded texts to ``texts``; return its fixed framing tokens."""
     is_mapping = type(message) is dict or isinstance(message, Mapping)  # dict first: the ABC check is slow
     if not is_mapping or not isinstance(message.get("role"), str):
-        raise CannotCount(f"messages[{index}] must be an object with a string 'role'")
+        raise RequestNotCountable(f"messages[{index}] must be an object with a string 'role'")
     texts += (message["role"], _text_of(message.get("content")))
     tokens = TOKENS_PER_MESSAGE
     if isinstance(message.get("name"), str):

@@ -26,6 +26,7 @@ from baton_engine.tokens.contract import (
     BackendConfigError,
     CannotCount,
     ChatRequest,
+    RequestNotCountable,
     TokenCount,
     TokenizerBackend,
     TokenizerConfig,
@@ -49,10 +50,11 @@ def _user_agent() -> str:
         return "baton-engine-vllm"
 
 
-class ToolCallHistoryUnsupported(CannotCount):
+class ToolCallHistoryUnsupported(RequestNotCountable):
     """The server answered 400 to a history with assistant tool_calls (vLLM 0.32 mistral mode,
     vllm-project/vllm#57730): the request is valid, the server cannot render it. A distinct type so
-    the counter's fallback reason (which names only exception types) says what happened."""
+    the counter's fallback reason (which names only exception types) says what happened; a
+    ``RequestNotCountable`` so the circuit breaker keeps counting other requests with this server."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ class VllmBackend(TokenizerBackend):
             try:
                 content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
             except (TypeError, ValueError) as exc:
-                raise CannotCount(f"request is not JSON-serialisable ({type(exc).__name__})") from exc
+                raise RequestNotCountable(f"request is not JSON-serialisable ({type(exc).__name__})") from exc
         connection = self._connect()
         timeout = self._config.timeout_seconds
         try:

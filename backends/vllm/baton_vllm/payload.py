@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from baton_engine.tokens.contract import CannotCount, ChatRequest
+from baton_engine.tokens.contract import ChatRequest, RequestNotCountable
 
 # Fields /tokenize reads in its chat form; the OpenAI client merges extra_body over the request.
 _PROMPT_OPTIONS = (
@@ -26,9 +26,9 @@ _MIRRORED_TOOL_CHOICES = (None, "auto", "none")
 
 
 def chat_payload(request: ChatRequest, model: str | None) -> dict[str, Any]:
-    """The /tokenize chat-form body, or CannotCount when /tokenize cannot see what changes the prompt."""
+    """The /tokenize chat-form body, or RequestNotCountable when /tokenize cannot see what changes the prompt."""
     if not isinstance(request, Mapping):
-        raise CannotCount(f"chat request must be a mapping, got {type(request).__name__}")
+        raise RequestNotCountable(f"chat request must be a mapping, got {type(request).__name__}")
     extra = request.get("extra_body")
     extra = extra if isinstance(extra, Mapping) else {}
 
@@ -37,14 +37,14 @@ def chat_payload(request: ChatRequest, model: str | None) -> dict[str, Any]:
 
     messages = pick("messages")
     if not isinstance(messages, (list, tuple)):
-        raise CannotCount("chat request has no messages list")
+        raise RequestNotCountable("chat request has no messages list")
     tools = pick("tools")
     if tools is not None and not isinstance(tools, (list, tuple)):
-        raise CannotCount(f"chat request tools must be a list, got {type(tools).__name__}")
+        raise RequestNotCountable(f"chat request tools must be a list, got {type(tools).__name__}")
     if tools and pick("tool_choice") not in _MIRRORED_TOOL_CHOICES:
-        raise CannotCount("vLLM /tokenize cannot mirror a tool_choice other than none/auto")
+        raise RequestNotCountable("vLLM /tokenize cannot mirror a tool_choice other than none/auto")
     if pick("response_format") is not None:
-        raise CannotCount("vLLM /tokenize cannot mirror response_format")
+        raise RequestNotCountable("vLLM /tokenize cannot mirror response_format")
 
     _check_tool_call_arguments(messages)
     payload: dict[str, Any] = {}
@@ -60,14 +60,14 @@ def chat_payload(request: ChatRequest, model: str | None) -> dict[str, Any]:
     _fold_template_kwargs(payload, pick("reasoning_effort"), pick("documents"))
     payload.setdefault("add_generation_prompt", True)
     if payload["add_generation_prompt"] and payload.get("continue_final_message"):
-        raise CannotCount("add_generation_prompt and continue_final_message cannot both be true")
+        raise RequestNotCountable("add_generation_prompt and continue_final_message cannot both be true")
     return _as_json(payload)
 
 
 def text_payload(text: str, model: str | None) -> dict[str, Any]:
     """The /tokenize completion-form body: plain text, no special tokens (brief budgets)."""
     if not isinstance(text, str):
-        raise CannotCount(f"text must be a str, got {type(text).__name__}")
+        raise RequestNotCountable(f"text must be a str, got {type(text).__name__}")
     payload: dict[str, Any] = {"prompt": text, "add_special_tokens": False}
     if model:
         payload["model"] = model
@@ -90,7 +90,7 @@ def _check_tool_call_arguments(messages: list[Any] | tuple[Any, ...]) -> None:
         for call in calls if isinstance(calls, (list, tuple)) else ():
             function = call.get("function") if isinstance(call, Mapping) else None
             if isinstance(function, Mapping) and not isinstance(function.get("arguments"), str):
-                raise CannotCount(
+                raise RequestNotCountable(
                     f"messages[{index}].tool_calls[].function.arguments must be a JSON string "
                     f"(got {type(function.get('arguments')).__name__}); vLLM rejects it"
                 )
@@ -110,7 +110,7 @@ def _fold_template_kwargs(payload: dict[str, Any], reasoning_effort: Any, docume
     """Chat completions passes these to the template; /tokenize only takes chat_template_kwargs."""
     kwargs = payload.get("chat_template_kwargs")
     if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise CannotCount(f"chat_template_kwargs must be a mapping, got {type(kwargs).__name__}")
+        raise RequestNotCountable(f"chat_template_kwargs must be a mapping, got {type(kwargs).__name__}")
     if documents is None and reasoning_effort is None:
         return
     merged = dict(kwargs or {})

@@ -1,0 +1,154 @@
+"""Usage-anchored counting: without a tokenizer, the last exact count plus a scaled rough estimate of what changed.
+
+A chars/4 estimate of a whole tool-heavy Qwen3 prompt is 10-30% low, more than any fixed margin covers. But an
+exact count of the previous request is nearly always at hand (the tokenizer's, or the provider's reported
+``prompt_tokens``), and the next request is usually that request plus a few appended messages. So the estimate is
+``anchor exact + ratio * rough(appended) + margin``, where ``ratio`` (exact / rough) is learned from this session
+and the margin is proportional to the estimated part only. A request that is not an extension of the anchor
+(frame changed, history rewritten by compaction) is ``ratio * rough(whole) + margin on the whole``.
+
+One ``UsageAnchor`` per agent session. Thread-safe; copies (``copy.deepcopy``, pickle) are independent.
+It stores hashes and numbers only, never message text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from baton_engine.tokens.contract import ChatRequest, TokenCount
+from baton_engine.tokens.rough import estimate_messages_tokens_rough, estimate_tools_tokens_rough
+
+ANCHORED_SOURCE = "anchored"
+# Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions x 120 requests, anchor = the request
+# before): the largest share of the estimated part by which ratio * rough undercounts is 0.25 (Qwen3) and
+# 0.14 (o200k) with the 64-token floor; k = 0.35 leaves 0.10 of headroom and gives 0 of 32 budget overflows.
+DEFAULT_MARGIN_SHARE = 0.35
+DEFAULT_MARGIN_FLOOR_TOKENS = 64  # covers the chat-template framing a short appended message brings with it
+# The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session only
+# drifts down (tool results are cheaper per character than the frame), so the maximum is safe and still current.
+RECENT_OBSERVATIONS = 8
+# Keys that never reach the prompt; Baton itself rewrites the output budget, which must not look like a new frame.
+NON_PROMPT_KEYS = frozenset({"messages", "max_tokens", "max_completion_tokens", "max_output_tokens",
+                             "stream", "stream_options"})
+
+
+@dataclass(frozen=True)
+class _Fingerprint:
+    """A request as hashes and rough estimates: frame hash, one hash and one rough count per message."""
+
+    frame: str
+    messages: tuple[str, ...]
+    roughs: tuple[int, ...]
+    frame_rough: int
+
+    @property
+    def rough(self) -> int:
+        return self.frame_rough + sum(self.roughs)
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    fingerprint: _Fingerprint
+    exact: int
+
+
+class UsageAnchor:
+    """Remembers the last exact count of a session's requests and estimates the next ones from it."""
+
+    def __init__(
+        self,
+        *,
+        margin_share: float = DEFAULT_MARGIN_SHARE,
+        margin_floor_tokens: int = DEFAULT_MARGIN_FLOOR_TOKENS,
+        recent_observations: int = RECENT_OBSERVATIONS,
+    ) -> None:
+        if not (math.isfinite(margin_share) and margin_share >= 0):
+            raise ValueError("margin_share must be a finite number >= 0")
+        if margin_floor_tokens < 0 or recent_observations < 1:
+            raise ValueError("margin_floor_tokens must be >= 0 and recent_observations >= 1")
+        self._share = margin_share
+        self._floor = margin_floor_tokens
+        self._lock = threading.Lock()
+        self._anchor: _Anchor | None = None
+        self._ratios: deque[float] = deque(maxlen=recent_observations)
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            state = self.__dict__.copy()
+            state["_ratios"] = deque(self._ratios, maxlen=self._ratios.maxlen)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def observations(self) -> int:
+        """How many recent exact counts the ratio is learned from (at most ``recent_observations``)."""
+        with self._lock:
+            return len(self._ratios)
+
+    def observe_exact(self, request: ChatRequest, tokens: int) -> None:
+        """Make this exact count (tokenizer, or provider-reported ``prompt_tokens``) the anchor. Never raises."""
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            return
+        fingerprint = _fingerprint(request)
+        if fingerprint is None:
+            return
+        with self._lock:
+            self._anchor = _Anchor(fingerprint, tokens)
+            if fingerprint.rough > 0:
+                self._ratios.append(tokens / fingerprint.rough)
+
+    def estimate(self, request: ChatRequest) -> TokenCount | None:
+        """The anchored estimate (margin included, ``margin_tokens`` set); None before any observation."""
+        fingerprint = _fingerprint(request)
+        with self._lock:
+            anchor, ratio = self._anchor, max(self._ratios, default=None)
+        if fingerprint is None or anchor is None or ratio is None:
+            return None
+        known = len(anchor.fingerprint.messages)
+        extends = (fingerprint.frame == anchor.fingerprint.frame
+                   and fingerprint.messages[:known] == anchor.fingerprint.messages)
+        if extends:
+            base, estimated = anchor.exact, math.ceil(ratio * sum(fingerprint.roughs[known:]))
+        else:
+            base, estimated = 0, math.ceil(ratio * fingerprint.rough)
+        margin = math.ceil(self._share * estimated) + self._floor
+        return TokenCount(base + estimated + margin, False, ANCHORED_SOURCE, margin_tokens=margin)
+
+
+def _digest(value: Any) -> str | None:
+    try:
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
+    """None for anything that is not a JSON chat request with a message list."""
+    if not isinstance(request, Mapping):
+        return None
+    messages = request.get("messages")
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+        return None
+    frame = _digest({key: value for key, value in request.items() if key not in NON_PROMPT_KEYS})
+    hashes = tuple(_digest(message) for message in messages)
+    if frame is None or None in hashes:
+        return None
+    tools = request.get("tools")
+    try:
+        frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
+        roughs = tuple(estimate_messages_tokens_rough([message]) for message in messages)
+    except Exception:  # noqa: BLE001 - an unreadable request is simply not estimated
+        return None
+    return _Fingerprint(frame, hashes, roughs, frame_rough)  # type: ignore[arg-type]

@@ -1,0 +1,155 @@
+"""A circuit breaker around any tokenizer backend: a failing tokenizer is asked once per cool-off, not per count.
+
+A hanging vLLM ``/tokenize`` costs a full timeout per call; retried on every count it stalled a session for
+minutes. After a failure the breaker fails fast (``CircuitOpen``, a ``CannotCount`` with a safe message) for the
+cool-off, then lets ONE probe through (half-open; concurrent callers keep failing fast); success closes the
+circuit, failure re-opens it for twice the previous period, up to ``max_cool_off_seconds``. A
+``RequestNotCountable`` (one request the healthy backend cannot render) never trips it. It wraps a backend the
+way httpx composes retries around a transport, so a third-party backend gets it without code of its own.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from baton_engine.tokens.contract import CannotCount, ChatRequest, RequestNotCountable, TokenCount, TokenizerBackend
+
+# Measured in benchmarks/breaker_bench.py: a healthy probe (/tokenize of a 200-message request on the stand-in)
+# costs ~50 ms, so probing is cheap; a hanging server costs one 10 s timeout per probe. With 30 s and doubling to
+# 300 s, a 30-minute outage at one count every 5 s costs 8 timeouts (80 s, 4.4% of wall time; the first minute
+# 25% at worst) instead of 360 (100%), and a server that comes back is used again within 30 s of a short blip.
+DEFAULT_COOL_OFF_SECONDS = 30.0
+DEFAULT_MAX_COOL_OFF_SECONDS = 300.0
+
+State = Literal["closed", "open", "half_open"]
+_T = TypeVar("_T")
+
+
+class CircuitOpen(CannotCount):
+    """The breaker refused the call without asking the backend (message names an error type and seconds only)."""
+
+
+@dataclass(frozen=True)
+class BreakerState:
+    """What status output shows: no prompt text, no exception messages."""
+
+    state: State
+    consecutive_failures: int
+    last_error_type: str | None
+    retry_in_seconds: float
+
+
+class CircuitBreaker(TokenizerBackend):
+    """Wraps ``inner``; thread-safe (the lock guards state only, never a backend call); copy/pickle-safe."""
+
+    def __init__(
+        self,
+        backend: TokenizerBackend,
+        *,
+        cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
+        max_cool_off_seconds: float = DEFAULT_MAX_COOL_OFF_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not (math.isfinite(cool_off_seconds) and cool_off_seconds >= 0):
+            raise ValueError("cool_off_seconds must be a finite number >= 0")
+        if not (math.isfinite(max_cool_off_seconds) and max_cool_off_seconds >= cool_off_seconds):
+            raise ValueError("max_cool_off_seconds must be finite and >= cool_off_seconds")
+        self._inner = backend
+        self._cool_off = float(cool_off_seconds)
+        self._max_cool_off = float(max_cool_off_seconds)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._state: State = "closed"
+        self._failures = 0
+        self._error_type: str | None = None
+        self._reopen_at = 0.0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        if self._state == "half_open":  # the probe belonged to the original; the copy may probe again
+            self._state = "open"
+
+    @property
+    def inner(self) -> TokenizerBackend:
+        """The wrapped backend, for attributes of its own (e.g. the vLLM backend's ``max_model_len_mismatch``)."""
+        return self._inner
+
+    @property
+    def source(self) -> str:
+        return self._inner.source
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self._inner.max_model_len
+
+    def clear_cache(self) -> None:
+        self._inner.clear_cache()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        return self._call(lambda: self._inner.count_chat(request))
+
+    def count_text(self, text: str) -> TokenCount:
+        return self._call(lambda: self._inner.count_text(text))
+
+    def state(self) -> BreakerState:
+        with self._lock:
+            retry = max(0.0, self._reopen_at - self._clock()) if self._state == "open" else 0.0
+            return BreakerState(self._state, self._failures, self._error_type, retry)
+
+    def _call(self, action: Callable[[], _T]) -> _T:
+        probe = self._admit()
+        try:
+            result = action()
+        except RequestNotCountable:
+            self._settle(None)  # the backend answered: it is healthy
+            raise
+        except Exception as exc:
+            self._settle(type(exc).__name__)
+            raise
+        except BaseException:  # KeyboardInterrupt, ...: no verdict; let a later call probe
+            if probe:
+                with self._lock:
+                    self._state = "open"
+            raise
+        self._settle(None)
+        return result
+
+    def _admit(self) -> bool:
+        """Raise ``CircuitOpen`` or let the call through; True when this call is the half-open probe."""
+        with self._lock:
+            if self._state == "closed":
+                return False
+            if self._state == "open":
+                wait = self._reopen_at - self._clock()
+                if wait <= 0:
+                    self._state = "half_open"
+                    return True
+                raise CircuitOpen(
+                    f"tokenizer unavailable: circuit open after {self._error_type}; retry in {math.ceil(wait)}s")
+            raise CircuitOpen(f"tokenizer unavailable: circuit half-open after {self._error_type}; probe in progress")
+
+    def _settle(self, error_type: str | None) -> None:
+        with self._lock:
+            if error_type is None:
+                self._state, self._failures = "closed", 0
+                return
+            self._error_type = error_type
+            if self._state == "open":
+                return  # a call admitted before the circuit opened: the same outage, no extra back-off
+            self._failures += 1
+            period = min(self._cool_off * 2 ** min(self._failures - 1, 32), self._max_cool_off)
+            self._state, self._reopen_at = "open", self._clock() + period
