@@ -1,19 +1,20 @@
 """Budget arithmetic: compression window, threshold, pressure and the output clamp. Pure, no I/O.
 
 Symbols: W = compression window, P = prompt tokens, R = minimum output reserve, B = the caller's
-output cap. A request is only ever clamped to a useful size (>= min(R, B)); when no useful output fits,
-the request is returned unchanged so that compaction, not a ``max_tokens=1`` reply, handles it.
+output cap. The output budget is a decision (``decide_output``) applied by a writer (``write_cap``):
+a cap is only ever lowered to a useful size (>= min(R, B)), never added; when no useful output fits,
+the answer is "needs compaction", not a ``max_tokens=1`` reply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap
 from baton_engine.tokens.contract import TokenCount
 
-OUTPUT_BUDGET_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 def threshold_tokens(context_length: int, threshold_percent: float) -> int:
@@ -63,69 +64,59 @@ def margin_for(count: TokenCount, fallback_margin_tokens: int) -> int:
 
 
 @dataclass(frozen=True)
-class OutputBudget:
-    """What the clamp did and why (for status and logs; contains numbers and field names only)."""
+class OutputDecision:
+    """What the output budget of one request needs: ``lower_cap_to`` n, ``needs_compaction`` or ``leave``.
 
-    request: Mapping[str, Any]
-    changed: bool
+    Numbers and field names only (safe for status and logs)."""
+
+    action: Literal["lower_cap_to", "needs_compaction", "leave"]
     reason: str
-    field: str | None = None
-    max_tokens: int | None = None
+    value: int | None = None
 
 
-def _positive_int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        return None
-    return value
-
-
-def _caller_cap(request: Mapping[str, Any]) -> tuple[str, bool, int] | None:
-    """(field name, lives in extra_body?, smallest positive cap) over top level and extra_body."""
-    extra = request.get("extra_body")
-    top = [(f, False, v) for f in OUTPUT_BUDGET_FIELDS if (v := _positive_int(request.get(f))) is not None]
-    nested = (
-        [(f, True, v) for f in OUTPUT_BUDGET_FIELDS if (v := _positive_int(extra.get(f))) is not None]
-        if isinstance(extra, Mapping)
-        else []
-    )
-    if not top and not nested:
-        return None
-    field, in_extra, _ = min(top or nested, key=lambda item: item[2])
-    return field, in_extra, min(v for _, _, v in top + nested)
-
-
-def clamp_output(
-    request: Mapping[str, Any],
+def decide_output(
     count: TokenCount,
+    cap: OutputCap | None,
     *,
     window: int,
     min_output_tokens: int,
     fallback_margin_tokens: int,
-) -> OutputBudget:
-    """``max_tokens = min(B, W - P - margin)`` when that is >= min(R, B); else the request unchanged.
+) -> OutputDecision:
+    """``lower_cap_to(W - P - margin)`` when the request's own cap does not fit but a useful one does.
 
-    The result request is a new dict (the input and its ``extra_body`` are never mutated); the caller's
-    field name and location are kept and conflicting aliases are removed.
+    A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI) then default the
+    output to what remains of the window, so it cannot overflow, while ADDING a cap field can be
+    refused (OpenAI reasoning models reject ``max_tokens``). Below a useful output (``min(R, B)``)
+    the answer is ``needs_compaction``: a ``max_tokens=1`` reply helps nobody.
     """
     if window <= 0 or min_output_tokens <= 0 or fallback_margin_tokens < 0:
         raise ValueError("window and min_output_tokens must be positive, fallback_margin_tokens >= 0")
     if not count.known:
-        return OutputBudget(request, False, "token count unknown; request unchanged")
+        return OutputDecision("leave", "token count unknown; request unchanged")
     prompt = count.tokens
     margin = margin_for(count, fallback_margin_tokens)
     available = window - prompt - margin  # type: ignore[operator]
-    cap = _caller_cap(request)
-    reserve = min_output_tokens if cap is None else min(min_output_tokens, cap[2])
+    reserve = min_output_tokens if cap is None else min(min_output_tokens, cap.value)
     numbers = f"window={window} prompt={prompt} margin={margin} available={available} reserve={reserve}"
     if available < reserve:
-        return OutputBudget(request, False, f"needs compaction: {numbers}; request unchanged")
-    field, in_extra, value = (
-        ("max_tokens", False, available) if cap is None else (cap[0], cap[1], min(available, cap[2]))
-    )
-    rewritten = {k: v for k, v in request.items() if k not in OUTPUT_BUDGET_FIELDS}
+        return OutputDecision("needs_compaction", f"needs compaction: {numbers}")
+    if cap is None:
+        return OutputDecision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
+    if cap.value <= available:
+        return OutputDecision("leave", f"{cap.field}={cap.value} fits: {numbers}")
+    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {available}: {numbers}", available)
+
+
+def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[str, Any]:
+    """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names.
+
+    Conflicting aliases of the cap are removed so the provider sees one; the input and its
+    ``extra_body`` are never mutated; no field the request did not use is added.
+    """
+    rewritten = {k: v for k, v in request.items() if k not in OUTPUT_CAP_FIELDS}
     extra = request.get("extra_body")
     if isinstance(extra, Mapping):
-        rewritten["extra_body"] = {k: v for k, v in extra.items() if k not in OUTPUT_BUDGET_FIELDS}
-    target = rewritten["extra_body"] if in_extra else rewritten
-    target[field] = value
-    return OutputBudget(rewritten, True, f"clamped: {numbers} -> {field}={value}", field, value)
+        rewritten["extra_body"] = {k: v for k, v in extra.items() if k not in OUTPUT_CAP_FIELDS}
+    target = rewritten["extra_body"] if cap.in_extra_body else rewritten
+    target[cap.field] = value
+    return rewritten

@@ -1,7 +1,8 @@
 """Baton inside Hermes Agent: the ONLY package that imports Hermes (lazily, inside functions).
 
 ``plugin.register`` is the entry point (``hermes_agent.plugins: baton``); ``engine.BatonContextEngine``
-is the engine; ``cycle`` runs one compaction as a Baton handoff; ``patches`` swaps Hermes' rough
-estimators for exact counts and clamps output budgets; ``tools`` exposes baton_capture / baton_resume /
-baton_status. Importing this package does not import Hermes, so the CLI works without it.
+is a thin adapter over the core (``policy``, ``budget``, ``compaction.cycle``); ``request_view`` turns
+every request shape Hermes produces into one ``ProviderRequest``; ``ledger`` keeps each agent's frame,
+route and counts; ``patches`` swaps Hermes' rough estimators for exact counts and wires the request
+middleware; ``tools`` exposes baton_capture / baton_resume / baton_status. Importing this package does not import Hermes, so the CLI works without it.
 """

@@ -1,13 +1,14 @@
 """``BatonContextEngine``: Hermes' ContextEngine whose every compaction is a validated Baton handoff.
 
+A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``policy.decide``,
+``budget.decide_output``, ``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
+
 Why it holds only plain data: Hermes deep-copies the registered engine per agent and silently falls back
-to its own compressor when the copy fails, so the tokenizer client, locks and settings live in
-``runtime`` (process-wide) and the engine keeps ids, counters, its own window and small strings.
-Constructing an engine changes nothing outside it; ``update_model`` records this agent's window in the
-runtime's per-agent registry so the request middleware budgets each agent's requests against its own. The state survives
-Hermes' session-id rotation at compaction (``on_session_start(..., boundary_reason="compression")``).
-Nothing here raises into the agent loop: decisions fall back to "do not compress", ``compress()``
-falls back to a degraded, pair-safe list.
+to its own compressor when the copy fails, so the tokenizer client and locks live in ``runtime``
+(process-wide) and each engine copy keeps this agent's ids, window, route and request ledger. Agents
+never share per-request state. The state survives Hermes' session-id rotation at compaction. Nothing
+here raises into the agent loop: decisions fall back to "do not compress", ``compress()`` to a degraded,
+pair-safe list, request budgets to "leave the request alone".
 """
 
 from __future__ import annotations
@@ -15,27 +16,28 @@ from __future__ import annotations
 import logging
 import os
 import time
-from datetime import datetime
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import operations
-from baton_engine.compaction import is_baton_message
+from baton_engine import operations, policy
+from baton_engine.budget import decide_output, write_cap
+from baton_engine.compaction import cycle, is_baton_message
 from baton_engine.errors import BatonError
-from baton_engine.handoff import capture, detector, lineage, render, store
+from baton_engine.handoff import capture, detector, lineage, store
 from baton_engine.handoff.config import DetectorConfig, load_config
-from baton_engine.hermes import cycle, tools
+from baton_engine.hermes import request_view, status, tools
 from baton_engine.hermes.config import ENGINE_NAME
-from baton_engine.hermes.runtime import Window, clock_now, get_runtime, usage_value
-from baton_engine.tokens.rough import estimate_chat_request
+from baton_engine.hermes.ledger import Ledger, Route
+from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, clock_now, get_runtime, usage_value
+from baton_engine.request import ProviderRequest
+from baton_engine.tokens.contract import TokenCount
 
 LOGGER = logging.getLogger("baton_engine.hermes")
-DEFAULT_CONTEXT_LENGTH = 131072
 FAILURE_COOLDOWN_SECONDS = 120.0
-GROWTH_SHARE = 10  # after a compaction the next one needs threshold/10 tokens of real growth
 DEFAULT_TAIL_SHARE = 4  # default fresh tail: a quarter of the compaction window, at most 8,192 tokens
 DEFAULT_TAIL_CAP = 8192
 
@@ -57,23 +59,19 @@ class BatonContextEngine(ContextEngine):
         self.last_total_tokens = 0
         self.compression_count = 0
         self.degraded_count = 0
-        self.model: str | None = None
-        self.base_url: str | None = None
-        self.window_from_host = False
+        self.route = Route()
         self.session_id: str | None = None
         self.session_rotations = 0
         self.objective: str | None = None
         self.session_draft_id: str | None = None
-        self.explicit_request = False
         self.last_handoff: dict[str, Any] | None = None
         self.last_handoff_path: str | None = None
         self.last_validation_warnings: tuple[str, ...] = ()
-        self.staged_brief: str | None = None
-        self.staged_stale: bool | None = None
         self.degradation_reason: str | None = None
         self.degradation_detail: str | None = None
         self.not_initialised_notified = False
-        self.post_compaction_tokens: int | None = None
+        self.policy = policy.PolicyState()
+        self.ledger = Ledger()
         self.failure_until = 0.0
         self.turns = 0
         self.started_at = clock_now().timestamp()
@@ -92,6 +90,10 @@ class BatonContextEngine(ContextEngine):
     def is_available(self) -> bool:
         return True
 
+    @property
+    def model(self) -> str | None:
+        return self.route.model
+
     def _project_dir(self) -> Path:
         return self.project_dir if self.project_dir is not None else Path.cwd()
 
@@ -108,34 +110,27 @@ class BatonContextEngine(ContextEngine):
 
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: str = "",
                      provider: str = "", api_mode: str = "", **_: Any) -> None:
-        """This agent's window (recorded for its requests' output clamp) and threshold; never raises."""
+        """``/model``, a fallback provider or start-up: the route and window this agent budgets; never raises."""
         try:
-            self.model = model or self.model
-            self.base_url = base_url or self.base_url
+            self.route = self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
+                                          why="update_model")
             ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
             self._set_window(context_length if ok else DEFAULT_CONTEXT_LENGTH)
-            self.window_from_host = True
-            self._remember_window(route=True)
+            self.route = replace(self.route, window_from_host=True)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
 
-    def _remember_window(self, *, route: bool = False) -> None:
-        """Tell the middleware this agent's window by session id (and by route when Hermes just set it);
-        only a window Hermes gave, never the constructor's default."""
-        if self.window_from_host:
-            get_runtime().windows.remember(self.context_length, session_id=self.session_id,
-                                           route=(self.model, self.base_url) if route else None)
-
-    def effective_window(self) -> Window:
-        """Hermes' context_length, or the serving model's smaller window once the server reported it.
-
-        Lowers the threshold to fit that window (only ever lowers: Hermes may have lowered it too)."""
-        window = get_runtime().window(self.context_length)
-        if window.effective < self.context_length:
-            self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(window.effective))
-        return window
+    def effective_window(self) -> int:
+        """Hermes' context_length, or the serving model's smaller window once the server reported it;
+        lowers the threshold to fit it (only ever lowers: Hermes may have lowered it too)."""
+        server = get_runtime().server_window()
+        if server is not None and server < self.context_length:
+            self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(server))
+            return server
+        return self.context_length
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
+        """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor)."""
         if not isinstance(usage, dict):
             return
         self.last_prompt_tokens = usage_value(usage, "prompt_tokens", "input_tokens")
@@ -143,11 +138,75 @@ class BatonContextEngine(ContextEngine):
         total = usage_value(usage, "total_tokens")
         self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
         self.turns += 1
+        self.ledger.observe_usage(self.last_prompt_tokens)
+
+    def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
+        """Hermes 0.20+: the turn's usage, when the host has not reported it through update_from_response."""
+        if isinstance(usage, dict):
+            self.ledger.observe_usage(usage_value(usage, "prompt_tokens", "input_tokens"))
+
+    def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
+                       incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> None:
+        """Hermes 0.20+ asks on EVERY provider request (retries too): count it in this agent's frame, so
+        the middleware's count of the same request is a repeat. Returns None: Baton changes what the
+        model sees only through ``compress()``, where the handoff makes the change auditable."""
+        try:
+            if isinstance(request_messages, list):
+                self.count(self.ledger.view_of(request_messages))
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("baton select_context failed type=%s", type(exc).__name__)
+        return None
+
+    # ---- counting: one request view, one count ----------------------------------------------------
+
+    def count(self, view: ProviderRequest) -> TokenCount:
+        """The view's provider-visible size: exact, anchored on real usage, or rough + margin."""
+        return self.ledger.count(view, get_runtime())
+
+    def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
+        """An estimator's arguments, counted as the request the transport will send (shares its count)."""
+        return self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
+                                                     frame=self.ledger.frame))
+
+    def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
+                   provider: Any = None, auxiliary: bool = False) -> dict[str, Any] | None:
+        """A provider request about to be sent: its output budget, applied in the field it already uses.
+
+        Returns the rewritten request, or None to leave it unchanged."""
+        view = request_view.from_provider_kwargs(request, api_mode)
+        if view is None:
+            return None
+        if not auxiliary:
+            self.route = self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
+                                          why="request")
+            self.ledger.sent_request(view)
+        counted = self.count(view)
+        settings = get_runtime().settings
+        decision = decide_output(counted, view.cap, window=self.effective_window(),
+                                 min_output_tokens=settings.min_output_tokens,
+                                 fallback_margin_tokens=settings.fallback_margin_tokens)
+        self.ledger.decided(decision, auxiliary=auxiliary)
+        LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,
+                    counted.source, auxiliary)
+        if decision.action != "lower_cap_to" or view.cap is None or decision.value is None:
+            return None
+        return write_cap(request, view.cap, decision.value)
+
+    def aux_matches_route(self, model: Any, base_url: Any) -> bool:
+        """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""
+        return self.route.serves(model, base_url)
 
     # ---- when to compact -------------------------------------------------------------------------
 
     def _settings(self) -> Any:
         return get_runtime().settings
+
+    def limits(self) -> policy.Limits:
+        settings = self._settings()
+        window = self.effective_window()
+        return policy.Limits(threshold=self.threshold_tokens, window=window,
+                             min_output_tokens=settings.min_output_tokens,
+                             fallback_threshold=settings.fallback_token_threshold)
 
     def _detector_config(self) -> DetectorConfig | None:
         paths = store.find_project_root(self._project_dir().resolve())
@@ -158,8 +217,7 @@ class BatonContextEngine(ContextEngine):
         except Exception:  # noqa: BLE001 - a broken project config never breaks the agent loop
             return None
 
-    def _evaluate_detector(self, tokens: int, explicit: bool,
-                           now: datetime | None = None) -> detector.DetectorResult | None:
+    def _evaluate_detector(self, tokens: int, explicit: bool, now: Any = None) -> detector.DetectorResult | None:
         config = self._detector_config()
         if config is None:
             return None
@@ -182,43 +240,25 @@ class BatonContextEngine(ContextEngine):
         except Exception:  # noqa: BLE001
             return None
 
-    def _decide(self, prompt_tokens: int | None) -> tuple[bool, str]:
-        if self.explicit_request:
-            return True, "explicit handoff request"
-        tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
-            else self.last_prompt_tokens
-        if tokens < 0 or (tokens == 0 and self.last_prompt_tokens == -1):
-            return False, "awaiting real usage after compaction (-1 sentinel)"
-        settings = self._settings()
-        ceiling = self.effective_window().effective - settings.min_output_tokens
-        if tokens >= ceiling:
-            return True, f"prompt {tokens} leaves less than {settings.min_output_tokens} output tokens"
-        trigger = None
-        if settings.fallback_token_threshold is not None and tokens >= settings.fallback_token_threshold:
-            trigger = f"prompt {tokens} >= fallback_token_threshold {settings.fallback_token_threshold}"
-        elif tokens >= self.threshold_tokens:
-            trigger = f"prompt {tokens} >= threshold {self.threshold_tokens}"
-        else:
-            result = self._evaluate_detector(tokens, explicit=False)
-            if result is not None:
-                self.last_detector = result.to_json_dict()
-                if result.auto_prepare:
-                    trigger = f"detector pressure {result.pressure:.2f} with readiness {result.readiness}"
-        if trigger is None:
-            return False, f"prompt {tokens} below threshold {self.threshold_tokens}"
-        if self.post_compaction_tokens is not None:
-            needed = max(self.threshold_tokens // GROWTH_SHARE, 1)
-            growth = tokens - self.post_compaction_tokens
-            if growth < needed:
-                return False, f"cooldown: {growth} tokens of growth since the last compaction, needs {needed}"
-        return True, trigger
+    def _detector_trigger(self, tokens: int) -> str | None:
+        result = self._evaluate_detector(tokens, explicit=False)
+        if result is None:
+            return None
+        self.last_detector = result.to_json_dict()
+        if result.auto_prepare:
+            return f"detector pressure {result.pressure:.2f} with readiness {result.readiness}"
+        return None
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         return self.should_compress_info(prompt_tokens)[0]
 
     def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str]:
         try:
-            decision = self._decide(prompt_tokens)
+            tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
+                else self.last_prompt_tokens
+            decision = policy.decide(tokens, self.limits(), self.policy,
+                                     awaiting_usage=self.last_prompt_tokens == -1,
+                                     detector=lambda: self._detector_trigger(tokens))
         except Exception as exc:  # noqa: BLE001
             decision = (False, f"decision failed: {type(exc).__name__}")
         self.last_decision = decision[1]
@@ -241,7 +281,7 @@ class BatonContextEngine(ContextEngine):
 
     def request_handoff(self) -> None:
         """An explicit request: the next ``should_compress`` says yes, whatever the cooldown."""
-        self.explicit_request = True
+        self.policy = replace(self.policy, explicit=True)
 
     # ---- the cycle -------------------------------------------------------------------------------
 
@@ -266,18 +306,18 @@ class BatonContextEngine(ContextEngine):
         runtime = get_runtime()
         settings = runtime.settings
         now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
-        before = runtime.count(messages)
-        self.effective_window()
+        view = self.ledger.view_of(messages)
+        before = self.ledger.trigger_count(current_tokens) or self.count(view)
+        limits = self.limits()
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
-        result = self._evaluate_detector(tokens, explicit=self.explicit_request or force, now=now)
+        result = self._evaluate_detector(tokens, explicit=self.policy.explicit or force, now=now)
         automation: dict[str, Any] = {"trigger": "pre_compaction", "score": None,
-                                      "reasons": [f"Hermes compaction at {tokens} prompt tokens "
-                                                  f"(threshold {self.threshold_tokens})"]}
+                                      "reasons": [f"Hermes compaction at {tokens} request tokens "
+                                                  f"(trigger {limits.trigger})"]}
         if result is not None:
             automation = result.to_automation("pre_compaction").model_dump(mode="json")
             automation["reasons"] = [*automation["reasons"], *[r for r in [self.last_decision] if r]]
             self.detector_state = result.new_state.to_json_dict() if result.recommend else self.detector_state
-        window = self.threshold_tokens
         facts = cycle.SessionFacts(
             project_dir=self._project_dir(), session_id=self.session_id, model=self.model,
             adapter_version=self.adapter_version, objective=self.objective,
@@ -285,34 +325,20 @@ class BatonContextEngine(ContextEngine):
             previous_handoff_id=(self.last_handoff or {}).get("id"), automation=automation,
             brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=self._fresh_tail_tokens(),
             degradation_keep_recent=settings.degradation_keep_recent,
-            degradation_max_tokens=settings.degradation_max_tokens or max(window // DEFAULT_TAIL_SHARE, 1),
+            degradation_max_tokens=settings.degradation_max_tokens or max(self.threshold_tokens // DEFAULT_TAIL_SHARE,
+                                                                          1),
             now=now,
         )
-
-        # Once the tokenizer failed, the cycle's further counts use the builders' rough fallbacks at once:
-        # a hanging server must cost one timeout per compaction, not one per count.
-        tokenizer_down = not before.exact and before.fallback_reason is not None
-
-        def count_messages(batch: list[dict[str, Any]]) -> int:
-            counted = runtime.count(batch) if not tokenizer_down else None
-            if counted is None or counted.tokens is None:
-                raise ValueError("uncountable")
-            return counted.tokens
-
-        def count_text(text: str) -> int:
-            counted = runtime.count_text(text) if not tokenizer_down else None
-            if counted is None or counted.tokens is None:
-                raise ValueError("uncountable")
-            return counted.tokens
-
-        outcome = cycle.run_cycle(list(messages or []), facts, count_messages=count_messages,
-                                  count_text=count_text, counter_source=runtime.source(),
-                                  focus_topic=focus_topic, tokenizer_down=tokenizer_down)
+        measure = self.ledger.measure(before, view, runtime)
+        outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
+                                  count_text=measure.count_text, counter_source=runtime.source(),
+                                  focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
         self._absorb(outcome)
-        self.post_compaction_tokens = (runtime.count(outcome.messages).tokens if not tokenizer_down
-                                       else estimate_chat_request({"messages": outcome.messages})
-                                       + settings.fallback_margin_tokens)
-        self.explicit_request = False
+        after = self.count(view.with_conversation(outcome.messages))
+        if after.tokens is not None:
+            self.policy = policy.after_compaction(self.policy, after.tokens, limits)
+        else:
+            self.policy = replace(self.policy, explicit=False)
         return outcome.messages or list(messages or [])
 
     def _absorb(self, outcome: cycle.CycleOutcome) -> None:
@@ -324,7 +350,6 @@ class BatonContextEngine(ContextEngine):
             self.last_handoff_path = outcome.path
             self.last_validation_warnings = outcome.warnings
             self.session_draft_id = None
-            self.staged_brief = None
         if outcome.degraded and outcome.degraded != "tokenizer_down":
             self.degraded_count += 1
             if outcome.degraded == "internal_error":
@@ -337,59 +362,40 @@ class BatonContextEngine(ContextEngine):
     # ---- session lifecycle -----------------------------------------------------------------------
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
-        """A rotation at compaction keeps every bit of state; a new session loads the latest ready handoff."""
+        """A rotation at compaction keeps every bit of state; a new session notes the latest ready handoff."""
         try:
             rotation = kwargs.get("boundary_reason") == "compression" or (
                 kwargs.get("old_session_id") is not None and kwargs.get("old_session_id") == self.session_id
                 and self.session_id is not None)
             if kwargs.get("model"):
-                self.model = str(kwargs["model"])
+                self.route = self.route.moved(model=str(kwargs["model"]), why="session start")
             if rotation:
                 self.session_id = session_id or self.session_id
                 self.session_rotations += 1
-                self._remember_window()
-                return
-            self.session_id = session_id
-            self._remember_window()
-            self._reset_session_state()
-            self._stage_latest_ready()
+            else:
+                self.session_id = session_id
+                self._reset_session_state()
+                self._note_latest_ready()
+            get_runtime().engines.remember(self.session_id, self)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton on_session_start failed type=%s", type(exc).__name__)
 
     def _reset_session_state(self) -> None:
         self.objective = None
         self.session_draft_id = None
-        self.explicit_request = False
         self.turns = 0
         self.started_at = clock_now().timestamp()
         self.detector_state = {}
-        self.post_compaction_tokens = None
+        self.policy = policy.PolicyState()
         self.last_detector = None
 
-    def _stage_latest_ready(self) -> None:
+    def _note_latest_ready(self) -> None:
+        """The latest ready handoff's summary (for status and lineage); its brief is rendered by
+        ``baton_resume`` when asked, never at session start (no tokenizer call, no git, no waiting)."""
         paths = store.find_project_root(self._project_dir().resolve())
-        if paths is None:
-            return
-        latest = store.HandoffStore(paths).latest("ready")
-        if latest is None:
-            return
-        from baton_engine.handoff import freshness
-
-        config = load_config(paths.data_dir)
-        fresh = freshness.check_freshness(latest, paths.root, allowed_roots=config.policy.allowed_roots)
-        runtime = get_runtime()
-
-        def count_text(text: str) -> int:
-            counted = runtime.count_text(text)
-            if counted.tokens is None:
-                raise ValueError("uncountable")
-            return counted.tokens
-
-        brief = render.render_brief(latest, freshness=fresh, max_tokens=runtime.settings.brief_max_tokens,
-                                    count_tokens=count_text, counter_source=runtime.source())
-        self.last_handoff = operations.summary_of(latest)
-        self.staged_brief = brief.text
-        self.staged_stale = fresh.stale
+        latest = store.HandoffStore(paths).latest("ready") if paths is not None else None
+        if latest is not None:
+            self.last_handoff = operations.summary_of(latest)
 
     def on_session_reset(self) -> None:
         """``/new`` or ``/reset``: per-session detector state and token counters; handoff lineage stays."""
@@ -472,46 +478,9 @@ class BatonContextEngine(ContextEngine):
     # ---- status ----------------------------------------------------------------------------------
 
     def get_status(self) -> dict[str, Any]:
-        status = super().get_status()
+        base = super().get_status()
         try:
-            runtime = get_runtime()
-            counter = runtime.counter()
-            stats = counter.stats() if counter is not None else None
-            remaining = self.get_active_compression_failure_cooldown()
-            window = self.effective_window()
-            detector_view = self.last_detector or {}
-            from baton_engine.hermes.plugin import activation
-
-            current = activation()
-            patches = current.patches if current is not None else []
-            status.update({
-                "engine": ENGINE_NAME,
-                "active": True,
-                "exact_estimators": {
-                    "installed": [f"{p.module}.{p.attr}" for p in patches if p.installed],
-                    "skipped": [p.skipped for p in patches if p.skipped],
-                },
-                "latest_handoff": self.last_handoff,
-                "latest_handoff_path": self.last_handoff_path,
-                "validation_warnings": list(self.last_validation_warnings),
-                "staged_brief": self.staged_brief is not None,
-                "stale": self.staged_stale,
-                "window": window.to_status(),
-                "tokenizer": {"source": runtime.source(), "exact": runtime.last_chat_exact,
-                              "fallbacks": stats.fallbacks if stats else 0,
-                              "last_fallback_reason": (stats.last_fallback_reason if stats else None)
-                              or runtime.counter_error},
-                "detector": {"pressure": detector_view.get("pressure"), "readiness": detector_view.get("readiness"),
-                             "reasons": detector_view.get("reasons", [])},
-                "last_decision": self.last_decision,
-                "cooldown": {"post_compaction_tokens": self.post_compaction_tokens,
-                             "growth_needed": max(self.threshold_tokens // GROWTH_SHARE, 1),
-                             "failure_remaining_seconds": int(remaining["remaining_seconds"]) if remaining else 0},
-                "degradation": {"reason": self.degradation_reason, "detail": self.degradation_detail,
-                                "count": self.degraded_count},
-                "session_rotations": self.session_rotations,
-                "output_clamps": runtime.clamps,
-            })
+            base.update(status.engine_status(self))
         except Exception as exc:  # noqa: BLE001
-            status["status_error"] = type(exc).__name__
-        return status
+            base["status_error"] = type(exc).__name__
+        return base

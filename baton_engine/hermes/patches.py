@@ -6,23 +6,24 @@ there. Every patch keeps the original, is skipped with a warning when a name is 
 version, falls back to the original on any error, and is undone only if the module still holds our
 wrapper (someone else's later patch is left alone).
 
-One tokenizer round trip per request: the pre-API estimate counts ``{"messages", "tools"}`` exactly as
-the middleware will see them, so the middleware's count is a cache hit in the shared counter.
+One tokenizer round trip per request: every estimator and the middleware find the calling agent's
+engine (``caller``) and count through its ledger one ``ProviderRequest`` view — the pre-API estimate
+projects Hermes' stored messages the way its transport will send them and borrows the frame (tools,
+template kwargs) of the agent's last request, so the middleware's count of the real request is the
+same view, answered without a tokenizer call.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
+import inspect
 import logging
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from baton_engine.budget import clamp_output
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime
+from baton_engine.hermes.caller import calling_agent
+from baton_engine.hermes.runtime import get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 _MISSING = object()
@@ -74,49 +75,46 @@ class Patch:
         return True
 
 
-def _tools_key(tools: Sequence[Any] | None) -> str | None:
-    if not tools:
-        return None
-    try:
-        text = json.dumps(list(tools), sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return "unserialisable"
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def _engine_type() -> type:
+    from baton_engine.hermes.engine import BatonContextEngine
+
+    return BatonContextEngine
 
 
-@dataclass
-class _PreApiState:
-    """The tools of the main request and the last exact message count (for the split pre-API sum)."""
-
-    tools: list[Any] | None = None
-    tools_key: str | None = None
-    messages: list[Any] | None = None
-    counted: int | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+def _calling(session_id: Any = None) -> tuple[Any, Any | None]:
+    """``(agent, engine)`` of the agent whose loop is calling (frames), else ``(None, the engine bound to
+    session_id)``; the engine is None when neither finds one."""
+    found = calling_agent(_engine_type(), skip=2)
+    return found if found is not None else (None, get_runtime().engines.lookup(session_id))
 
 
 class ExactEstimators:
-    """Exact stand-ins for Hermes' rough estimators, bound to the process runtime."""
+    """Exact stand-ins for Hermes' rough estimators: each call counts the calling agent's request view."""
 
-    def __init__(self, runtime_source: Callable[[], BatonRuntime] = get_runtime) -> None:
-        self._runtime = runtime_source
-        self._pre_api = _PreApiState()
+    def __init__(self) -> None:
         self.calls = 0
 
-    def remember_tools(self, tools: Sequence[Any] | None) -> None:
-        with self._pre_api.lock:
-            self._pre_api.tools = list(tools) if tools else None
-            self._pre_api.tools_key = _tools_key(tools)
+    def _count(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> int | None:
+        agent, engine = _calling()
+        if engine is None:
+            return None
+        if not tools and agent is not None:
+            tools = getattr(agent, "tools", None)  # the pre-API estimate counts the agent's tools too
+        counted = engine.count_estimate(messages, system_prompt=system_prompt, tools=tools)
+        if counted.tokens is None:
+            return None
+        self.calls += 1
+        return counted.tokens
 
     def request_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
+        """Turn-start preflight: system prompt + messages + tools, as the transport will send them."""
+
         def estimate_request_tokens_exact(messages: Any, *args: Any, system_prompt: str = "",
                                           tools: Any = None, **kwargs: Any) -> int:
             try:
-                batch = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + list(messages)
-                counted = self._runtime().count(batch, tools or None)
-                if counted.tokens is not None:
-                    self.calls += 1
-                    return counted.tokens
+                counted = self._count(messages, system_prompt=system_prompt, tools=tools)
+                if counted is not None:
+                    return counted
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton exact estimate failed type=%s; using Hermes' estimate", type(exc).__name__)
             return original(messages, *args, system_prompt=system_prompt, tools=tools, **kwargs)
@@ -124,19 +122,14 @@ class ExactEstimators:
         return estimate_request_tokens_exact
 
     def messages_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
-        """Pre-API: messages + the main request's tools, exactly (the tools share is then 0)."""
+        """Pre-API: the whole request (api messages + the agent's tools and template kwargs), exactly;
+        the separate tools estimate that follows is then 0."""
 
         def estimate_messages_tokens_exact(messages: Any, *args: Any, **kwargs: Any) -> int:
             try:
-                state = self._pre_api
-                with state.lock:
-                    tools = state.tools
-                counted = self._runtime().count(list(messages), tools)
-                if counted.tokens is not None:
-                    with state.lock:
-                        state.messages, state.counted = list(messages), counted.tokens
-                    self.calls += 1
-                    return counted.tokens
+                counted = self._count(messages)
+                if counted is not None:
+                    return counted
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton exact estimate failed type=%s; using Hermes' estimate", type(exc).__name__)
             return original(messages, *args, **kwargs)
@@ -144,21 +137,13 @@ class ExactEstimators:
         return estimate_messages_tokens_exact
 
     def tools_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
-        """0 when the preceding exact message count already included these tools; else the exact difference."""
+        """0 for an agent whose exact message estimate already counted its tools."""
 
         def estimate_tools_tokens_exact(tools: Any, *args: Any, **kwargs: Any) -> int:
             try:
-                state = self._pre_api
-                key = _tools_key(tools)
-                with state.lock:
-                    known_key, messages, counted = state.tools_key, state.messages, state.counted
-                if messages is not None and counted is not None:
-                    if key == known_key:
-                        return 0
-                    self.remember_tools(tools)
-                    total = self._runtime().count(messages, tools or None)
-                    if total.tokens is not None:
-                        return max(total.tokens - counted, 0)
+                agent, engine = _calling()
+                if engine is not None and (agent is not None or engine.ledger.frame is not None):
+                    return 0
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton exact tools estimate failed type=%s", type(exc).__name__)
             return original(tools, *args, **kwargs)
@@ -166,39 +151,11 @@ class ExactEstimators:
         return estimate_tools_tokens_exact
 
 
-def clamp_request(runtime: BatonRuntime, request: dict[str, Any], *, session_id: Any = None,
-                  model: Any = None, base_url: Any = None) -> dict[str, Any] | None:
-    """The clamped copy of a chat request, or None when it is left unchanged.
-
-    Budgeted against the sending agent's window, capped by the server's own window: the count comes
-    first because it is what tells Baton the server's ``max_model_len``.
-    """
-    messages = request.get("messages")
-    if not isinstance(messages, list):
-        return None
-    counted = runtime.count(messages, request.get("tools") or None)
-    window = runtime.request_window(session_id=session_id, model=model or request.get("model"), base_url=base_url)
-    settings = runtime.settings
-    budget = clamp_output(request, counted, window=window.effective,
-                          min_output_tokens=settings.min_output_tokens,
-                          fallback_margin_tokens=settings.fallback_margin_tokens)
-    runtime.last_clamp_reason = budget.reason
-    if not budget.changed:
-        runtime.clamp_skips += 1
-        LOGGER.info("baton output budget unchanged prompt=%s source=%s", counted.tokens, counted.source)
-        return None
-    runtime.clamps += 1
-    LOGGER.info("baton output budget field=%s value=%s prompt=%s window=%d window_source=%s source=%s",
-                budget.field, budget.max_tokens, counted.tokens, window.effective, window.source, counted.source)
-    return dict(budget.request)
-
-
 class Activation:
     """The patches and middleware of one active Baton runtime; ``deactivate`` undoes them."""
 
-    def __init__(self, runtime_source: Callable[[], BatonRuntime] = get_runtime) -> None:
-        self._runtime = runtime_source
-        self.estimators = ExactEstimators(runtime_source)
+    def __init__(self) -> None:
+        self.estimators = ExactEstimators()
         e = self.estimators
         self.patches = [
             Patch("agent.turn_context", "estimate_request_tokens_rough", e.request_tokens),
@@ -222,35 +179,56 @@ class Activation:
             patch.restore()
 
     def llm_request(self, request: Any = None, original_request: Any = None, model: Any = None,
-                    base_url: Any = None, session_id: Any = None, **_: Any) -> dict[str, Any] | None:
-        """``llm_request`` middleware: clamp the main request's output budget; fail-open, never raises."""
+                    base_url: Any = None, session_id: Any = None, provider: Any = None, api_mode: Any = None,
+                    **_: Any) -> dict[str, Any] | None:
+        """``llm_request`` middleware: the calling agent's engine budgets the request; fail-open, never raises."""
         try:
             if not self.active or not isinstance(request, dict):
                 return None
-            runtime = self._runtime()
-            if not runtime.route.matches(model or request.get("model"), base_url):
+            _agent, engine = _calling(session_id)
+            if engine is None:
                 return None
-            self.estimators.remember_tools(request.get("tools") or None)
-            clamped = clamp_request(runtime, request, session_id=session_id, model=model, base_url=base_url)
-            return None if clamped is None else {"request": clamped}
+            rewritten = engine.on_request(request, api_mode=api_mode, model=model or request.get("model"),
+                                          base_url=base_url, provider=provider)
+            return None if rewritten is None else {"request": rewritten}
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton llm_request middleware failed type=%s; request unchanged", type(exc).__name__)
             return None
 
     def _auxiliary(self, original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        signature = _signature(original)
+
         def build_call_kwargs_clamped(*args: Any, **kwargs: Any) -> dict[str, Any]:
             built = original(*args, **kwargs)
             try:
                 if not self.active or not isinstance(built, dict):
                     return built
-                runtime = self._runtime()
-                base_url = kwargs.get("base_url") if "base_url" in kwargs else (args[9] if len(args) > 9 else None)
-                if not runtime.route.matches(built.get("model"), base_url):
+                _agent, engine = _calling()
+                base_url = _argument(signature, args, kwargs, "base_url")
+                if engine is None or not engine.aux_matches_route(built.get("model"), base_url):
                     return built
-                clamped = clamp_request(runtime, built, base_url=base_url)
-                return built if clamped is None else clamped
+                rewritten = engine.on_request(built, auxiliary=True)
+                return built if rewritten is None else rewritten
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton auxiliary clamp failed type=%s; request unchanged", type(exc).__name__)
                 return built
 
         return build_call_kwargs_clamped
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+
+
+def _argument(signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
+    """One argument of a call, bound by the function's own signature (never by position guesses)."""
+    if signature is None:
+        return kwargs.get(name)
+    try:
+        bound = signature.bind_partial(*args, **kwargs)
+    except TypeError:
+        return kwargs.get(name)
+    return bound.arguments.get(name)

@@ -59,7 +59,8 @@ def register(ctx: Any) -> None:
 
     engine = BatonContextEngine()
     if view.context_length:
-        engine.update_model(view.model or "", view.context_length, base_url=view.base_url or "")
+        engine.update_model(view.model or "", view.context_length, base_url=view.base_url or "",
+                            provider=view.provider or "")
     ctx.register_context_engine(engine)
     ctx.register_skill("baton", SKILL_PATH, description=SKILL_DESCRIPTION)
     _ACTIVATION = Activation()

@@ -1,13 +1,11 @@
-"""The process-wide Baton runtime inside Hermes: settings, the route guard and ONE shared token counter.
+"""The process-wide Baton runtime inside Hermes: settings, ONE token counter and the live engines.
 
 Why module state and not engine attributes: Hermes deep-copies the registered engine for every agent,
 and a live tokenizer client or lock must not be copied (a copy failure silently falls back to the
-built-in compressor). Engines, patches and the middleware all reach the same counter here, so the
-pre-API estimate and the request middleware share one cache: one tokenizer round trip per request.
-
-Windows are per agent: each engine records its own window here (by session id and by route) when
-Hermes tells it the model, so the middleware budgets every request against ITS agent's window and
-building another engine never changes anyone else's.
+built-in compressor). The counter (backend behind a circuit breaker and a content-keyed cache) is
+shared; everything per request — frame, route, window, anchor, the last count — is per agent, on the
+agent's engine (``hermes/ledger.py``). ``engines`` finds an agent's engine by session id when the
+calling frame does not name it.
 
 Time comes from ONE injectable clock (``clock``, default real UTC time): a compaction reads it once,
 so a test or benchmark that pins it gets the same record ids and timestamps for the same input.
@@ -17,104 +15,27 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from baton_engine.budget import compression_window
+from baton_engine.hermes.caller import EngineRegistry
 from baton_engine.hermes.config import HermesView
 from baton_engine.settings import BatonSettings
+from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.counter import TokenCounter
+from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend
+from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 DEFAULT_CONTEXT_LENGTH = 131072
-DEFAULT_THRESHOLD_PERCENT = 0.75
-
-
-@dataclass(frozen=True)
-class Route:
-    """The main model route the output clamp applies to (anything else is left untouched)."""
-
-    model: str | None = None
-    base_url: str | None = None
-
-    def matches(self, model: Any, base_url: Any) -> bool:
-        if self.model and model and str(model) != self.model:
-            return False
-        if self.base_url and base_url and str(base_url).rstrip("/") != self.base_url:
-            return False
-        return True
-
-
-def _route_key(model: Any, base_url: Any) -> tuple[str, str, str]:
-    return ("route", str(model or ""), str(base_url or "").rstrip("/"))
-
-
-class WindowRegistry:
-    """Each agent's context window, by session id and by (model, base_url); bounded LRU, thread-safe."""
-
-    def __init__(self, capacity: int = 1024) -> None:
-        self._capacity = capacity
-        self._windows: OrderedDict[tuple[str, ...], int] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, window: int, *, session_id: Any = None, route: tuple[Any, Any] | None = None) -> None:
-        """Record ``window`` for a session id and/or a (model, base_url) route."""
-        keys = ([_route_key(*route)] if route is not None else []) + (
-            [("session", str(session_id))] if session_id else [])
-        with self._lock:
-            for key in keys:
-                self._windows[key] = window
-                self._windows.move_to_end(key)
-            while len(self._windows) > self._capacity:
-                self._windows.popitem(last=False)
-
-    def lookup(self, *, session_id: Any = None, model: Any = None, base_url: Any = None) -> int | None:
-        """The window of the agent behind a request: its session first, then its route."""
-        keys = ([("session", str(session_id))] if session_id else []) + [_route_key(model, base_url)]
-        with self._lock:
-            for key in keys:
-                if key in self._windows:
-                    return self._windows[key]
-        return None
-
-
-@dataclass(frozen=True)
-class Window:
-    """The window a budget uses and where it came from (numbers only: safe for status and logs)."""
-
-    hermes: int
-    server: int | None = None
-
-    @property
-    def effective(self) -> int:
-        return min(self.hermes, self.server) if self.server is not None else self.hermes
-
-    @property
-    def source(self) -> str:
-        return "server max_model_len" if self.effective != self.hermes else "hermes context_length"
-
-    def to_status(self) -> dict[str, Any]:
-        mismatch = (f"server max_model_len {self.server} < Hermes context_length {self.hermes}; "
-                    f"budgeting against {self.effective}") if self.effective != self.hermes else None
-        return {"hermes_context_length": self.hermes, "server_max_model_len": self.server,
-                "effective": self.effective, "source": self.source, "mismatch": mismatch}
 
 
 def _utc_clock() -> datetime:
     return datetime.now(UTC)
-
-
-def count_request(messages: Sequence[Any], tools: Sequence[Any] | None = None) -> dict[str, Any]:
-    """The canonical request Baton counts: same shape everywhere, so the cache key matches."""
-    request: dict[str, Any] = {"messages": list(messages)}
-    if tools:
-        request["tools"] = list(tools)
-    return request
 
 
 class BatonRuntime:
@@ -125,17 +46,11 @@ class BatonRuntime:
         self.settings = settings
         self.clock: Callable[[], datetime] = clock or _utc_clock
         self.view = view or HermesView()
-        self.route = Route(self.view.model, self.view.base_url)
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
-        self.threshold_percent = DEFAULT_THRESHOLD_PERCENT
-        self.windows = WindowRegistry()
-        self.last_chat_exact: bool | None = None
+        self.engines = EngineRegistry()
         self._counter: TokenCounter | None = None
         self._counter_error: str | None = None
         self._lock = threading.Lock()
-        self.clamps = 0
-        self.clamp_skips = 0
-        self.last_clamp_reason: str | None = None
 
     def now(self) -> datetime:
         """The clock's time as aware UTC; a naive clock is refused (it would silently mean local time)."""
@@ -165,30 +80,44 @@ class BatonRuntime:
     def counter_error(self) -> str | None:
         return self._counter_error
 
-    def count(self, messages: Sequence[Any], tools: Sequence[Any] | None = None) -> TokenCount:
-        """Exact provider-visible tokens of messages + tools, or rough + margin; never raises."""
+    def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None) -> TokenCount:
+        """Exact provider-visible tokens, anchored on real usage, or rough + margin; never raises."""
         counter = self.counter()
-        if counter is None:
-            from baton_engine.tokens.counter import FALLBACK_SOURCE
-            from baton_engine.tokens.rough import estimate_chat_request
-
-            try:
-                tokens = estimate_chat_request(count_request(messages, tools)) + self.settings.fallback_margin_tokens
-            except Exception:  # noqa: BLE001
-                return TokenCount(None, False, "unknown", fallback_reason=self._counter_error)
-            self.last_chat_exact = False
-            return TokenCount(tokens, False, FALLBACK_SOURCE, fallback_reason=self._counter_error)
-        counted = counter.count_chat(count_request(messages, tools))
-        self.last_chat_exact = counted.exact
-        return counted
+        if counter is not None:
+            return counter.count_chat(request, anchor=anchor)
+        estimate = anchor.estimate(request) if anchor is not None else None
+        if estimate is not None:
+            return replace(estimate, fallback_reason=self._counter_error)
+        try:
+            tokens = estimate_chat_request(request) + self.settings.fallback_margin_tokens
+        except Exception:  # noqa: BLE001
+            return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=self._counter_error)
+        return TokenCount(tokens, False, FALLBACK_SOURCE, fallback_reason=self._counter_error,
+                          margin_tokens=self.settings.fallback_margin_tokens)
 
     def count_text(self, text: str) -> TokenCount:
         counter = self.counter()
         if counter is None:
-            from baton_engine.tokens.rough import estimate_tokens_rough
-
-            return TokenCount(estimate_tokens_rough(text), False, "rough", fallback_reason=self._counter_error)
+            return TokenCount(estimate_tokens_rough(text), False, ROUGH_SOURCE, fallback_reason=self._counter_error)
         return counter.count_text(text)
+
+    def exact_messages(self, batch: Sequence[Any]) -> int:
+        """A message list's exact tokens (compaction budgets); raises when no exact count is available."""
+        counted = self.count_chat({"messages": list(batch)})
+        if counted.tokens is None or not counted.exact:
+            raise ValueError("no exact count")
+        return counted.tokens
+
+    def exact_text(self, text: str) -> int:
+        counted = self.count_text(text)
+        if counted.tokens is None or not counted.exact:
+            raise ValueError("no exact count")
+        return counted.tokens
+
+    def remote_tokenizer(self) -> bool:
+        """True when every count is a network round trip (a tokenizer server), a fact of the backend."""
+        counter = self.counter()
+        return bool(counter is not None and getattr(counter.backend, "remote", False))
 
     def source(self) -> str:
         counter = self.counter()
@@ -197,24 +126,12 @@ class BatonRuntime:
     # ---- budgets ---------------------------------------------------------------------------------
 
     def server_window(self) -> int | None:
-        """The serving model's own window, from a backend that asks the server (vLLM's ``max_model_len``,
-        incl. its ``max_model_len_mismatch``); None for local tokenizers. No I/O: known after one count."""
+        """The serving model's own window as the tokenizer server last reported it (vLLM's
+        ``max_model_len``); None for local tokenizers. No I/O: known after one count."""
         with self._lock:
             counter = self._counter
-        if counter is None or not hasattr(counter.backend, "max_model_len_mismatch"):
-            return None
-        mismatch = counter.backend.max_model_len_mismatch
-        server = mismatch.server if mismatch is not None else counter.stats().last_max_model_len
+        server = counter.stats().last_max_model_len if counter is not None else None
         return server if isinstance(server, int) and not isinstance(server, bool) and server > 0 else None
-
-    def window(self, hermes_window: int) -> Window:
-        """``hermes_window`` (the agent's context_length) against what the server will enforce."""
-        return Window(hermes_window, self.server_window())
-
-    def request_window(self, *, session_id: Any = None, model: Any = None, base_url: Any = None) -> Window:
-        """The window of the agent that sent a request (else the configured one), capped by the server."""
-        known = self.windows.lookup(session_id=session_id, model=model, base_url=base_url)
-        return self.window(known if known is not None else self.context_length)
 
     def reserved_output_tokens(self) -> int:
         """Output kept free below the compaction threshold: the clamp guarantees the rest (see patches)."""

@@ -86,6 +86,10 @@ class CircuitBreaker(TokenizerBackend):
         return self._inner
 
     @property
+    def remote(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self._inner, "remote", False))
+
+    @property
     def source(self) -> str:
         return self._inner.source
 

@@ -74,7 +74,13 @@ ChatRequest = Mapping[str, Any]
 
 
 class TokenizerBackend(ABC):
-    """Counts provider-visible prompts. Implementations must be thread-safe."""
+    """Counts provider-visible prompts. Implementations must be thread-safe.
+
+    ``remote`` is a fact callers budget with: True when every count is a network round trip (a
+    tokenizer server), so a compaction counts only what must be exact.
+    """
+
+    remote: bool = False
 
     @property
     @abstractmethod

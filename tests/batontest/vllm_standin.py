@@ -40,6 +40,9 @@ class _Handler(JsonHandler):
         if not isinstance(body, dict):
             self.send_json(400, _error("request body must be an object", "BadRequestError", 400))
         elif self.path == "/tokenize":
+            if self.owner.failing():
+                self.owner.serve_fault(self)
+                return
             self.send_json(*self.owner.tokenize(body))
         elif self.path == "/detokenize":
             self.send_json(*self.owner.detokenize(body))
@@ -67,6 +70,9 @@ class VllmStandin(LoopbackServer):
         model_name: str = DEFAULT_MODEL_NAME,
         max_model_len: int = DEFAULT_MAX_MODEL_LEN,
         mistral_tool_call_400: bool = False,
+        fault_after: int | None = None,
+        fault: str = "500",
+        hang_seconds: float = 30.0,
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -79,6 +85,12 @@ class VllmStandin(LoopbackServer):
         self.max_model_len = max_model_len
         self.mistral_tool_call_400 = mistral_tool_call_400
         self.requests_received: Counter[str] = Counter()
+        self.tokenize_bodies: list[dict[str, Any]] = []
+        self.fault_after = fault_after
+        self.fault = fault
+        self.hang_seconds = hang_seconds
+        self.faults_served = 0
+        self._released = threading.Event()  # set at exit: a hanging request ends with the server
         self.last_headers: dict[str, str] = {}
         self._render_lock = threading.Lock()  # HF tokenizers are not safe to share across threads
         self._count_lock = threading.Lock()
@@ -88,6 +100,26 @@ class VllmStandin(LoopbackServer):
         with self._count_lock:
             return sum(self.requests_received.values())
 
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        super().__exit__(*exc)
+
+    # -- fault injection ----------------------------------------------------------------------
+
+    def failing(self) -> bool:
+        """True once more than ``fault_after`` /tokenize requests arrived (a server failing mid-session)."""
+        with self._count_lock:
+            return self.fault_after is not None and self.requests_received["/tokenize"] > self.fault_after
+
+    def serve_fault(self, handler: JsonHandler) -> None:
+        """``500`` answers an internal error at once; ``hang`` holds the connection without answering."""
+        with self._count_lock:
+            self.faults_served += 1
+        if self.fault == "hang":
+            self._released.wait(self.hang_seconds)
+            return
+        handler.send_json(500, _error("Internal Server Error", "InternalServerError", 500))
+
     # -- vLLM behaviour -----------------------------------------------------------------------
 
     def tokenize(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -95,6 +127,8 @@ class VllmStandin(LoopbackServer):
         if model is not None and model != self.model_name:
             return 404, _error(f"The model `{model}` does not exist.", "NotFoundError", 404)
         if "messages" in body:
+            with self._count_lock:
+                self.tokenize_bodies.append(body)
             return self._tokenize_chat(body)
         if isinstance(body.get("prompt"), str):
             with self._render_lock:

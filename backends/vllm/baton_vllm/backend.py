@@ -82,6 +82,8 @@ class _Connection:
 class VllmBackend(TokenizerBackend):
     """Counts through vLLM's /tokenize (chat form for requests, completion form for text)."""
 
+    remote = True
+
     def __init__(self, config: TokenizerConfig) -> None:
         timeout = config.timeout_seconds
         valid = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from baton_engine.compaction import BatonBlock, build_compacted_messages, degrade
+from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade
 from baton_engine.compaction.sanitize import is_real_user_request
 from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
 from baton_engine.handoff import capture, freshness, ids, render, store, validate
@@ -25,7 +25,7 @@ from baton_engine.handoff.config import load_config
 from baton_engine.handoff.model import HandoffRecord, transition
 from baton_engine.operations import summary_of
 
-LOGGER = logging.getLogger("baton_engine.hermes")
+LOGGER = logging.getLogger("baton_engine.compaction")
 STATE_MESSAGES = 3
 STATE_CHARS_PER_MESSAGE = 600
 OBJECTIVE_CHARS = 1000

@@ -1,0 +1,66 @@
+"""Which agent is asking: the Baton engine of the Hermes agent whose loop called an estimator or middleware.
+
+Why frames: Hermes 0.19.0 calls the estimators and the ``llm_request`` middleware without naming the
+agent, and a process may run many agents (the gateway), each with its own engine copy, tools and
+window. Its loop functions hold the agent as a local named ``agent`` (or ``self`` inside ``AIAgent``),
+so the nearest such frame identifies it. Guarded: ``sys._getframe`` is CPython's; without it, or when
+no frame holds a Baton engine, callers fall back to the session-id registry and then to leaving the
+request alone.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+MAX_DEPTH = 16
+_AGENT_NAMES = ("agent", "self", "parent_agent")
+
+
+def engine_of(candidate: Any, engine_type: type) -> Any | None:
+    """``candidate.context_compressor`` when it is an ``engine_type``."""
+    engine = getattr(candidate, "context_compressor", None) if candidate is not None else None
+    return engine if isinstance(engine, engine_type) else None
+
+
+def calling_agent(engine_type: type, *, skip: int = 1) -> tuple[Any, Any] | None:
+    """``(agent, engine)`` of the nearest calling frame whose ``agent``/``self`` local is a Hermes agent
+    with an ``engine_type`` engine."""
+    getframe = getattr(sys, "_getframe", None)
+    if getframe is None:
+        return None
+    try:
+        frame = getframe(skip + 1)
+    except ValueError:
+        return None
+    depth = 0
+    while frame is not None and depth < MAX_DEPTH:
+        local = frame.f_locals
+        for name in _AGENT_NAMES:
+            candidate = local.get(name)
+            engine = engine_of(candidate, engine_type)
+            if engine is not None:
+                return candidate, engine
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+class EngineRegistry:
+    """Live engines by session id (weak: an ended agent's engine is never kept alive by Baton)."""
+
+    def __init__(self) -> None:
+        self._engines: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    def remember(self, session_id: Any, engine: Any) -> None:
+        if session_id:
+            with self._lock:
+                self._engines[str(session_id)] = engine
+
+    def lookup(self, session_id: Any) -> Any | None:
+        if not session_id:
+            return None
+        with self._lock:
+            return self._engines.get(str(session_id))

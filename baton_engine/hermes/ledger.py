@@ -1,0 +1,137 @@
+"""One agent's request ledger: its route, the frame of its last request, one count per request view.
+
+Why per agent: a gateway runs many agents in one process with different tools, windows and counts;
+the ledger lives on each agent's engine copy (plain data, so Hermes' ``copy.deepcopy`` works), never in
+process-wide "last request" state. The frame (system prompt, tools, template kwargs) the middleware saw
+completes the estimators' partial arguments, so both count the same view; the memo makes a retry of
+the same request cost no tokenizer call; the anchor turns each response's real ``prompt_tokens`` into
+the basis of the next estimate when exact counting is unavailable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from baton_engine.budget import OutputDecision
+from baton_engine.hermes import request_view
+from baton_engine.request import ProviderRequest
+from baton_engine.tokens.anchor import UsageAnchor
+from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where this agent's main requests go, and what last changed it (for status)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    provider: str | None = None
+    api_mode: str | None = None
+    window_from_host: bool = False
+    changed_by: str | None = None
+
+    def moved(self, *, model: Any = None, base_url: Any = None, provider: Any = None, api_mode: Any = None,
+              why: str) -> Route:
+        """This route with every given (non-empty) value replaced; ``changed_by`` says why when it moved."""
+        values = {"model": model, "base_url": str(base_url).rstrip("/") if base_url else None,
+                  "provider": provider, "api_mode": api_mode}
+        changes = {k: str(v) for k, v in values.items() if v and str(v) != getattr(self, k)}
+        return replace(self, **changes, changed_by=why) if changes else self
+
+    def serves(self, model: Any, base_url: Any) -> bool:
+        """True when a request to (model, base_url) goes to this route's model (unknown parts match)."""
+        if self.model and model and str(model) != self.model:
+            return False
+        return not (self.base_url and base_url and str(base_url).rstrip("/") != self.base_url)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """How the compaction cycle counts: exactly where counts are local and cheap, else calibrated.
+
+    With a remote tokenizer every count is a network round trip, so inside one compaction the tail
+    and brief budgets use the rough estimate scaled by this request's exact/rough ratio, and only the
+    compacted request itself is counted exactly (at most 3 round trips per compaction)."""
+
+    count_messages: Any
+    count_text: Any
+
+
+@dataclass
+class Ledger:
+    frame: ProviderRequest | None = None
+    sent: dict[str, Any] | None = None  # the count request of the last main request sent
+    memo_key: str | None = None
+    memo: TokenCount | None = None
+    anchor: UsageAnchor = field(default_factory=UsageAnchor)
+    output: OutputDecision | None = None
+    auxiliary_output: OutputDecision | None = None
+    counted: int = 0  # views counted (memo misses)
+    memo_hits: int = 0
+
+    def count(self, view: ProviderRequest, runtime: Any) -> TokenCount:
+        """One count per distinct view; the same view again (a retry) is answered from the memo."""
+        if view.key == self.memo_key and self.memo is not None:
+            self.memo_hits += 1
+            return self.memo
+        counted = runtime.count_chat(view.count_request(), anchor=self.anchor)
+        self.counted += 1
+        self.memo_key, self.memo = view.key, counted
+        return counted
+
+    def trigger_count(self, current_tokens: Any) -> TokenCount | None:
+        """The count Hermes compacts on, when it is this ledger's last count: Hermes passes the number its
+        (Baton's) estimate just returned, so the request that triggered the compaction is not counted again."""
+        memo = self.memo
+        if memo is not None and memo.tokens is not None and current_tokens == memo.tokens:
+            return memo
+        return None
+
+    def sent_request(self, view: ProviderRequest) -> None:
+        """The main request about to go out: its frame completes later estimates, its body anchors usage."""
+        self.frame = view.frame()
+        self.sent = view.count_request()
+
+    def observe_usage(self, prompt_tokens: int) -> None:
+        """The provider's exact size of the last request sent (0 = no usage reported)."""
+        if self.sent is not None and prompt_tokens > 0:
+            self.anchor.observe_exact(self.sent, prompt_tokens)
+
+    def decided(self, decision: OutputDecision, *, auxiliary: bool) -> None:
+        if auxiliary:
+            self.auxiliary_output = decision
+        else:
+            self.output = decision
+
+    def view_of(self, messages: Sequence[Any]) -> ProviderRequest:
+        """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame."""
+        body = request_view.from_estimate(messages, frame=self.frame)
+        return self.frame.with_conversation(body.messages) if self.frame is not None else body
+
+    def measure(self, before: TokenCount, view: ProviderRequest, runtime: Any) -> Measure:
+        if before.exact and not runtime.remote_tokenizer():
+            return Measure(runtime.exact_messages, runtime.exact_text)
+        ratio = _ratio(before, view)
+
+        def count_messages(batch: list[dict[str, Any]]) -> int:
+            return math.ceil(ratio * estimate_chat_request({"messages": batch}))
+
+        def count_text(text: str) -> int:
+            return math.ceil(ratio * estimate_tokens_rough(text))
+
+        return Measure(count_messages, count_text)
+
+
+def _ratio(before: TokenCount, view: ProviderRequest) -> float:
+    """Exact (or anchored) tokens per rough token for this request; 1.0 when nothing better is known."""
+    try:
+        rough = estimate_chat_request(view.count_request())
+    except (TypeError, ValueError):
+        return 1.0
+    if before.tokens is None or rough <= 0:
+        return 1.0
+    return max(before.tokens / rough, 0.1)

@@ -1,0 +1,77 @@
+"""``baton_status`` / ``get_status()`` of one engine: numbers, ids, sources and reasons, never prompt text.
+
+Why its own module: status reads every part (route, window, counter, breaker, anchor, policy, the last
+output decision) and the engine should stay a thin adapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.runtime import get_runtime
+from baton_engine.tokens.counter import counting_mode
+
+
+def engine_status(engine: Any) -> dict[str, Any]:
+    runtime = get_runtime()
+    counter = runtime.counter()
+    stats = counter.stats() if counter is not None else None
+    remaining = engine.get_active_compression_failure_cooldown()
+    window = engine.effective_window()
+    server = runtime.server_window()
+    limits = engine.limits()
+    ledger = engine.ledger
+    detector_view = engine.last_detector or {}
+    from baton_engine.hermes.plugin import activation
+
+    current = activation()
+    patches = current.patches if current is not None else []
+    last = ledger.memo
+    return {
+        "engine": ENGINE_NAME,
+        "active": True,
+        "exact_estimators": {
+            "installed": [f"{p.module}.{p.attr}" for p in patches if p.installed],
+            "skipped": [p.skipped for p in patches if p.skipped],
+        },
+        "latest_handoff": engine.last_handoff,
+        "latest_handoff_path": engine.last_handoff_path,
+        "validation_warnings": list(engine.last_validation_warnings),
+        "route": {"model": engine.route.model, "base_url": engine.route.base_url,
+                  "provider": engine.route.provider, "api_mode": engine.route.api_mode,
+                  "changed_by": engine.route.changed_by},
+        "window": {
+            "hermes_context_length": engine.context_length, "server_max_model_len": server, "effective": window,
+            "source": "server max_model_len" if window != engine.context_length else "hermes context_length",
+            "mismatch": (f"server max_model_len {server} < Hermes context_length {engine.context_length}; "
+                         f"budgeting against {window}") if window != engine.context_length else None,
+        },
+        "tokenizer": {
+            "source": runtime.source(),
+            "counting": counting_mode(last) if last is not None else None,
+            "exact": last.exact if last is not None else None,
+            "fallbacks": stats.fallbacks if stats else 0,
+            "last_fallback_reason": (last.fallback_reason if last is not None else None) or runtime.counter_error,
+            "breaker": asdict(counter.breaker_state()) if counter is not None else None,
+            "anchor_observations": ledger.anchor.observations,
+            "views_counted": ledger.counted, "view_repeats": ledger.memo_hits,
+        },
+        "output_budget": {
+            "last_action": ledger.output.action if ledger.output else None,
+            "last_reason": ledger.output.reason if ledger.output else None,
+            "auxiliary_last_reason": ledger.auxiliary_output.reason if ledger.auxiliary_output else None,
+        },
+        "detector": {"pressure": detector_view.get("pressure"), "readiness": detector_view.get("readiness"),
+                     "reasons": detector_view.get("reasons", [])},
+        "last_decision": engine.last_decision,
+        "trigger": {"tokens": limits.trigger, "threshold": limits.threshold,
+                    "fallback_token_threshold": limits.fallback_threshold, "ceiling": limits.ceiling},
+        "cooldown": {"post_compaction_tokens": engine.policy.post_compaction_tokens,
+                     "growth_needed": limits.growth_needed, "stuck": engine.policy.stuck,
+                     "failure_remaining_seconds": int(remaining["remaining_seconds"]) if remaining else 0},
+        "degradation": {"reason": engine.degradation_reason, "detail": engine.degradation_detail,
+                        "count": engine.degraded_count},
+        "session_rotations": engine.session_rotations,
+    }

@@ -1,0 +1,96 @@
+"""When to compact: the trigger, the hard ceiling and anti-thrash, as pure functions over plain data.
+
+Why one scale: every number here is the size of the FULL provider request (system prompt + tool
+schemas + messages), the quantity Hermes passes to ``should_compress`` once Baton's estimators are in
+place. The post-compaction size is measured the same way, so with 50 tools (20-30k tokens of schemas)
+the anti-thrash rule compares like with like instead of a message-only count that never reaches the
+trigger again.
+
+Anti-thrash: after a compaction the next one needs real growth (a tenth of the trigger); a compaction
+whose result is still at or above the trigger is marked ``stuck`` (the fixed part — system prompt,
+tools, brief — does not fit under it) and repeated only after the same growth, never at every check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+GROWTH_SHARE = 10  # after a compaction the next one needs trigger/10 tokens of real growth
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The numbers a decision uses, all in tokens of the full request."""
+
+    threshold: int
+    window: int  # the effective window (Hermes' context length, or the server's smaller one)
+    min_output_tokens: int
+    fallback_threshold: int | None = None
+
+    @property
+    def trigger(self) -> int:
+        """The size at which compaction starts: the lower of the threshold and the fallback threshold."""
+        if self.fallback_threshold is not None:
+            return min(self.threshold, self.fallback_threshold)
+        return self.threshold
+
+    @property
+    def ceiling(self) -> int:
+        """Above this no useful output fits the window."""
+        return self.window - self.min_output_tokens
+
+    @property
+    def growth_needed(self) -> int:
+        return max(self.trigger // GROWTH_SHARE, 1)
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """Per agent: the explicit request flag and what the last compaction achieved."""
+
+    explicit: bool = False
+    post_compaction_tokens: int | None = None
+    stuck: str | None = None  # why the last compaction could not get below the trigger
+
+
+def decide(tokens: int | None, limits: Limits, state: PolicyState, *, awaiting_usage: bool = False,
+           detector: Callable[[], str | None] | None = None) -> tuple[bool, str]:
+    """``(compact?, reason)`` for a request of ``tokens`` tokens. ``detector`` is asked only below the
+    trigger (it reads the project store) and returns a reason to compact, or None."""
+    if state.explicit:
+        return True, "explicit handoff request"
+    if tokens is None or tokens < 0 or (tokens == 0 and awaiting_usage):
+        return False, "awaiting real usage after compaction"
+    if tokens >= limits.ceiling and not _cooling(tokens, limits, state):
+        return True, f"request {tokens} leaves less than {limits.min_output_tokens} output tokens"
+    trigger = None
+    if limits.fallback_threshold is not None and tokens >= limits.fallback_threshold:
+        trigger = f"request {tokens} >= fallback_token_threshold {limits.fallback_threshold}"
+    elif tokens >= limits.threshold:
+        trigger = f"request {tokens} >= threshold {limits.threshold}"
+    elif detector is not None:
+        trigger = detector()
+    if trigger is None:
+        return False, f"request {tokens} below trigger {limits.trigger}"
+    if _cooling(tokens, limits, state):
+        growth = tokens - (state.post_compaction_tokens or 0)
+        stuck = f"; {state.stuck}" if state.stuck else ""
+        return False, (f"cooldown: {growth} tokens of growth since the last compaction, "
+                       f"needs {limits.growth_needed}{stuck}")
+    return True, trigger
+
+
+def _cooling(tokens: int, limits: Limits, state: PolicyState) -> bool:
+    if state.post_compaction_tokens is None:
+        return False
+    return tokens - state.post_compaction_tokens < limits.growth_needed
+
+
+def after_compaction(state: PolicyState, post_tokens: int, limits: Limits) -> PolicyState:
+    """The state once a compaction produced a request of ``post_tokens`` (full-request scale)."""
+    stuck = None
+    if post_tokens >= limits.trigger:
+        stuck = (f"the compacted request ({post_tokens} tokens) is still at or above the trigger "
+                 f"{limits.trigger}: the system prompt, tool schemas and brief do not fit under it")
+    return replace(state, explicit=False, post_compaction_tokens=post_tokens, stuck=stuck)

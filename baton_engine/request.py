@@ -1,0 +1,103 @@
+"""``ProviderRequest``: the one view of a model request that every budget decision counts.
+
+Why one type: a request's size used to be reached from three places that each built their own partial
+payload (messages + tools only), so the same request was counted twice and the prompt parts outside
+``messages`` (a separate ``system`` prompt, ``chat_template_kwargs`` such as Qwen3's
+``enable_thinking``, ``reasoning_effort``, ``tool_choice``) were never counted. Hosts build a
+``ProviderRequest`` from whatever shape they have; the counter sees only ``count_request()``, so two
+views of the same provider-visible prompt share one cache key and one tokenizer round trip.
+
+Pure: no host imports, no I/O. Field names of output caps are data (``cap_field``) so a writer can
+apply a decision in the field the request already uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+OUTPUT_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+# Request options that change the rendered prompt on some servers (vLLM folds them into the template).
+PROMPT_OPTIONS = ("tool_choice", "reasoning_effort")
+
+
+@dataclass(frozen=True)
+class OutputCap:
+    """The output cap a request carries: its field name, where it lives, its value."""
+
+    field: str
+    value: int
+    in_extra_body: bool = False
+
+
+@dataclass(frozen=True)
+class ProviderRequest:
+    """What the provider renders into the prompt, plus the request's output cap.
+
+    ``messages`` are provider-visible messages with any system prompt first, as a ``system`` message
+    (a separate system argument is folded in, so Anthropic-style requests count the same way).
+    """
+
+    messages: tuple[Mapping[str, Any], ...]
+    tools: tuple[Mapping[str, Any], ...] = ()
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    cap: OutputCap | None = None
+    model: str | None = None
+    output_limit: int | None = None  # the provider's own output ceiling for this model, when known
+
+    def count_request(self) -> dict[str, Any]:
+        """The canonical chat request the tokenizer backends count (keys omitted when empty)."""
+        request: dict[str, Any] = {"messages": [dict(m) for m in self.messages]}
+        if self.tools:
+            request["tools"] = [dict(t) for t in self.tools]
+        if self.template_kwargs:
+            request["chat_template_kwargs"] = dict(self.template_kwargs)
+        for name in PROMPT_OPTIONS:
+            if self.options.get(name) is not None:
+                request[name] = self.options[name]
+        return request
+
+    def frame(self) -> ProviderRequest:
+        """This request without its conversation (system prompt, tools, template kwargs, options)."""
+        return ProviderRequest(self.system_messages(), self.tools, self.template_kwargs, self.options,
+                               None, self.model, self.output_limit)
+
+    def system_messages(self) -> tuple[Mapping[str, Any], ...]:
+        leading = []
+        for message in self.messages:
+            if message.get("role") != "system":
+                break
+            leading.append(message)
+        return tuple(leading)
+
+    def with_conversation(self, conversation: Sequence[Mapping[str, Any]]) -> ProviderRequest:
+        """This request's frame around another conversation (what a compacted list will be sent as)."""
+        body = tuple(m for m in conversation if isinstance(m, Mapping) and m.get("role") != "system")
+        return ProviderRequest(self.system_messages() + body, self.tools, self.template_kwargs, self.options,
+                               self.cap, self.model, self.output_limit)
+
+    @cached_property
+    def key(self) -> str:
+        """sha256 of the canonical count request: equal keys mean one provider-visible prompt."""
+        text = json.dumps(self.count_request(), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def positive_int(value: Any) -> int | None:
+    """``value`` when it is a positive int (bools are not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def find_cap(request: Mapping[str, Any]) -> OutputCap | None:
+    """The smallest positive output cap among the known fields, top level before ``extra_body``."""
+    extra = request.get("extra_body")
+    found = [OutputCap(f, v) for f in OUTPUT_CAP_FIELDS if (v := positive_int(request.get(f))) is not None]
+    if isinstance(extra, Mapping):
+        found += [OutputCap(f, v, True) for f in OUTPUT_CAP_FIELDS if (v := positive_int(extra.get(f))) is not None]
+    return min(found, key=lambda cap: (cap.value, cap.in_extra_body)) if found else None
