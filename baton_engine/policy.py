@@ -9,6 +9,8 @@ trigger again.
 Anti-thrash: after a compaction the next one needs real growth (a tenth of the trigger); a compaction
 whose result is still at or above the trigger is marked ``stuck`` (the fixed part — system prompt,
 tools, brief — does not fit under it) and repeated only after the same growth, never at every check.
+At the hard ceiling (no useful output fits) the growth rule is bypassed, unless the last compaction
+itself ended above the ceiling.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def decide(tokens: int | None, limits: Limits, state: PolicyState, *, awaiting_u
         return True, "explicit handoff request"
     if tokens is None or tokens < 0 or (tokens == 0 and awaiting_usage):
         return False, "awaiting real usage after compaction"
-    if tokens >= limits.ceiling and not _cooling(tokens, limits, state):
+    if tokens >= limits.ceiling and not _hopeless(tokens, limits, state):
         return True, f"request {tokens} leaves less than {limits.min_output_tokens} output tokens"
     trigger = None
     if limits.fallback_threshold is not None and tokens >= limits.fallback_threshold:
@@ -79,6 +81,13 @@ def decide(tokens: int | None, limits: Limits, state: PolicyState, *, awaiting_u
         return False, (f"cooldown: {growth} tokens of growth since the last compaction, "
                        f"needs {limits.growth_needed}{stuck}")
     return True, trigger
+
+
+def _hopeless(tokens: int, limits: Limits, state: PolicyState) -> bool:
+    """At the ceiling the cooldown is bypassed, unless the last compaction itself ended above the ceiling
+    and nothing grew since: compacting again would loop at every check."""
+    post = state.post_compaction_tokens
+    return post is not None and post >= limits.ceiling and _cooling(tokens, limits, state)
 
 
 def _cooling(tokens: int, limits: Limits, state: PolicyState) -> bool:

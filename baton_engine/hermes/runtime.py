@@ -127,10 +127,12 @@ class BatonRuntime:
 
     def server_window(self) -> int | None:
         """The serving model's own window as the tokenizer server last reported it (vLLM's
-        ``max_model_len``); None for local tokenizers. No I/O: known after one count."""
+        ``max_model_len``); None for local tokenizers, whose ``model_max_length`` is metadata, not a limit a
+        server enforces. No I/O: known after one count."""
         with self._lock:
             counter = self._counter
-        server = counter.stats().last_max_model_len if counter is not None else None
+        remote = counter is not None and getattr(counter.backend, "remote", False)
+        server = counter.stats().last_max_model_len if remote else None
         return server if isinstance(server, int) and not isinstance(server, bool) and server > 0 else None
 
     def reserved_output_tokens(self) -> int:

@@ -7,13 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from baton_engine.budget import (
-    OUTPUT_BUDGET_FIELDS,
-    clamp_output,
+    OutputDecision,
     compression_pressure,
     compression_window,
+    decide_output,
     margin_for,
     threshold_tokens,
+    write_cap,
 )
+from baton_engine.request import OUTPUT_CAP_FIELDS, find_cap
 from baton_engine.tokens.contract import TokenCount
 
 EXACT = "hf:Qwen/Qwen3-8B"
@@ -23,8 +25,15 @@ def exact(tokens: int) -> TokenCount:
     return TokenCount(tokens, True, EXACT)
 
 
-def clamp(request: dict, count: TokenCount, window: int = 100_000, reserve: int = 4096, margin: int = 1024):
-    return clamp_output(request, count, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
+def budget(request: dict, count: TokenCount, window: int = 100_000, reserve: int = 4096,
+           margin: int = 1024) -> tuple[OutputDecision, dict | None]:
+    """The decision for ``request`` and the request the writer makes of it (None: left unchanged)."""
+    cap = find_cap(request)
+    decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
+    if decision.action != "lower_cap_to":
+        return decision, None
+    assert cap is not None and decision.value is not None
+    return decision, write_cap(request, cap, decision.value)
 
 
 def test_threshold_matches_hermes_default() -> None:
@@ -56,28 +65,35 @@ def test_pressure_compacts_exactly_when_less_than_reserve_remains() -> None:
         compression_pressure(-1, reserve)
 
 
-def test_clamps_hermes_65536_default_to_what_fits() -> None:
+def test_lowers_hermes_65536_default_to_what_fits() -> None:
     request = {"model": "m", "messages": [], "max_tokens": 65536}
-    result = clamp(request, exact(90_000), window=98_304)
-    assert result.changed and result.request["max_tokens"] == 8304 and result.field == "max_tokens"
+    decision, out = budget(request, exact(90_000), window=98_304)
+    assert decision.action == "lower_cap_to" and decision.value == 8304 and out["max_tokens"] == 8304
     assert request["max_tokens"] == 65536
 
 
-def test_caller_cap_smaller_than_room_is_kept() -> None:
-    result = clamp({"messages": [], "max_completion_tokens": 2000}, exact(1000))
-    assert result.request["max_completion_tokens"] == 2000
+def test_caller_cap_smaller_than_room_is_left() -> None:
+    decision, out = budget({"messages": [], "max_completion_tokens": 2000}, exact(1000))
+    assert decision.action == "leave" and out is None
 
 
-def test_below_reserve_request_is_unchanged_never_one_token() -> None:
+def test_no_cap_is_never_added() -> None:
+    """Servers default the output to the remaining window; a cap field can be refused (OpenAI reasoning
+    models reject max_tokens), so a request without one is left alone."""
+    decision, out = budget({"model": "o3-mini", "messages": []}, exact(50_000))
+    assert decision.action == "leave" and out is None and "no output cap" in decision.reason
+
+
+def test_below_reserve_is_needs_compaction_never_one_token() -> None:
     request = {"messages": [], "max_tokens": 65536}
-    result = clamp(request, exact(100_000 - 4095))
-    assert not result.changed and result.request is request and "needs compaction" in result.reason
+    decision, out = budget(request, exact(100_000 - 4095))
+    assert decision.action == "needs_compaction" and out is None and "needs compaction" in decision.reason
+    assert budget({"messages": []}, exact(100_000 - 4095))[0].action == "needs_compaction"
 
 
 def test_unknown_count_leaves_request_unchanged() -> None:
-    request = {"messages": [], "max_tokens": 10}
-    result = clamp(request, TokenCount(None, False, "unknown"))
-    assert result.request is request and not result.changed and "unknown" in result.reason
+    decision, out = budget({"messages": [], "max_tokens": 10}, TokenCount(None, False, "unknown"))
+    assert decision.action == "leave" and out is None and "unknown" in decision.reason
 
 
 def test_margin_applies_once_the_count_says_what_it_includes() -> None:
@@ -87,28 +103,30 @@ def test_margin_applies_once_the_count_says_what_it_includes() -> None:
     assert margin_for(TokenCount(900, False, "anchored", margin_tokens=96), 1024) == 0
     assert margin_for(TokenCount(5, False, "rough+margin"), 1024) == 1024  # the field decides, not the name
     assert margin_for(TokenCount(5, False, "tiktoken:o200k_base+chat-overhead"), 1024) == 1024
-    result = clamp({"messages": []}, TokenCount(50_000, False, "tiktoken:o200k_base"))
-    assert result.request["max_tokens"] == 100_000 - 50_000 - 1024
+    decision, out = budget({"messages": [], "max_tokens": 65536}, TokenCount(50_000, False, "tiktoken:o200k_base"))
+    assert out is not None and out["max_tokens"] == 100_000 - 50_000 - 1024
 
 
 def test_aliases_in_extra_body_keep_field_and_location_and_conflicts_are_removed() -> None:
     request = {"messages": [], "max_tokens": 9000, "extra_body": {"max_output_tokens": 7000, "top_k": 5}}
-    result = clamp(request, exact(10_000))
-    assert result.request == {"messages": [], "extra_body": {"top_k": 5}, "max_tokens": 7000}
+    assert budget(request, exact(10_000))[1] is None  # the smaller cap, 7,000, fits: left alone
+    _, out = budget(request, exact(95_000))
+    assert out == {"messages": [], "extra_body": {"top_k": 5, "max_output_tokens": 5000}}
     nested_only = {"messages": [], "extra_body": {"max_completion_tokens": 50_000}}
-    result = clamp(nested_only, exact(60_000))
-    assert result.request == {"messages": [], "extra_body": {"max_completion_tokens": 40_000}}
+    _, out = budget(nested_only, exact(60_000))
+    assert out == {"messages": [], "extra_body": {"max_completion_tokens": 40_000}}
     assert nested_only["extra_body"] == {"max_completion_tokens": 50_000}
 
 
 def test_invalid_caps_are_ignored() -> None:
-    result = clamp({"messages": [], "max_tokens": True, "max_completion_tokens": -5, "max_output_tokens": "9"},
-                   exact(10_000))
-    assert result.request == {"messages": [], "max_tokens": 90_000}
+    request = {"messages": [], "max_tokens": True, "max_completion_tokens": -5, "max_output_tokens": "9"}
+    assert find_cap(request) is None
+    decision, out = budget(request, exact(10_000))
+    assert decision.action == "leave" and out is None
 
 
 caps = st.one_of(st.none(), st.integers(-10, 200_000), st.booleans(), st.text(max_size=3))
-fields = st.sampled_from(OUTPUT_BUDGET_FIELDS)
+fields = st.sampled_from(OUTPUT_CAP_FIELDS)
 requests = st.builds(
     lambda top, nested, keep_extra: {
         "messages": [{"role": "user", "content": "hi"}],
@@ -131,25 +149,30 @@ counts = st.one_of(
 
 
 @given(requests, counts, st.integers(1, 300_000), st.integers(1, 10_000), st.integers(0, 5000))
-def test_clamp_properties(request: dict, count: TokenCount, window: int, reserve: int, margin: int) -> None:
+def test_output_budget_properties(request: dict, count: TokenCount, window: int, reserve: int, margin: int) -> None:
     before = copy.deepcopy(request)
-    result = clamp_output(request, count, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
-    assert request == before  # never mutates
-    caller = [v for d in (before, before.get("extra_body") or {}) for f, v in d.items()
-              if f in OUTPUT_BUDGET_FIELDS and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    cap = find_cap(request)
+    decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
     used_margin = margin_for(count, margin)
-    if not result.changed:  # only when the count is unknown or no useful output fits
-        assert result.request is request
-        assert count.tokens is None or window - count.tokens - used_margin < min([reserve, *caller])
+    caller = [v for d in (before, before.get("extra_body") or {}) for f, v in d.items()
+              if f in OUTPUT_CAP_FIELDS and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    assert (cap is None) == (not caller) and (cap is None or cap.value == min(caller))
+    if decision.action != "lower_cap_to":
+        if count.tokens is not None and cap is not None and decision.action == "leave":
+            assert count.tokens + cap.value + used_margin <= window  # a cap left alone fits
+        if decision.action == "needs_compaction":
+            assert window - count.tokens - used_margin < min([reserve, *caller])
         return
-    out = result.request
-    all_caps = [v for d in (out, out.get("extra_body") or {}) for f, v in d.items() if f in OUTPUT_BUDGET_FIELDS]
-    assert all_caps == [result.max_tokens]  # exactly one output field remains
-    assert count.tokens + result.max_tokens + used_margin <= window  # never exceeds W
-    assert result.max_tokens >= min([reserve, *caller])  # never below R (or the caller's smaller cap)
-    if caller:
-        assert result.max_tokens <= min(caller)
-    assert {k for k in out if k not in OUTPUT_BUDGET_FIELDS} == {k for k in before if k not in OUTPUT_BUDGET_FIELDS}
+    assert cap is not None and decision.value is not None  # only an existing cap is ever lowered
+    out = write_cap(request, cap, decision.value)
+    assert request == before  # never mutates
+    all_caps = [v for d in (out, out.get("extra_body") or {}) for f, v in d.items() if f in OUTPUT_CAP_FIELDS]
+    assert all_caps == [decision.value]  # exactly one output field remains, the one the caller used
+    assert (cap.field in (out.get("extra_body") or {})) == cap.in_extra_body
+    assert count.tokens + decision.value + used_margin <= window  # never exceeds W
+    assert decision.value >= min([reserve, *caller])  # never below R (or the caller's smaller cap)
+    assert decision.value < min(caller)
+    assert {k for k in out if k not in OUTPUT_CAP_FIELDS} == {k for k in before if k not in OUTPUT_CAP_FIELDS}
 
 
 @given(st.integers(0, 10**6), st.integers(1, 10**5))

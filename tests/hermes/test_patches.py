@@ -8,7 +8,10 @@ import logging
 
 import pytest
 
+from batontest.agent_frames import LoopAgent, in_agent
+
 from baton_engine.hermes.config import HermesView
+from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation, Patch
 from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.settings import load_settings
@@ -89,69 +92,137 @@ def test_a_later_foreign_patch_is_left_alone() -> None:
         module.estimate_request_tokens_rough = original
 
 
-def test_preflight_estimate_is_the_exact_provider_count(active: Activation, runtime: BatonRuntime) -> None:
+@pytest.fixture
+def agent(project, runtime: BatonRuntime) -> LoopAgent:
+    engine = BatonContextEngine(project_dir=project)
+    engine.update_model(MODEL, CONTEXT, base_url=BASE_URL, provider="custom")
+    return LoopAgent(engine, TOOLS)
+
+
+def exact_count(runtime: BatonRuntime, request: dict) -> int:
+    counted = runtime.counter().backend.count_chat(request)
+    assert counted.exact
+    return counted.tokens
+
+
+def test_preflight_estimate_is_the_exact_provider_count(active: Activation, runtime: BatonRuntime,
+                                                        agent: LoopAgent) -> None:
     turn_context = importlib.import_module("agent.turn_context")
     messages = _messages()[1:]
-    exact = runtime.counter().backend.count_chat({"messages": [{"role": "system", "content": "SYS"}, *messages],
-                                                 "tools": TOOLS})
-    assert exact.exact
-    assert turn_context.estimate_request_tokens_rough(messages, system_prompt="SYS", tools=TOOLS) == exact.tokens
+    exact = exact_count(runtime, {"messages": [{"role": "system", "content": "SYS"}, *messages], "tools": TOOLS})
+    assert in_agent(agent, turn_context.estimate_request_tokens_rough, messages, system_prompt="SYS",
+                    tools=TOOLS) == exact
 
 
-def test_pre_api_estimate_and_middleware_share_one_round_trip(active: Activation, runtime: BatonRuntime) -> None:
+def test_without_a_calling_agent_the_estimators_are_hermes_own(active: Activation) -> None:
+    turn_context = importlib.import_module("agent.turn_context")
+    original = turn_context.estimate_request_tokens_rough.__baton_original__
+    messages = _messages()[1:]
+    assert turn_context.estimate_request_tokens_rough(messages, system_prompt="SYS", tools=TOOLS) == original(
+        messages, system_prompt="SYS", tools=TOOLS)
+
+
+def test_pre_api_estimate_and_middleware_share_one_round_trip(active: Activation, runtime: BatonRuntime,
+                                                              agent: LoopAgent) -> None:
+    """The pre-API estimate sees Hermes' stored messages (with its bookkeeping keys), the middleware the
+    wire request: one view, one backend call per request from the very first one."""
     loop = importlib.import_module("agent.conversation_loop")
     counter = runtime.counter()
-    api_messages = _messages()
-    exact = counter.backend.count_chat({"messages": api_messages, "tools": TOOLS}).tokens
-    request = {"model": MODEL, "messages": api_messages, "tools": TOOLS, "max_tokens": 65536, "stream": True}
+    stored = _messages()
+    stored[2] = {**stored[2], "reasoning": "thinking...", "finish_reason": "stop", "_thinking_prefill": True}
     for turn in range(3):
+        wire = [{k: v for k, v in m.items() if k not in ("reasoning", "finish_reason", "_thinking_prefill", "timestamp",
+                                                         "tool_name")} for m in stored]
+        exact = exact_count(runtime, {"messages": wire, "tools": TOOLS})
         calls_before = counter.stats().backend_calls
-        pressure = loop.estimate_messages_tokens_rough(api_messages) + loop._estimate_tools_tokens_rough(TOOLS)
+        pressure = in_agent(agent, loop.estimate_messages_tokens_rough, stored) + in_agent(
+            agent, loop._estimate_tools_tokens_rough, TOOLS)
         assert pressure == exact
-        result = active.llm_request(request=copy.deepcopy(request), original_request=request, model=MODEL,
-                                    base_url=BASE_URL)
+        request = {"model": MODEL, "messages": wire, "tools": TOOLS, "max_tokens": 65536, "stream": True}
+        result = in_agent(agent, active.llm_request, request=copy.deepcopy(request), original_request=request,
+                          model=MODEL, base_url=BASE_URL)
         assert result["request"]["max_tokens"] == CONTEXT - exact
-        spent = counter.stats().backend_calls - calls_before
-        assert spent == (2 if turn == 0 else 1), "tools learnt on the first request, then one round trip each"
-        api_messages = api_messages + [{"role": "assistant", "content": f"more {turn}"},
-                                       {"role": "user", "content": f"go {turn}"}]
-        request = {**request, "messages": api_messages}
-        exact = counter.backend.count_chat({"messages": api_messages, "tools": TOOLS}).tokens
+        ledger = agent.context_compressor.ledger
+        assert counter.stats().backend_calls - calls_before == 1, ("one round trip per request", ledger.counted, ledger.memo_hits)
+        again = in_agent(agent, active.llm_request, request=copy.deepcopy(request), original_request=request,
+                         model=MODEL, base_url=BASE_URL)  # a retry of the same request
+        assert again == result and counter.stats().backend_calls - calls_before == 1, "0 on a retry"
+        stored = stored + [{"role": "assistant", "content": f"more {turn}", "finish_reason": "stop"},
+                           {"role": "user", "content": f"go {turn}", "timestamp": 1_764_000_000 + turn}]
 
 
-def test_middleware_clamps_the_65536_default_so_it_fits(active: Activation, runtime: BatonRuntime) -> None:
+def test_template_kwargs_and_options_are_counted(active: Activation, runtime: BatonRuntime, agent: LoopAgent) -> None:
+    """Qwen3's enable_thinking changes the rendered prompt: the count follows extra_body.chat_template_kwargs,
+    and the next pre-API estimate borrows the frame so it still shares the middleware's count."""
+    loop = importlib.import_module("agent.conversation_loop")
+    messages = _messages(2)
+    thinking_off = {"messages": messages, "tools": TOOLS, "chat_template_kwargs": {"enable_thinking": False}}
+    off, on = exact_count(runtime, thinking_off), exact_count(runtime, {"messages": messages, "tools": TOOLS})
+    assert off != on
+    request = {"model": MODEL, "messages": messages, "tools": TOOLS, "max_tokens": 65536,
+               "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+    result = in_agent(agent, active.llm_request, request=request, model=MODEL, base_url=BASE_URL)
+    assert result["request"]["max_tokens"] == CONTEXT - off
+    assert in_agent(agent, loop.estimate_messages_tokens_rough, messages) == off
+
+
+def test_middleware_lowers_the_65536_default_so_it_fits(active: Activation, runtime: BatonRuntime,
+                                                        agent: LoopAgent) -> None:
     request = {"model": MODEL, "messages": _messages(40), "max_tokens": 65536}
     snapshot = copy.deepcopy(request)
-    result = active.llm_request(request=request, original_request=snapshot, model=MODEL, base_url=BASE_URL)
+    result = in_agent(agent, active.llm_request, request=request, original_request=snapshot, model=MODEL,
+                      base_url=BASE_URL)
     assert request == snapshot, "the caller's request is never mutated"
-    prompt = runtime.count(request["messages"]).tokens
-    assert result["request"]["max_tokens"] + prompt <= CONTEXT
+    prompt = exact_count(runtime, {"messages": request["messages"]})
     assert result["request"]["max_tokens"] == CONTEXT - prompt
-    assert runtime.clamps == 1
+    assert agent.context_compressor.get_status()["output_budget"]["last_action"] == "lower_cap_to"
 
 
-def test_middleware_route_guard_and_inactive_state(active: Activation, runtime: BatonRuntime) -> None:
-    request = {"model": "other-model", "messages": _messages(), "max_tokens": 65536}
-    assert active.llm_request(request=request, model="other-model", base_url=BASE_URL) is None
-    assert active.llm_request(request={**request, "model": MODEL}, model=MODEL, base_url="http://elsewhere/v1") is None
+def test_middleware_never_adds_a_cap_field(active: Activation, agent: LoopAgent) -> None:
+    for request in ({"model": "o3-mini", "messages": _messages(), "max_completion_tokens": 65536},
+                    {"model": MODEL, "messages": _messages()}):
+        result = in_agent(agent, active.llm_request, request=copy.deepcopy(request), model=request["model"],
+                          base_url=BASE_URL)
+        fields = set(result["request"]) if result else set(request)
+        assert "max_tokens" not in fields or "max_tokens" in request
+
+
+def test_middleware_without_an_agent_or_inactive_leaves_the_request(active: Activation, project) -> None:
+    """No calling agent and no known session: left alone; a session bound by on_session_start is found."""
+    engine = BatonContextEngine(project_dir=project)
+    engine.update_model(MODEL, CONTEXT, base_url=BASE_URL)
+    request = {"model": MODEL, "messages": _messages(), "max_tokens": 65536}
+    assert active.llm_request(request=request, model=MODEL, base_url=BASE_URL) is None
+    engine.on_session_start("s-1")
+    assert active.llm_request(request=request, model=MODEL, base_url=BASE_URL, session_id="s-1") is not None
     active.deactivate()
-    assert active.llm_request(request={**request, "model": MODEL}, model=MODEL, base_url=BASE_URL) is None
+    assert in_agent(LoopAgent(engine), active.llm_request, request=request, model=MODEL, base_url=BASE_URL) is None
 
 
-def test_middleware_leaves_a_request_that_needs_compaction_unchanged(active: Activation, runtime: BatonRuntime) -> None:
+def test_middleware_leaves_a_request_that_needs_compaction_unchanged(active: Activation, agent: LoopAgent) -> None:
     huge = [{"role": "user", "content": "word " * 70000}]
-    assert active.llm_request(request={"model": MODEL, "messages": huge, "max_tokens": 65536}, model=MODEL,
-                              base_url=BASE_URL) is None
-    assert "needs compaction" in runtime.last_clamp_reason
+    assert in_agent(agent, active.llm_request, request={"model": MODEL, "messages": huge, "max_tokens": 65536},
+                    model=MODEL, base_url=BASE_URL) is None
+    assert agent.context_compressor.get_status()["output_budget"]["last_action"] == "needs_compaction"
 
 
-def test_auxiliary_builder_is_clamped_on_the_main_route_only(active: Activation, runtime: BatonRuntime) -> None:
+def test_auxiliary_builder_is_clamped_on_the_agents_route_only(active: Activation, runtime: BatonRuntime,
+                                                               agent: LoopAgent) -> None:
     aux = importlib.import_module("agent.auxiliary_client")
     messages = _messages()[1:4]
-    built = aux._build_call_kwargs("custom", MODEL, messages, max_tokens=65536, base_url=BASE_URL)
-    prompt = runtime.count(messages).tokens
-    assert built[next(f for f in ("max_tokens", "max_completion_tokens") if f in built)] == CONTEXT - prompt
-    other = aux._build_call_kwargs("custom", "summary-model", messages, max_tokens=65536, base_url=BASE_URL)
-    original = aux._build_call_kwargs.__baton_original__("custom", "summary-model", messages, max_tokens=65536,
+    built = in_agent(agent, aux._build_call_kwargs, "custom", MODEL, messages, max_tokens=65536, base_url=BASE_URL)
+    original = aux._build_call_kwargs.__baton_original__("custom", MODEL, messages, max_tokens=65536,
                                                          base_url=BASE_URL)
-    assert other == original
+    prompt = exact_count(runtime, {"messages": messages})
+    fields = [f for f in ("max_tokens", "max_completion_tokens") if f in original]
+    assert [f for f in ("max_tokens", "max_completion_tokens") if f in built] == fields  # no field added
+    for field in fields:
+        assert built[field] == CONTEXT - prompt
+    # positional base_url binds by signature, not by position guesses
+    positional = in_agent(agent, aux._build_call_kwargs, "custom", MODEL, messages, None, 65536, None, 30.0, None,
+                          None, BASE_URL)
+    assert positional == built
+    other = in_agent(agent, aux._build_call_kwargs, "custom", "summary-model", messages, max_tokens=65536,
+                     base_url=BASE_URL)
+    assert other == aux._build_call_kwargs.__baton_original__("custom", "summary-model", messages, max_tokens=65536,
+                                                              base_url=BASE_URL)

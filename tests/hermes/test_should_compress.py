@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,28 +26,31 @@ def _engine(tmp_path: Path, **block: object) -> BatonContextEngine:
 @pytest.mark.parametrize(
     ("block", "state", "prompt", "expected", "reason"),
     [
-        ({}, {}, 10_000, False, "below threshold"),
-        ({}, {}, 74_999, False, "below threshold"),
+        ({}, {}, 10_000, False, "below trigger"),
+        ({}, {}, 74_999, False, "below trigger"),
         ({}, {}, 75_000, True, ">= threshold 75000"),
-        ({}, {"explicit_request": True}, 10, True, "explicit"),
+        ({}, {"explicit": True}, 10, True, "explicit"),
         ({"fallback_token_threshold": 20_000}, {}, 20_000, True, "fallback_token_threshold"),
-        ({"fallback_token_threshold": 20_000}, {}, 19_999, False, "below threshold"),
-        ({}, {"last_prompt_tokens": -1}, -1, False, "-1 sentinel"),
-        ({}, {"last_prompt_tokens": -1}, 0, False, "-1 sentinel"),
+        ({"fallback_token_threshold": 20_000}, {}, 19_999, False, "below trigger"),
+        ({}, {"last_prompt_tokens": -1}, -1, False, "awaiting real usage"),
+        ({}, {"last_prompt_tokens": -1}, 0, False, "awaiting real usage"),
         ({}, {"last_prompt_tokens": 80_000}, None, True, ">= threshold"),  # None -> the engine's own number
         # cooldown: after a compaction to 74,000 tokens, 75,000 is not real growth (needs 7,500) ...
         ({}, {"post_compaction_tokens": 74_000}, 75_000, False, "cooldown"),
         ({}, {"post_compaction_tokens": 74_000}, 81_500, True, ">= threshold"),
         # ... but the explicit request and the hard ceiling (no room for output) bypass it
-        ({}, {"post_compaction_tokens": 94_000, "explicit_request": True}, 95_000, True, "explicit"),
+        ({}, {"post_compaction_tokens": 94_000, "explicit": True}, 95_000, True, "explicit"),
         ({}, {"post_compaction_tokens": 94_000}, 96_000, True, "output tokens"),
     ],
 )
 def test_truth_table(tmp_path: Path, block: dict, state: dict, prompt: int | None, expected: bool,
                      reason: str) -> None:
     engine = _engine(tmp_path, **block)
+    policy_fields = {k: v for k, v in state.items() if k in ("explicit", "post_compaction_tokens")}
+    engine.policy = replace(engine.policy, **policy_fields)
     for name, value in state.items():
-        setattr(engine, name, value)
+        if name not in policy_fields:
+            setattr(engine, name, value)
     decision, why = engine.should_compress_info(prompt)
     assert decision is expected
     assert reason in why

@@ -1,14 +1,16 @@
-"""Per-agent windows: each deep-copied engine budgets its own agent's requests; building an engine changes
-nothing shared (it used to set the process-wide window to 131072 until ``update_model`` was called)."""
+"""Per-agent budgets: each deep-copied engine budgets its own agent's requests (window, tools, counts, route);
+building an engine changes nothing shared; ``/model`` and fallback providers move the route and window."""
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from batontest.agent_frames import LoopAgent, in_agent
 
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
@@ -19,93 +21,126 @@ from baton_engine.settings import load_settings
 pytestmark = pytest.mark.hermes
 MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 131072
 SMALL, LARGE = 65536, 200000
-ASKED = 250000  # more than any window: the clamp's answer is the window minus the prompt
+ASKED = 250000  # more than any window: the answer is the window minus the prompt
 MESSAGES = [{"role": "system", "content": "You are Hermes."}, {"role": "user", "content": "Plan the release"},
             {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
 
 
-def runtime_for(view: HermesView) -> BatonRuntime:
-    installed = BatonRuntime(load_settings(), view)
-    set_runtime(installed)
-    return installed
-
-
 @pytest.fixture
 def active(qwen3_env: Path) -> Iterator[tuple[Activation, BatonRuntime]]:
-    runtime = runtime_for(HermesView(engine="baton", model=MODEL, base_url=BASE_URL, context_length=CONFIGURED))
+    runtime = BatonRuntime(load_settings(), HermesView(engine="baton", model=MODEL, base_url=BASE_URL,
+                                                       context_length=CONFIGURED))
+    set_runtime(runtime)
     activation = Activation()
     assert activation.activate() == []
     yield activation, runtime
     activation.deactivate()
 
 
-def agent(registered: BatonContextEngine, model: str, window: int, session_id: str) -> BatonContextEngine:
+def new_agent(registered: BatonContextEngine, model: str, window: int, session_id: str,
+              tools: list[dict[str, Any]] | None = None) -> LoopAgent:
     """What Hermes does per agent: deep-copy the registered engine, tell it the model, start the session."""
     engine = copy.deepcopy(registered)
     engine.update_model(model, window, base_url=BASE_URL, provider="custom")
     engine.on_session_start(session_id, platform="cli", model=model)
-    return engine
+    return LoopAgent(engine, tools)
 
 
-def sent_max_tokens(activation: Activation, model: str = MODEL, **context: Any) -> int | None:
-    request = {"model": model, "messages": MESSAGES, "max_tokens": ASKED}
-    answer = activation.llm_request(request=request, original_request=copy.deepcopy(request), model=model,
-                                    base_url=BASE_URL, provider="custom", **context)
+def exact(runtime: BatonRuntime, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    counted = runtime.counter().backend.count_chat({"messages": messages, **({"tools": tools} if tools else {})})
+    assert counted.exact
+    return counted.tokens
+
+
+def sent_max_tokens(activation: Activation, agent: LoopAgent | None, messages: list[dict[str, Any]] = MESSAGES,
+                    model: str = MODEL, **context: Any) -> int | None:
+    request = {"model": model, "messages": messages, "max_tokens": ASKED}
+    if agent is not None and agent.tools:
+        request["tools"] = agent.tools
+    call = (lambda: in_agent(agent, activation.llm_request, request=request, model=model, base_url=BASE_URL,
+                             provider="custom", **context)) if agent is not None else (
+        lambda: activation.llm_request(request=request, model=model, base_url=BASE_URL, provider="custom", **context))
+    answer = call()
     return None if answer is None else answer["request"]["max_tokens"]
 
 
 def test_two_agents_with_different_windows_each_get_their_own_budget(
         project: Path, active: tuple[Activation, BatonRuntime]) -> None:
     activation, runtime = active
-    prompt = runtime.count(MESSAGES).tokens
-    assert prompt is not None and runtime.count(MESSAGES).exact
+    prompt = exact(runtime, MESSAGES)
     registered = BatonContextEngine(project_dir=project)
-    small = agent(registered, MODEL, SMALL, "session-small")
-    large = agent(registered, MODEL, LARGE, "session-large")
+    small = new_agent(registered, MODEL, SMALL, "session-small")
+    large = new_agent(registered, MODEL, LARGE, "session-large")
     BatonContextEngine(project_dir=project)  # a later engine (another agent being built) changes nothing
-    assert sent_max_tokens(activation, session_id="session-small") == SMALL - prompt
-    assert sent_max_tokens(activation, session_id="session-large") == LARGE - prompt
-    assert (small.context_length, large.context_length) == (SMALL, LARGE)
-    assert small.threshold_tokens < large.threshold_tokens
-    # Hermes rotates the session id at compaction: the agent keeps its window under the new id.
-    small.on_session_start("session-small-2", boundary_reason="compression", old_session_id="session-small")
-    assert sent_max_tokens(activation, session_id="session-small-2") == SMALL - prompt
-    # An unknown session on the configured route falls back to the route's last window, then the config.
-    assert sent_max_tokens(activation, session_id="no-such-session") == LARGE - prompt
+    assert sent_max_tokens(activation, small) == SMALL - prompt
+    assert sent_max_tokens(activation, large) == LARGE - prompt
+    assert small.context_compressor.threshold_tokens < large.context_compressor.threshold_tokens
+    # Without the calling frame, the session id finds the agent; it survives Hermes' rotation at compaction.
+    small.context_compressor.on_session_start("session-small-2", boundary_reason="compression",
+                                              old_session_id="session-small")
+    assert sent_max_tokens(activation, None, session_id="session-small-2") == SMALL - prompt
+    assert sent_max_tokens(activation, None, session_id="no-such-session") is None  # nobody's: left alone
 
 
-def test_constructing_an_engine_has_no_side_effect_on_the_runtime(
-        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+def test_constructing_or_copying_an_engine_has_no_side_effect(project: Path,
+                                                              active: tuple[Activation, BatonRuntime]) -> None:
     activation, runtime = active
-    prompt = runtime.count(MESSAGES).tokens
-    assert sent_max_tokens(activation) == CONFIGURED - prompt
-    engine = agent(BatonContextEngine(project_dir=project), MODEL, SMALL, "s1")
-    assert sent_max_tokens(activation) == SMALL - prompt
+    prompt = exact(runtime, MESSAGES)
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, SMALL, "s1")
+    assert sent_max_tokens(activation, agent) == SMALL - prompt
     for _ in range(3):
         BatonContextEngine(project_dir=project)
     assert runtime.context_length == CONFIGURED
-    assert sent_max_tokens(activation) == SMALL - prompt, "a new engine reset the agent's window"
-    clone = copy.deepcopy(engine)  # deepcopy-safe: the window is plain data on the engine
-    assert (clone.context_length, clone.threshold_tokens) == (engine.context_length, engine.threshold_tokens)
+    assert sent_max_tokens(activation, agent) == SMALL - prompt, "a new engine reset the agent's window"
+    clone = copy.deepcopy(agent.context_compressor)  # deepcopy-safe after use: plain data, own ledger
+    assert (clone.context_length, clone.threshold_tokens) == (SMALL, agent.context_compressor.threshold_tokens)
+    assert clone.ledger is not agent.context_compressor.ledger
 
 
-def test_requests_without_a_session_id_use_the_window_of_their_route(project: Path, qwen3_env: Path) -> None:
-    runtime = runtime_for(HermesView(engine="baton", base_url=BASE_URL, context_length=CONFIGURED))  # any model
-    activation = Activation()
-    activation.activate()
-    try:
-        registered = BatonContextEngine(project_dir=project)
-        agent(registered, "small-model", SMALL, "a")
-        agent(registered, "large-model", LARGE, "b")
-        prompt = runtime.count(MESSAGES).tokens
-        assert sent_max_tokens(activation, model="small-model") == SMALL - prompt
-        assert sent_max_tokens(activation, model="large-model") == LARGE - prompt
-        assert sent_max_tokens(activation, model="unseen-model") == CONFIGURED - prompt
-    finally:
-        activation.deactivate()
+def test_route_and_window_follow_the_model(project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+    """``/model`` (or a fallback provider) calls update_model: the budget follows; status says which route."""
+    activation, runtime = active
+    prompt = exact(runtime, MESSAGES)
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
+    assert sent_max_tokens(activation, agent) == LARGE - prompt
+    agent.context_compressor.update_model("fallback-model", SMALL, base_url="http://127.0.0.1:10/v1",
+                                          provider="vllm")
+    assert sent_max_tokens(activation, agent, model="fallback-model") == SMALL - prompt
+    route = agent.context_compressor.get_status()["route"]
+    assert route["model"] == "fallback-model" and route["provider"] == "custom"  # the request's own provider
+    assert agent.context_compressor.get_status()["window"]["effective"] == SMALL
 
 
-def test_the_route_guard_still_skips_other_models(project: Path, active: tuple[Activation, BatonRuntime]) -> None:
-    activation, _runtime = active
-    agent(BatonContextEngine(project_dir=project), "summary-model", SMALL, "aux")
-    assert sent_max_tokens(activation, model="summary-model", session_id="aux") is None
+def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
+                                                             active: tuple[Activation, BatonRuntime]) -> None:
+    """Threads, one agent each: different tools, windows and conversations; every budget is its own."""
+    activation, runtime = active
+    registered = BatonContextEngine(project_dir=project)
+    agents, expected = [], []
+    for i in range(8):
+        tools = [{"type": "function", "function": {"name": f"tool_{i}_{j}", "description": "d" * (40 * i),
+                                                   "parameters": {"type": "object", "properties": {}}}}
+                 for j in range(i + 1)]
+        messages = [*MESSAGES, {"role": "assistant", "content": f"agent {i} " * (50 * (i + 1))},
+                    {"role": "user", "content": "next"}]
+        window = 64_000 + 9_000 * i
+        agents.append((new_agent(registered, MODEL, window, f"session-{i}", tools), messages))
+        expected.append(window - exact(runtime, messages, tools))
+    assert len(set(expected)) == 8
+    results: dict[int, list[int | None]] = {i: [] for i in range(8)}
+    barrier = threading.Barrier(8)
+
+    def run(i: int) -> None:
+        agent, messages = agents[i]
+        barrier.wait()
+        for _ in range(5):
+            results[i].append(sent_max_tokens(activation, agent, messages))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert {i: set(values) for i, values in results.items()} == {i: {expected[i]} for i in range(8)}
+    frames = [agent.context_compressor.ledger.frame for agent, _ in agents]
+    assert [len(frame.tools) for frame in frames] == list(range(1, 9))
