@@ -26,7 +26,7 @@ Pure and total: no I/O, no Hermes import, never raises; same input -> same bytes
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from baton_engine.compaction.markers import (
@@ -34,6 +34,7 @@ from baton_engine.compaction.markers import (
     degraded_note,
     degraded_notice_text,
     end_line,
+    inflight_stub,
     notice_text,
     provenance_line,
 )
@@ -99,6 +100,8 @@ class CompactionResult:
     dropped_system: int = 0
     counting_fell_back: bool = False
     error_type: str | None = None
+    inflight_messages: int = 0  # messages of unanswered tool-call groups kept (verbatim or stubbed)
+    inflight_elided: int = 0  # how many of those results were replaced by stubs
 
 
 class _GuardedCounter:
@@ -130,6 +133,7 @@ def build_compacted_messages(
     fresh_tail_tokens: int,
     count_tokens: CountTokens,
     max_block_tokens: int = DEFAULT_MAX_BLOCK_TOKENS,
+    inflight_tokens: int | None = None,
 ) -> CompactionResult:
     """Replace ``messages`` by the Baton block, a notice and the freshest turns that fit.
 
@@ -138,10 +142,17 @@ def build_compacted_messages(
     (a tool-call message with all its results is one unit) at the end of the transcript whose
     count is <= ``fresh_tail_tokens``. The latest real user request is always kept, inside the
     tail or right after the notice. Earlier Baton messages are dropped: the new block replaces them.
+
+    In-flight results — the newest tool-call group, when the model has not answered it yet — are kept on
+    top of the fresh tail, verbatim while they fit ``inflight_tokens`` (default: the fresh tail budget);
+    each result that does not is replaced in place by a stub that keeps the pair valid and says what it
+    was and why it is gone: a compaction never drops a result before the model has seen it, unannounced.
     """
     counter = _GuardedCounter(count_tokens)
+    inflight = fresh_tail_tokens if inflight_tokens is None else inflight_tokens
     try:
-        return _build(messages, block, _non_negative(fresh_tail_tokens), counter, _non_negative(max_block_tokens))
+        return _build(messages, block, _non_negative(fresh_tail_tokens), counter, _non_negative(max_block_tokens),
+                      _non_negative(inflight))
     except Exception as exc:  # pure and total by contract
         try:
             short_id = str(block.short_id)
@@ -199,17 +210,53 @@ def degrade_messages(
 
 
 def _build(
-    messages: Any, block: BatonBlock, fresh_tail_tokens: int, counter: _GuardedCounter, max_block_tokens: int
+    messages: Any, block: BatonBlock, fresh_tail_tokens: int, counter: _GuardedCounter, max_block_tokens: int,
+    inflight_tokens: int,
 ) -> CompactionResult:
     state = sanitize(messages)
     block_text, block_tokens, truncated, over_budget = _fit_block(block, counter, max_block_tokens)
+    first_inflight = _first_inflight(state.units)
+    answered, inflight = state.units[:first_inflight], state.units[first_inflight:]
+    elided = 0
+    if inflight:
+        kept, elided = _fitted(inflight[0], counter, inflight_tokens)
+        inflight = [kept]
+        state = replace(state, units=[*answered, kept])
 
     def fits(candidate: list[Message]) -> bool:
         return counter(candidate) <= fresh_tail_tokens
 
-    tail_start = _longest_fitting_suffix(state.units, fits) if fresh_tail_tokens > 0 else len(state.units)
+    tail_start = _longest_fitting_suffix(answered, fits) if fresh_tail_tokens > 0 else len(answered)
     result = _result(state, block_text, notice_text(block.short_id), tail_start, counter, block_tokens=block_tokens)
-    return _with(result, brief_truncated=truncated, block_over_budget=over_budget)
+    return _with(result, brief_truncated=truncated, block_over_budget=over_budget,
+                 inflight_messages=len(_flatten(inflight)), inflight_elided=elided)
+
+
+def _first_inflight(units: list[Unit]) -> int:
+    """Index of the newest tool-call group when nothing follows it: results no request the model answered
+    has carried yet (every earlier result was in the request that produced the next call)."""
+    last = len(units) - 1
+    if last >= 0 and units[last][0].get("role") == "assistant" and units[last][0].get("tool_calls"):
+        return last
+    return len(units)
+
+
+def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, int]:
+    """The group with its results kept verbatim, in order, while they fit ``budget``; each one that does not
+    is replaced in place by a stub naming the call, its size and what to do (the pair stays valid)."""
+    calls = {call.get("id"): call.get("function") or {} for call in unit[0].get("tool_calls") or []
+             if isinstance(call, dict)}
+    kept, elided = [unit[0]], 0
+    for result in unit[1:]:
+        if counter([*kept, result]) <= budget:
+            kept.append(result)
+            continue
+        size = counter([result])
+        function = calls.get(result.get("tool_call_id")) or {}
+        kept.append({**result, "content": inflight_stub(str(function.get("name") or "tool"),
+                                                        str(function.get("arguments") or ""), size, budget)})
+        elided += 1
+    return kept, elided
 
 
 def _result(

@@ -63,6 +63,7 @@ class SessionFacts:
     degradation_keep_recent: int
     degradation_max_tokens: int
     max_block_tokens: int = 1400
+    inflight_tokens: int | None = None  # budget for unanswered tool results (None: the fresh tail's)
     now: datetime | None = None  # the runtime clock's reading; every timestamp and the id of this cycle use it
 
 
@@ -128,11 +129,26 @@ def current_state(messages: Sequence[Any]) -> str:
     return "Latest assistant progress (newest last):\n" + "\n".join(f"- {t}" for t in reversed(texts))
 
 
+def first_unanswered(messages: Sequence[Any]) -> int:
+    """Index of the newest tool-call message when only its results follow it: calls whose results no
+    request the model answered has carried yet."""
+    start = len(messages)
+    while start > 0 and isinstance(messages[start - 1], dict) and messages[start - 1].get("role") == "tool":
+        start -= 1
+    if start > 0 and isinstance(messages[start - 1], dict) and messages[start - 1].get("role") == "assistant" \
+            and messages[start - 1].get("tool_calls"):
+        return start - 1
+    return len(messages)
+
+
 def touched_artifacts(messages: Sequence[Any], root: Path) -> list[dict[str, Any]]:
-    """Files inside the project named in tool-call arguments (sorted, unique, bounded)."""
+    """Files inside the project named in tool-call arguments (sorted, unique, bounded). A file counts as
+    read only once its content reached a request the model answered: calls still awaiting the model's
+    answer count only when they modify the file (that already happened)."""
     found: dict[str, str] = {}
     resolved_root = root.resolve()
-    for message in messages:
+    unanswered = first_unanswered(messages)
+    for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
@@ -147,6 +163,8 @@ def touched_artifacts(messages: Sequence[Any], root: Path) -> list[dict[str, Any
                 continue
             name = str(function.get("name") or "").lower()
             role = "modified" if any(hint in name for hint in WRITE_HINTS) else "read"
+            if role == "read" and index >= unanswered:
+                continue
             for key in PATH_KEYS:
                 value = arguments.get(key)
                 if not isinstance(value, str) or not value.strip() or "\x00" in value:
@@ -297,7 +315,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                       + "; ".join(_one_line(w, 160) for w in warnings[:3]) + "\n\n" + brief_text)
     block = BatonBlock.from_record(record, brief_text)
     built = build_compacted_messages(messages, block=block, fresh_tail_tokens=facts.fresh_tail_tokens,
-                                     count_tokens=count_messages, max_block_tokens=facts.max_block_tokens)
+                                     count_tokens=count_messages, max_block_tokens=facts.max_block_tokens,
+                                     inflight_tokens=facts.inflight_tokens)
     LOGGER.info("baton handoff stored id=%s status=%s brief_tokens=%d block_tokens=%d tail_messages=%d",
                 record.short_id, record.status, brief.tokens, built.block_tokens, built.tail_messages)
     return CycleOutcome(

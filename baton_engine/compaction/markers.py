@@ -47,6 +47,22 @@ def notice_text(short_id: str) -> str:
     )
 
 
+# Hermes tools whose call can be repeated without side effects (anything else may already have changed the world).
+READ_ONLY_TOOLS = frozenset({"read_file", "search_files", "web_search", "web_extract", "session_search",
+                             "skills_list", "skill_view", "vision_analyze"})
+_STUB_ARGUMENT_CHARS = 200
+
+
+def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
+    """What stands in for an unanswered tool result too large to keep: the call, its size, why, what to do."""
+    shown = arguments if len(arguments) <= _STUB_ARGUMENT_CHARS else arguments[:_STUB_ARGUMENT_CHARS] + "..."
+    again = ("It is read-only: call it again (narrower, e.g. a line range) to see the result."
+             if tool in READ_ONLY_TOOLS else
+             "It already ran and may have changed state: do NOT run it again; ask the user or check its effect.")
+    return (f"[Result elided by Baton at compaction: {tool}({shown}) returned {tokens} tokens; the compacted "
+            f"context keeps {budget} tokens for results not yet answered and this one did not fit. {again}]")
+
+
 def degraded_notice_text() -> str:
     return (
         f"{NOTICE_PREFIX}degraded] Earlier turns were dropped without a new handoff. "

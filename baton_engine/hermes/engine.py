@@ -38,8 +38,8 @@ from baton_engine.tokens.contract import TokenCount
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
-DEFAULT_TAIL_SHARE = 4  # default fresh tail: a quarter of the compaction window, at most 8,192 tokens
-DEFAULT_TAIL_CAP = 8192
+DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
+DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
 
 
 def hermes_version() -> str:
@@ -285,11 +285,6 @@ class BatonContextEngine(ContextEngine):
 
     # ---- the cycle -------------------------------------------------------------------------------
 
-    def _fresh_tail_tokens(self) -> int:
-        configured = self._settings().fresh_tail_tokens
-        return configured if configured is not None else min(self.threshold_tokens // DEFAULT_TAIL_SHARE,
-                                                             DEFAULT_TAIL_CAP)
-
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "",
                  **_: Any) -> list[dict[str, Any]]:
@@ -318,18 +313,19 @@ class BatonContextEngine(ContextEngine):
             automation = result.to_automation("pre_compaction").model_dump(mode="json")
             automation["reasons"] = [*automation["reasons"], *[r for r in [self.last_decision] if r]]
             self.detector_state = result.new_state.to_json_dict() if result.recommend else self.detector_state
+        measure = self.ledger.measure(before, view, runtime)
+        room, tail_tokens = self._tail_budgets(before, messages, measure, limits)
         facts = cycle.SessionFacts(
             project_dir=self._project_dir(), session_id=self.session_id, model=self.model,
             adapter_version=self.adapter_version, objective=self.objective,
             session_draft_id=self.session_draft_id,
             previous_handoff_id=(self.last_handoff or {}).get("id"), automation=automation,
-            brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=self._fresh_tail_tokens(),
+            brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=tail_tokens,
             degradation_keep_recent=settings.degradation_keep_recent,
             degradation_max_tokens=settings.degradation_max_tokens or max(self.threshold_tokens // DEFAULT_TAIL_SHARE,
                                                                           1),
-            now=now,
+            inflight_tokens=room, now=now,
         )
-        measure = self.ledger.measure(before, view, runtime)
         outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
                                   count_text=measure.count_text, counter_source=runtime.source(),
                                   focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
@@ -340,6 +336,27 @@ class BatonContextEngine(ContextEngine):
         else:
             self.policy = replace(self.policy, explicit=False)
         return outcome.messages or list(messages or [])
+
+    def _tail_budgets(self, before: TokenCount, messages: list[dict[str, Any]], measure: Any,
+                      limits: policy.Limits) -> tuple[int, int]:
+        """``(room for unanswered results, verbatim tail)``, sized from the trigger that actually fires.
+
+        The compacted request (system prompt + tool schemas + block + in-flight results + tail) aims at
+        half the trigger, so the next compaction is many turns away; the newest unanswered results get
+        the room first, the tail what is left (at most ``DEFAULT_TAIL_CAP``). ``fresh_tail_tokens`` set
+        in the settings fixes the tail instead."""
+        transcript = list(messages or [])
+        try:
+            conversation = measure.count_messages(transcript)
+            unanswered = transcript[cycle.first_unanswered(transcript):]
+            inflight = measure.count_messages(unanswered) if unanswered else 0
+        except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
+            conversation, inflight = 0, 0
+        fixed = max((before.tokens or 0) - before.margin_tokens - conversation, 0) if conversation else 0
+        room = max(limits.trigger // 2 - fixed - cycle.SessionFacts.max_block_tokens, 0)
+        configured = self._settings().fresh_tail_tokens
+        tail = configured if configured is not None else min(max(room - inflight, 0), DEFAULT_TAIL_CAP)
+        return room, tail
 
     def _absorb(self, outcome: cycle.CycleOutcome) -> None:
         self.degradation_reason, self.degradation_detail = outcome.degraded, outcome.detail

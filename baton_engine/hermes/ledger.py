@@ -127,11 +127,12 @@ class Ledger:
 
 
 def _ratio(before: TokenCount, view: ProviderRequest) -> float:
-    """Exact (or anchored) tokens per rough token for this request; 1.0 when nothing better is known."""
+    """Exact (or anchored) tokens per rough token for this request, its safety margin left out (a margin
+    protects one whole request, not every fragment); 1.0 when nothing better is known."""
     try:
         rough = estimate_chat_request(view.count_request())
     except (TypeError, ValueError):
         return 1.0
     if before.tokens is None or rough <= 0:
         return 1.0
-    return max(before.tokens / rough, 0.1)
+    return max((before.tokens - before.margin_tokens) / rough, 0.1)

@@ -26,16 +26,31 @@ INTERNAL_TOOL_CALL_KEYS = frozenset({"call_id", "response_item_id", "extra_conte
 
 
 def _sent_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored Hermes message as its transport sends it (bookkeeping keys dropped, sidecar substituted)."""
+    """A stored Hermes message as its loop and transport send it: bookkeeping keys dropped, the sidecar
+    substituted, text stripped and tool-call arguments re-serialised compactly with sorted keys (Hermes
+    normalises them for prompt-cache prefixes; idempotent on messages it already normalised)."""
     sent = {k: v for k, v in message.items()
             if k not in INTERNAL_MESSAGE_KEYS and not (isinstance(k, str) and k.startswith("_"))}
     sidecar = message.get("api_content")
     if isinstance(sidecar, str) and sidecar and message.get("role") in ("user", "assistant"):
         sent["content"] = sidecar
+    if isinstance(sent.get("content"), str):
+        sent["content"] = sent["content"].strip()
     calls = sent.get("tool_calls")
     if isinstance(calls, list):
-        sent["tool_calls"] = [{k: v for k, v in call.items() if k not in INTERNAL_TOOL_CALL_KEYS}
-                              if isinstance(call, Mapping) else call for call in calls]
+        sent["tool_calls"] = [_sent_call(call) if isinstance(call, Mapping) else call for call in calls]
+    return sent
+
+
+def _sent_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    sent = {k: v for k, v in call.items() if k not in INTERNAL_TOOL_CALL_KEYS}
+    function = sent.get("function")
+    if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
+        try:
+            parsed = json.loads(function["arguments"])
+        except ValueError:
+            return sent  # Hermes repairs invalid JSON its own way: counted as stored
+        sent["function"] = {**function, "arguments": json.dumps(parsed, separators=(",", ":"), sort_keys=True)}
     return sent
 
 
@@ -82,7 +97,8 @@ def from_chat_kwargs(request: Mapping[str, Any]) -> ProviderRequest | None:
 
 def from_anthropic_kwargs(request: Mapping[str, Any]) -> ProviderRequest | None:
     """``anthropic_messages`` kwargs: the separate ``system`` becomes the leading system message, content
-    blocks become chat messages (text joined; tool_use -> tool_calls; tool_result -> tool messages)."""
+    blocks become chat messages (text joined; tool_use -> tool_calls; tool_result -> tool messages) and
+    tools function schemas, so any backend (usually rough or anchored here) counts every part."""
     messages = request.get("messages")
     if not isinstance(messages, list):
         return None
@@ -91,8 +107,9 @@ def from_anthropic_kwargs(request: Mapping[str, Any]) -> ProviderRequest | None:
     for message in _mappings(messages):
         converted.extend(_anthropic_message(message))
     model = request.get("model")
+    tools = tuple(_anthropic_tool(t) for t in _mappings(request.get("tools")))
     return ProviderRequest(
-        messages=tuple(converted), tools=_mappings(request.get("tools")), options=_options(request),
+        messages=tuple(converted), tools=tools, options=_options(request),
         cap=find_cap(request), model=str(model) if model else None,
     )
 
@@ -137,6 +154,14 @@ def _block_text(value: Any) -> str:
         elif isinstance(block, str):
             parts.append(block)
     return "\n".join(parts)
+
+
+def _anthropic_tool(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An Anthropic tool (name, description, input_schema) as the function schema tokenizers render."""
+    if "function" in tool:
+        return tool
+    return {"type": "function", "function": {"name": tool.get("name"), "description": tool.get("description"),
+                                             "parameters": tool.get("input_schema")}}
 
 
 def _anthropic_message(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -24,7 +24,7 @@ import functools
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,6 +274,12 @@ class ModelServer(LoopbackServer):
     ``prompt_inflation`` is added to the REPORTED ``usage.prompt_tokens`` only (to force
     compaction on small transcripts); the window check always uses the real count.
     ``on_request`` is called after each recorded chat request (the demo prints from it).
+    ``fail_main_requests`` (1-based ordinals over the main, streaming requests in arrival order,
+    failed attempts included) answers each of those requests ONCE with HTTP 500, before the
+    policy sees it, so the client retries the same payload (Hermes 0.19.0 classifies a bare 500 as
+    a retryable ``server_error`` and waits ~2-3 s). The failed attempts are kept apart in
+    ``injected_failures`` (status 500, ``index`` = the arrival ordinal) and are never part of
+    ``requests``, ``main_requests`` or ``rejections``; ``on_request`` is called for them too.
     """
 
     handler = _Handler
@@ -288,8 +294,12 @@ class ModelServer(LoopbackServer):
         tokenizer_dir: str | Path | None = None,
         prompt_inflation: int = 0,
         on_request: Callable[[RecordedRequest], None] | None = None,
+        fail_main_requests: Iterable[int] = (),
     ) -> None:
         self.policy = policy
+        self.fail_main_requests = frozenset(int(n) for n in fail_main_requests)
+        self.injected_failures: list[RecordedRequest] = []
+        self._main_arrivals = 0
         self.context_window = context_window
         self.model_name = model_name
         self.prompt_inflation = prompt_inflation
@@ -337,6 +347,8 @@ class ModelServer(LoopbackServer):
             tools=body.get("tools") or [], max_tokens=body.get("max_tokens"),
             max_completion_tokens=body.get("max_completion_tokens"),
         )
+        if record.stream and self._inject_failure(record):
+            return 500, _server_error()
         problem = protocol_problem(messages)
         if problem is None:
             try:
@@ -368,6 +380,19 @@ class ModelServer(LoopbackServer):
         if record.stream:
             return 200, _stream_chunks(completion_id, self.model_name, record.index, record.reply, usage)
         return 200, _completion(completion_id, self.model_name, record.index, record.reply, usage)
+
+    def _inject_failure(self, record: RecordedRequest) -> bool:
+        """True (and the attempt kept in ``injected_failures``) when this main arrival must fail once."""
+        with self._lock:
+            self._main_arrivals += 1
+            if self._main_arrivals not in self.fail_main_requests:
+                return False
+            record.index = self._main_arrivals
+            record.status, record.rejection = 500, "injected server error"
+            self.injected_failures.append(record)
+        if self.on_request is not None:
+            self.on_request(record)
+        return True
 
     def models(self) -> dict[str, Any]:
         entry = {"id": self.model_name, "object": "model", "created": FIXED_CREATED, "owned_by": "baton-test",
@@ -431,6 +456,11 @@ def _completion(completion_id: str, model: str, index: int, reply: Reply, usage:
     return {"id": completion_id, "object": "chat.completion", "created": FIXED_CREATED, "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
             "usage": usage}
+
+
+def _server_error() -> dict[str, Any]:
+    return {"error": {"message": "The server had an error while processing your request.", "type": "server_error",
+                      "param": None, "code": 500}}
 
 
 def _error(message: str) -> dict[str, Any]:

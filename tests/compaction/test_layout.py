@@ -88,10 +88,17 @@ def test_parallel_tool_group_is_kept_or_dropped_whole() -> None:
     whole = cl100k_messages(group)
     kept = build(messages, whole)
     assert conversation_part(kept.messages) == [REQUEST, *group]
-    assert kept.latest_request_carried and kept.tail_messages == 4  # the request itself did not fit
-    short = build(messages, whole - 1)
-    assert conversation_part(short.messages) == [REQUEST]
-    assert short.latest_request_carried and short.tail_messages == 0
+    assert kept.inflight_messages == 4 and kept.tail_messages == 5  # unanswered results ride on top of the tail
+    short = build(messages, whole - 1)  # the group is unanswered: kept, its results stubbed in place
+    kept_calls = conversation_part(short.messages)
+    assert kept_calls[0] == REQUEST and kept_calls[1] == group[0] and short.inflight_elided >= 1
+    assert [m["tool_call_id"] for m in kept_calls[2:]] == [m["tool_call_id"] for m in group[1:]]
+    stubs = [m for m in kept_calls[2:] if m["content"].startswith("[Result elided by Baton at compaction:")]
+    assert len(stubs) == short.inflight_elided and all(m in group for m in kept_calls[2:] if m not in stubs)
+    nothing = build(messages, 0)
+    assert nothing.inflight_elided == 3 and conversation_part(nothing.messages)[1] == group[0]
+    answered = build([REQUEST, *group, {"role": "assistant", "content": "Done."}], whole - 1)
+    assert answered.inflight_messages == 0 and group[0] not in conversation_part(answered.messages)
 
 
 def test_tail_is_the_longest_suffix_of_whole_units_within_budget() -> None:

@@ -46,12 +46,19 @@ def test_any_transcript_gives_a_valid_pair_safe_list_within_budget(messages: lis
     assert sum(1 for m in result.messages if text_starts(m, "[Baton handoff ")) == 1
     tail = _tail(result.messages, result.latest_request_carried)
     assert len(tail) == result.tail_messages
-    if tail:
-        assert cl100k_messages(tail) == result.tail_tokens <= fresh_tail_tokens
-    else:
-        assert result.tail_tokens == 0
+    assert result.tail_tokens == (cl100k_messages(tail) if tail else 0)
+    answered, inflight = tail[:len(tail) - result.inflight_messages], tail[len(tail) - result.inflight_messages:]
+    assert not answered or cl100k_messages(answered) <= fresh_tail_tokens
+    stubs = [m for m in inflight if m["role"] == "tool"
+             and str(m["content"]).startswith("[Result elided by Baton at compaction:")]
+    assert len(stubs) == result.inflight_elided  # results over the budget became stubs, their calls kept
+    verbatim = [m for m in inflight if m not in stubs]
+    if result.inflight_elided and any(m["role"] == "tool" for m in verbatim):  # the call itself always stays
+        assert cl100k_messages(verbatim) <= fresh_tail_tokens
+    assert result.inflight_elided or not inflight or cl100k_messages(inflight) <= fresh_tail_tokens
     assert result.block_tokens <= 1400
-    assert_verbatim_in_order(conversation_part(result.messages), messages)
+    shown = [m for m in conversation_part(result.messages) if m not in stubs]
+    assert_verbatim_in_order(shown, messages)
     latest = latest_real_request(messages)
     if latest is not None:
         assert latest in conversation_part(result.messages)

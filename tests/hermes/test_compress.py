@@ -74,7 +74,7 @@ def test_three_compactions_make_three_linked_ready_handoffs(project: Path, qwen3
         engine.last_prompt_tokens = -1  # what the host does after every compaction
         assert engine.should_compress(0) is False
         block = _block(out)
-        assert get_runtime().count([block]).tokens <= 1400
+        assert get_runtime().count_chat({"messages": [block]}).tokens <= 1400
         assert out[-1]["role"] in ("tool", "user", "assistant")
         assert any(m.get("role") == "user" and not is_baton_message(m) for m in out), "latest request kept"
         status = engine.get_status()

@@ -84,7 +84,8 @@ def test_status_has_the_standard_fields_plus_baton_fields() -> None:
     base = ContextEngine.get_status(engine)
     assert set(base) <= set(status)
     assert status["last_prompt_tokens"] == 0
-    for key in ("latest_handoff", "tokenizer", "detector", "cooldown", "degradation", "stale"):
+    for key in ("latest_handoff", "tokenizer", "detector", "cooldown", "degradation", "route", "window", "trigger",
+                "output_budget"):
         assert key in status
     assert status["tokenizer"]["source"]
 

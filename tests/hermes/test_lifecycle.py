@@ -1,4 +1,4 @@
-"""Session lifecycle: staged brief at start, draft checkpoint at end (never ready), reset keeps lineage."""
+"""Session lifecycle: the latest ready handoff noted at start (no brief rendered), draft checkpoint at end (never ready), reset keeps lineage."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
@@ -34,16 +34,18 @@ def _eager_detector(project: Path) -> None:
     path.write_text(json.dumps(config))
 
 
-def test_new_session_stages_the_latest_ready_brief(project: Path) -> None:
+def test_new_session_continues_the_latest_ready_handoff_without_counting(project: Path) -> None:
+    """Session start reads the store only: no brief is rendered (no tokenizer call, no git) until asked."""
     first = _engine(project)
     first.on_session_start("one")
     first.compress([*MESSAGES, {"role": "user", "content": "continue"}])
     ready = first.get_status()["latest_handoff"]
     second = _engine(project)
+    counter = get_runtime().counter()
+    calls = counter.stats().calls
     second.on_session_start("two")
-    status = second.get_status()
-    assert status["staged_brief"] and status["latest_handoff"]["id"] == ready["id"] and status["stale"] is False
-    assert ready["short_id"] in second.staged_brief
+    assert counter.stats().calls == calls and second.ledger.counted == 0
+    assert second.get_status()["latest_handoff"]["id"] == ready["id"]
     second.compress([*MESSAGES, {"role": "user", "content": "next"}])
     assert second.get_status()["latest_handoff"]["parents"] == [ready["id"]]  # continues the staged handoff
 
@@ -83,5 +85,5 @@ def test_reset_clears_session_state_but_keeps_lineage(project: Path) -> None:
     engine.objective, engine.turns, engine.last_prompt_tokens = "x", 9, 5000
     engine.on_session_reset()
     assert (engine.objective, engine.turns, engine.last_prompt_tokens) == (None, 0, 0)
-    assert engine.post_compaction_tokens is None
+    assert engine.policy.post_compaction_tokens is None
     assert engine.get_status()["latest_handoff"] == handoff and engine.compression_count == 1

@@ -32,7 +32,7 @@ def _messages(n: int = 6) -> list[dict]:
     out: list[dict] = [{"role": "system", "content": "You are Hermes."},
                        {"role": "user", "content": "Plan the release"}]
     for i in range(n):
-        out.append({"role": "assistant", "content": f"working on step {i} " * 20})
+        out.append({"role": "assistant", "content": (f"working on step {i} " * 20).strip()})
         out.append({"role": "user", "content": f"ok, continue with {i}"})
     return out
 

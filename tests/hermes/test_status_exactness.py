@@ -46,5 +46,5 @@ def test_status_exactness_follows_the_last_count(project: Path, monkeypatch: pyt
     assert before["exact"] is None, "nothing counted yet: exactness unknown, not claimed"
     assert after["source"].startswith(source), after
     assert after["exact"] is exact
-    assert get_runtime().count(MESSAGES).exact is exact  # the status agrees with the counter's own answer
+    assert get_runtime().count_chat({"messages": MESSAGES}).exact is exact  # the status agrees with the counter's own answer
     assert after["fallbacks"] == 0

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from baton_engine.hermes.runtime import count_request
+from baton_engine.hermes.runtime import get_runtime
 from baton_engine.tokens.rough import estimate_chat_request
+from batontest.agent_frames import LoopAgent, in_agent
 from batontest.faulty_servers import FaultyServer, refused_url
 from compaction.conversations import assert_valid_openai
 from reliability.kit import SLACK_SECONDS, installed_runtime, make_engine
@@ -96,15 +97,17 @@ def timed(call: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
 
 
 def one_turn(activation: Any, engine: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """What Hermes does around one API call: pre-API estimate -> should_compress -> llm_request middleware."""
-    estimate, estimate_seconds = timed(loop.estimate_request_tokens_rough, messages, system_prompt=SYSTEM,
-                                       tools=TOOLS)
+    """What Hermes does around one API call: pre-API estimate -> should_compress -> llm_request middleware,
+    each called from the agent's loop (a frame holding ``agent``)."""
+    agent = LoopAgent(engine, TOOLS)
+    estimate, estimate_seconds = timed(in_agent, agent, loop.estimate_request_tokens_rough, messages,
+                                       system_prompt=SYSTEM, tools=TOOLS)
     decision, decide_seconds = timed(engine.should_compress, estimate)
     request = {"model": MODEL, "messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS,
                "max_tokens": WINDOW, "stream": True}
     original = copy.deepcopy(request)
-    answer, middleware_seconds = timed(activation.llm_request, request=request, original_request=original,
-                                       model=MODEL, base_url=BASE_URL, provider="custom")
+    answer, middleware_seconds = timed(in_agent, agent, activation.llm_request, request=request,
+                                       original_request=original, model=MODEL, base_url=BASE_URL, provider="custom")
     assert request == original, "the middleware mutated the request"
     sent = answer["request"] if answer else request
     return {"estimate": estimate, "decision": decision, "sent": sent, "changed": answer is not None,
@@ -112,7 +115,7 @@ def one_turn(activation: Any, engine: Any, messages: list[dict[str, Any]]) -> di
 
 
 def fallback_tokens(messages: list[dict[str, Any]]) -> int:
-    return estimate_chat_request(count_request([{"role": "system", "content": SYSTEM}, *messages], TOOLS)) + MARGIN
+    return estimate_chat_request({"messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS}) + MARGIN
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -124,7 +127,7 @@ def test_every_request_goes_out_with_a_fallback_budget_and_status_says_why(proje
         status = engine.get_status()
     assert turn["seconds"] < TIMEOUT + SLACK_SECONDS
     assert turn["estimate"] == fallback_tokens(messages)  # rough + margin, not Hermes' own chars/4
-    assert turn["decision"] is False and status["last_decision"].startswith(f"prompt {turn['estimate']} below")
+    assert turn["decision"] is False and status["last_decision"].startswith(f"request {turn['estimate']} below")
     sent = turn["sent"]
     assert sent["messages"][1:] == messages and sent["tools"] == TOOLS
     assert turn["changed"] and sent["max_tokens"] == WINDOW - turn["estimate"]  # margin already in the count
@@ -156,7 +159,7 @@ def test_wrong_max_model_len_keeps_exact_counts_and_requests_go_out(project: Pat
     with FaultyServer("ok", count=321, max_model_len=8192) as server, active_baton(server.url) as activation:
         engine = agent_engine(project)
         turn = one_turn(activation, engine, transcript("mml"))
-        stats = activation._runtime().counter().stats()
+        stats = get_runtime().counter().stats()
     assert turn["estimate"] == 321
     assert turn["sent"]["messages"][1:] == transcript("mml")
     assert stats.last_max_model_len == 8192 and stats.fallbacks == 0
