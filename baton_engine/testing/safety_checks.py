@@ -112,10 +112,11 @@ def check_errors(backend: TokenizerBackend) -> Check:
     fix_type = "raise CannotCount (a subclass is fine) for every request the backend cannot count"
     fix_leak = ("say what is wrong without quoting the request: name the field and the type "
                 "(\"messages[0] must be an object\"), never its content")
+    raised = estimated = 0
     with _captured_logs() as logs:
         for what, request in malformed_requests(canary):
             try:
-                backend.count_chat(request)
+                result = backend.count_chat(request)
             except Exception as exc:  # noqa: BLE001
                 if not isinstance(exc, CannotCount):
                     return Check("errors", FAIL, f"count_chat raised {type(exc).__name__} for a malformed "
@@ -123,16 +124,24 @@ def check_errors(backend: TokenizerBackend) -> Check:
                 if canary in _safe_text(exc):
                     return Check("errors", FAIL, f"the CannotCount for a malformed request ({what}) quotes the "
                                  "request text", fix_leak)
-            else:
-                return Check("errors", FAIL, f"count_chat returned a count for a malformed request ({what})",
-                             fix_type)
+                raised += 1
+                continue
+            if getattr(result, "exact", False) is not False:
+                return Check("errors", FAIL, f"count_chat returned an exact count for a malformed request "
+                             f"({what})", fix_type)
+            if canary in _safe_text(result):
+                return Check("errors", FAIL, f"the estimate for a malformed request ({what}) quotes the "
+                             "request text", fix_leak)
+            estimated += 1
         leaked_source = canary in _safe_text(backend.source)
     if leaked_source:
         return Check("errors", FAIL, "source quotes request text after a failed count", fix_leak)
     if any(canary in text for text in logs.texts):
         return Check("errors", FAIL, "a log record quotes the request text of a failed count", fix_leak)
-    return Check("errors", PASS, f"{len(malformed_requests(canary))} malformed requests raised CannotCount "
-                 "quoting nothing (messages, source, logs)")
+    detail = f"{raised} malformed requests raised CannotCount"
+    if estimated:
+        detail += f", {estimated} got inexact estimates"
+    return Check("errors", PASS, detail + "; nothing quoted the request (errors, source, logs)")
 
 
 def _safe_text(value: object) -> str:
