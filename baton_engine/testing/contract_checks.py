@@ -63,9 +63,11 @@ def _result_problem(found: object, source: str) -> str | None:
 
 
 def check_results(backend: TokenizerBackend, baseline: dict[str, Outcome]) -> Check:
-    """Every corpus result is a well-formed TokenCount; failures are CannotCount; requests are not mutated."""
+    """Every corpus result is a well-formed TokenCount; failures are CannotCount; ``max_model_len`` is None or
+    positive; requests are not mutated."""
     fix = ("return TokenCount(tokens=int >= 0, exact=bool, source=self.source) from count_chat and count_text, "
-           "raise CannotCount (never another type) when a request cannot be counted, and never modify the request")
+           "raise CannotCount (never another type) when a request cannot be counted, return None or an int > 0 "
+           "from max_model_len, and never modify the request")
     source = backend.source
     counted = {"chat": 0, "text": 0}
     for key, outcome in baseline.items():
@@ -87,6 +89,9 @@ def check_results(backend: TokenizerBackend, baseline: dict[str, Outcome]) -> Ch
     if empty is not None and empty.count is not None and empty.count.tokens != 0:
         return Check("results", FAIL, f"count_text('') returned {empty.count.tokens}, expected 0 "
                      "(plain text is counted with no special tokens added)", fix)
+    window = backend.max_model_len
+    if not (window is None or (type(window) is int and window > 0)):
+        return Check("results", FAIL, f"max_model_len is {type(window).__name__}, not None or an int > 0", fix)
     mutated = _mutated_request(backend)
     if mutated:
         return Check("results", FAIL, f"count_chat modified the request {mutated!r}", fix)

@@ -88,13 +88,13 @@ class CopyCountsDifferently(Words):
 
 
 class ThreadUnsafe(Words):
-    """Counts into an instance attribute, yielding between tokens: threads overwrite each other's tally."""
+    """Counts into an instance attribute and yields in between: threads add into each other's tally."""
 
     def count_text(self, text: str) -> TokenCount:
         self._tally = 0
-        for _ in _TOKEN.findall(text):
-            self._tally += 1
-            time.sleep(0)
+        time.sleep(0.0005)
+        self._tally += len(_TOKEN.findall(text))
+        time.sleep(0.0005)
         return TokenCount(self._tally, True, self.source)
 
 
@@ -145,6 +145,12 @@ class CrashesOnToolCalls(Words):
 class ReturnsAnInt(Words):
     def count_text(self, text: str) -> TokenCount:
         return len(_TOKEN.findall(text))  # type: ignore[return-value]
+
+
+class WindowIsAString(Words):
+    @property
+    def max_model_len(self) -> int | None:
+        return "32k"  # type: ignore[return-value]
 
 
 class MutatesTheRequest(Words):
@@ -212,6 +218,7 @@ BROKEN = [
     ("crashes-on-corpus", CrashesOnToolCalls, None, "results",
      "count_chat raised KeyError on corpus item 'tool-call'"),
     ("returns-an-int", ReturnsAnInt, None, "results", "count_text returned int, not a TokenCount"),
+    ("max-model-len-not-an-int", WindowIsAString, None, "results", "max_model_len is str, not None or an int > 0"),
     ("mutates-request", MutatesTheRequest, None, "results", "count_chat modified the request 'tools'"),
     ("clear-cache-not-idempotent", ClearCacheOnce, None, "lifecycle",
      "clear_cache() raised AttributeError when called repeatedly"),
