@@ -41,6 +41,8 @@ $name = "$module.plugin"
 
 [tool.hatch.build.targets.wheel]
 packages = ["$module"]
+# `pip install -e .` through a .pth file: works offline, without the `editables` package.
+dev-mode-dirs = ["."]
 ''')
 
 INIT = Template('''\
@@ -180,7 +182,7 @@ A tokenizer backend for [Baton](https://pypi.org/project/baton-engine/), registe
 entry-point group `baton_engine.tokenizers`.
 
 ```
-pip install -e .                         # next to baton-engine
+pip install --no-build-isolation -e .    # next to baton-engine; offline this uses the installed hatchling
 baton tokens backends                    # lists $name
 BATON_TOKENIZER_BACKEND=$name baton tokens count chat.json
 baton tokens check $name                 # Baton's conformance kit (add --reference hf to compare counts)
@@ -240,4 +242,5 @@ def new_backend(name: str, directory: str | None = None) -> dict[str, object]:
         path.write_text(template.substitute(values), encoding="utf-8")
     return {"ok": True, "name": name, "distribution": distribution, "directory": str(target),
             "files": sorted(files),
-            "next": [f"pip install -e {target}", f"baton tokens check {name}", f"cd {target} && pytest -q"]}
+            "next": [f"pip install --no-build-isolation -e {target}", f"baton tokens check {name}",
+                     f"cd {target} && pytest -q"]}

@@ -25,11 +25,11 @@ def make_venv(root: Path) -> Path:
     return python
 
 
-def install(python: Path, source: Path) -> None:
-    """``pip install --no-deps --no-index --no-build-isolation source`` into the venv of ``python``."""
+def install(python: Path, source: Path, *, editable: bool = False) -> None:
+    """``pip install --no-deps --no-index --no-build-isolation [-e] source`` into the venv of ``python``."""
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-         "--no-build-isolation", "--disable-pip-version-check", str(source)],
+         "--no-build-isolation", "--disable-pip-version-check", *(["-e"] if editable else []), str(source)],
         check=True, timeout=300, capture_output=True,
     )
 

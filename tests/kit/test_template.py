@@ -1,4 +1,5 @@
-"""``baton tokens new-backend``: the generated package installs, is selectable, passes the kit and its own test."""
+"""``baton tokens new-backend``: the generated package installs (editable, offline), is selectable, passes the kit
+and its own test."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     package = root / "acme"
     done = venvs.baton(python, "tokens", "new-backend", NAME, "--dir", str(package), cwd=root)
     assert done.returncode == 0, done.stderr
-    venvs.install(python, package)
+    venvs.install(python, package, editable=True)  # as its README says: pip install --no-build-isolation -e
     return python, package
 
 
