@@ -84,10 +84,10 @@ def _build(backend: str) -> tuple[TokenizerBackend, Selection]:
 
 def check_backend(name: str, reference: str | None = None) -> dict[str, Any]:
     """The conformance kit against backend ``name`` (compared with backend ``reference`` when given)."""
-    tokenizer, selection = _build(name)
     other = _build(reference) if reference else None
     try:
-        report = run_checks(tokenizer, None if other is None else other[0])
+        tokenizer, selection = _build(name)
+        report = run_checks(tokenizer, None if other is None else other[0])  # closes ``tokenizer`` last
     finally:
         if other is not None:
             other[0].close()

@@ -129,7 +129,7 @@ def check_honest_exact(backend: TokenizerBackend) -> Check:
             return Check("honest-exact", FAIL, f"count_{kind} says exact=True but gives {tokens.pop()} tokens for "
                          f"each of {len(probes)} different {len(probes[0])}-character texts: a length estimate", fix)
     if not claims:
-        return Check("honest-exact", PASS, "no result claims exact=True")
+        return Check("honest-exact", PASS, "no length probe got an exact count")
     return Check("honest-exact", PASS, f"exact {' and '.join(claims)} counts depend on the text, not its length")
 
 
