@@ -41,9 +41,17 @@ def dumps(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
 
 
-def run(as_json: bool, operation: Callable[[], dict[str, Any]], render: Renderer) -> None:
-    """Run ``operation`` through ``operations.call``, print its result, exit with the spec's code."""
+def run(
+    as_json: bool, operation: Callable[[], dict[str, Any]], render: Renderer, *, failed_exit_code: int | None = None
+) -> None:
+    """Run ``operation`` through ``operations.call``, print its result, exit with the spec's code.
+
+    ``failed_exit_code`` replaces the code of a result with ``"ok": false`` that is not an error (a command
+    such as ``baton tokens check`` whose failed checks exit 1, like pytest).
+    """
     result, code = call(operation)
+    if failed_exit_code is not None and not result.get("ok", True) and "error" not in result:
+        code = failed_exit_code
     if as_json:
         click.echo(dumps(result))
     elif "error" in result:
@@ -78,7 +86,7 @@ def parse_json(text: str, *, what: str) -> Any:
         raise UserInputError(f"{what}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
-STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skipped": "dim"}
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skipped": "dim", "info": "cyan"}
 
 
 def checks_table(checks: list[dict[str, Any]]) -> Table:

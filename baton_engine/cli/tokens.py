@@ -1,4 +1,5 @@
-"""``baton tokens``: count a chat request file with any installed backend, list backends.
+"""``baton tokens``: count a chat request file with any installed backend, list backends, check a backend
+against the conformance kit, and write a new backend package.
 
 Thin: settings + registry + counter do the work; ``cli.output.run`` prints the same dicts with ``--json``
 and maps errors to the shared result shape ``{"ok": false, "error": {"kind", "message"}}`` and exit codes.
@@ -17,12 +18,16 @@ from rich.table import Table
 from rich.text import Text
 
 from baton_engine.cli import cli
-from baton_engine.cli.output import json_option, load_json_file, run
+from baton_engine.cli.output import checks_table, json_option, load_json_file, run
 from baton_engine.errors import UserInputError
 from baton_engine.settings import BatonSettings, load_settings
-from baton_engine.tokens.contract import BackendConfigError
+from baton_engine.testing import run_checks
+from baton_engine.testing.template import new_backend
+from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend
 from baton_engine.tokens.counter import TokenCounter
-from baton_engine.tokens.plugins import backends_report, build_backend
+from baton_engine.tokens.plugins import Selection, backends_report, build_backend
+
+CHECK_FAILED_EXIT_CODE = 1
 
 
 def _chat_request(payload: Any, path: str) -> Mapping[str, Any]:
@@ -67,6 +72,30 @@ def count_file(path: str, backend: str | None = None) -> dict[str, Any]:
         **asdict(count),
         "backend": {"name": selection.name, "reason": selection.reason},
     }
+
+
+def _build(backend: str) -> tuple[TokenizerBackend, Selection]:
+    """A backend by name, configured by the settings (BATON_TOKENIZER_PATH, _URL, ...) as in the agent loop."""
+    try:
+        return build_backend(_settings(backend).tokenizer)
+    except BackendConfigError as exc:
+        raise UserInputError(str(exc)) from None
+
+
+def check_backend(name: str, reference: str | None = None) -> dict[str, Any]:
+    """The conformance kit against backend ``name`` (compared with backend ``reference`` when given)."""
+    other = _build(reference) if reference else None
+    try:
+        tokenizer, selection = _build(name)
+        report = run_checks(tokenizer, None if other is None else other[0])  # closes ``tokenizer`` last
+    finally:
+        if other is not None:
+            other[0].close()
+    result = report.to_dict()
+    result["backend"]["name"] = selection.name
+    if other is not None:
+        result["reference"]["name"] = other[1].name
+    return result
 
 
 def list_backends() -> dict[str, Any]:
@@ -121,3 +150,44 @@ def backends_command(as_json: bool) -> None:
                            f"{result['auto']['reason']}"))
 
     run(as_json, list_backends, render)
+
+
+@tokens_group.command("check")
+@click.argument("name")
+@click.option("--reference", default=None, metavar="NAME",
+              help="A second backend (same settings) whose exact counts this one must equal, e.g. hf.")
+@json_option
+def check_command(name: str, reference: str | None, as_json: bool) -> None:
+    """Run the conformance kit against backend NAME: exit 0 all checks pass, 1 a check failed, 2 usage error."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        backend = result["backend"]
+        title = f"backend {backend['name']} ({backend['source']})"
+        if result["reference"]:
+            title += f", reference {result['reference']['name']} ({result['reference']['source']})"
+        console.print(Text(title))
+        console.print(checks_table(result["checks"]))
+        for check in result["checks"]:
+            if check["fix"]:
+                console.print(Text.assemble((f"how to fix {check['name']}: ", "bold"), check["fix"]))
+        failed = sum(check["status"] == "fail" for check in result["checks"])
+        console.print(Text("all checks passed" if result["ok"] else f"{failed} check(s) failed",
+                           style="green" if result["ok"] else "red"))
+
+    run(as_json, lambda: check_backend(name, reference), render, failed_exit_code=CHECK_FAILED_EXIT_CODE)
+
+
+@tokens_group.command("new-backend")
+@click.argument("name")
+@click.option("--dir", "directory", default=None, help="Where to write the package (default ./baton-backend-NAME).")
+@json_option
+def new_backend_command(name: str, directory: str | None, as_json: bool) -> None:
+    """Write a minimal installable backend package NAME (entry point, backend class, README, kit test)."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        console.print(Text(f"wrote {result['distribution']} into {result['directory']}:"))
+        for path in result["files"]:
+            console.print(Text(f"  {path}"))
+        console.print(Text("next: " + "; ".join(result["next"])))
+
+    run(as_json, lambda: new_backend(name, directory), render)

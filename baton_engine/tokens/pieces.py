@@ -96,6 +96,18 @@ class PieceCounter:
     def __len__(self) -> int:
         return len(self._cache)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Copies and pickles get the cache but a fresh lock (a lock cannot be copied): a backend holding a
+        PieceCounter survives ``copy.deepcopy`` (Hermes copies its context engine)."""
+        with self._lock:
+            state = {**self.__dict__, "_cache": OrderedDict(self._cache)}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _remember(self, piece: str, value: int) -> None:
         if len(piece) > self._max_cached_chars or piece in self._cache:
             return

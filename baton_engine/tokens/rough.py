@@ -14,6 +14,7 @@ from typing import Any
 
 from baton_engine.tokens.contract import (
     BackendSpec,
+    CannotCount,
     ChatRequest,
     TokenCount,
     TokenizerBackend,
@@ -141,11 +142,15 @@ class RoughBackend(TokenizerBackend):
         return ROUGH_SOURCE
 
     def count_chat(self, request: ChatRequest) -> TokenCount:
-        return TokenCount(tokens=estimate_chat_request(request), exact=False, source=ROUGH_SOURCE)
+        try:
+            tokens = estimate_chat_request(request)
+        except TypeError as exc:  # the contract's failure type; the message names fields, never content
+            raise CannotCount(str(exc)) from None
+        return TokenCount(tokens=tokens, exact=False, source=ROUGH_SOURCE)
 
     def count_text(self, text: str) -> TokenCount:
         if not isinstance(text, str):
-            raise TypeError("text must be a str")
+            raise CannotCount("text must be a str")
         return TokenCount(tokens=estimate_tokens_rough(text), exact=False, source=ROUGH_SOURCE)
 
 

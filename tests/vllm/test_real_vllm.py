@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from baton_engine.testing import assert_conformant
 from baton_engine.tokens.contract import CannotCount, TokenizerConfig
 from baton_hf.backend import HfBackend
 from baton_vllm import VllmBackend
@@ -86,3 +87,14 @@ def test_unknown_model_is_cannot_count_on_the_real_server(real_vllm: str) -> Non
     with pytest.raises(CannotCount, match="HTTP 404"):
         wrong.count_text("x")
     wrong.close()
+
+
+def test_conformance_kit_against_real_vllm_with_hf_as_reference(real_vllm: str, hf: HfBackend) -> None:
+    """The kit an author would run (``baton tokens check vllm --reference hf``), against the real server.
+
+    A fresh backend: the kit closes it at the end, and the module's ``real`` backend is shared."""
+    backend = VllmBackend(TokenizerConfig(url=real_vllm, model=REAL_MODEL_NAME, timeout_seconds=30))
+    report = assert_conformant(backend, reference=hf)
+    print(report.text())
+    assert report.check("agreement").detail == "equal to hf:qwen3 on 14 of 14 corpus items"
+    assert report.check("results").detail == "9/9 chat requests and 5/5 texts counted"
