@@ -26,13 +26,18 @@ from baton_engine.tokens.contract import ChatRequest, TokenCount
 from baton_engine.tokens.rough import estimate_messages_tokens_rough, estimate_tools_tokens_rough
 
 ANCHORED_SOURCE = "anchored"
-# Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions x 120 requests, anchor = the request
-# before): the largest share of the estimated part by which ratio * rough undercounts is 0.25 (Qwen3) and
-# 0.14 (o200k) with the 64-token floor; k = 0.35 leaves 0.10 of headroom and gives 0 of 32 budget overflows.
+# Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions, 714 anchored model calls, anchor = the
+# request before): with the 64-token floor, no undercount needs k >= 0.233 (Qwen3) and k >= 0.132 (o200k); the
+# whole-turn steps of the budget session need 0.127 / 0.077. k = 0.35 leaves 0.12 of headroom over the worst
+# (+50%) and gives 0 of 32 budget overflows on both tokenizers, tokenizer lost halfway or absent.
 DEFAULT_MARGIN_SHARE = 0.35
-DEFAULT_MARGIN_FLOOR_TOKENS = 64  # covers the chat-template framing a short appended message brings with it
-# The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session only
-# drifts down (tool results are cheaper per character than the frame), so the maximum is safe and still current.
+# The floor covers the template framing of a short appended message, which chars/4 cannot see; floors of 0 / 32 /
+# 128 tokens need k >= 0.265 / 0.246 / 0.207 on Qwen3, so a larger floor buys little.
+DEFAULT_MARGIN_FLOOR_TOKENS = 64
+# The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session drifts
+# down (tool results are cheaper per character than the frame), so the maximum is safe and still current. Measured
+# k needed (Qwen3, floor 64): latest ratio only 0.276, last 8 0.233, last 32 0.205 (but a longer memory keeps the
+# early, frame-heavy ratio and over-counts longer); a ratio of appended parts alone was noisier (0.37, exploration).
 RECENT_OBSERVATIONS = 8
 # Keys that never reach the prompt; Baton itself rewrites the output budget, which must not look like a new frame.
 NON_PROMPT_KEYS = frozenset({"messages", "max_tokens", "max_completion_tokens", "max_output_tokens",
