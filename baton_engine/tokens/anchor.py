@@ -3,8 +3,8 @@
 A chars/4 estimate of a whole tool-heavy Qwen3 prompt is 10-30% low, more than any fixed margin covers. But an
 exact count of the previous request is nearly always at hand (the tokenizer's, or the provider's reported
 ``prompt_tokens``), and the next request is usually that request plus a few appended messages. So the estimate is
-``anchor exact + ratio * rough(appended) + margin``, where ``ratio`` (exact / rough) is learned from this session
-and the margin is proportional to the estimated part only. A request that is not an extension of the anchor
+``anchor exact + ratio * rough(appended) + margin``, where rough is Hermes' chars/4 with digits at a full token,
+``ratio`` (exact / rough) is learned from this session and the margin is proportional to the estimated part only. A request that is not an extension of the anchor
 (frame changed, history rewritten by compaction) is ``ratio * rough(whole) + margin on the whole``.
 
 One ``UsageAnchor`` per agent session. Thread-safe; copies (``copy.deepcopy``, pickle) are independent.
@@ -27,17 +27,17 @@ from baton_engine.tokens.rough import estimate_messages_tokens_rough, estimate_t
 
 ANCHORED_SOURCE = "anchored"
 # Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions, 714 anchored model calls, anchor = the
-# request before): with the 64-token floor, no undercount needs k >= 0.233 (Qwen3) and k >= 0.132 (o200k); the
-# whole-turn steps of the budget session need 0.127 / 0.077. k = 0.35 leaves 0.12 of headroom over the worst
-# (+50%) and gives 0 of 32 budget overflows on both tokenizers, tokenizer lost halfway or absent.
-DEFAULT_MARGIN_SHARE = 0.35
+# request before): with the 64-token floor, no undercount needs k >= 0.068 (Qwen3) and k >= 0.125 (o200k); the
+# whole-turn steps of the budget session need 0.025 / 0.089. k = 0.2 leaves 0.075 of headroom over the worst
+# (+60%) and gives 0 of 32 budget overflows on both tokenizers, with the tokenizer lost halfway or absent.
+DEFAULT_MARGIN_SHARE = 0.2
 # The floor covers the template framing of a short appended message, which chars/4 cannot see; floors of 0 / 32 /
-# 128 tokens need k >= 0.265 / 0.246 / 0.207 on Qwen3, so a larger floor buys little.
+# 128 tokens need k >= 0.174 / 0.146 / 0.083 on o200k, so a larger floor buys little.
 DEFAULT_MARGIN_FLOOR_TOKENS = 64
 # The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session drifts
 # down (tool results are cheaper per character than the frame), so the maximum is safe and still current. Measured
-# k needed (Qwen3, floor 64): latest ratio only 0.276, last 8 0.233, last 32 0.205 (but a longer memory keeps the
-# early, frame-heavy ratio and over-counts longer); a ratio of appended parts alone was noisier (0.37, exploration).
+# k needed (o200k, floor 64): latest ratio only 0.126, last 8 0.125, last 32 0.105 (but a longer memory keeps the
+# early, frame-heavy ratio and over-counts longer); a ratio of appended parts alone was noisier (exploration).
 RECENT_OBSERVATIONS = 8
 # Keys that never reach the prompt; Baton itself rewrites the output budget, which must not look like a new frame.
 NON_PROMPT_KEYS = frozenset({"messages", "max_tokens", "max_completion_tokens", "max_output_tokens",
@@ -153,7 +153,17 @@ def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
     tools = request.get("tools")
     try:
         frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
-        roughs = tuple(estimate_messages_tokens_rough([message]) for message in messages)
+        roughs = tuple(estimate_messages_tokens_rough([message]) + _digit_extra(message) for message in messages)
     except Exception:  # noqa: BLE001 - an unreadable request is simply not estimated
         return None
     return _Fingerprint(frame, hashes, roughs, frame_rough)  # type: ignore[arg-type]
+
+
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _digit_extra(message: Any) -> int:
+    """Digits cost up to a token each (Qwen3 splits numbers into single digits), not a quarter: without this a
+    large numeric tool result (JSON, metrics) after a session of prose undercounts by up to 6% of the request."""
+    text = str(message)
+    return (3 * (len(text) - len(text.translate(_DIGITS))) + 3) // 4

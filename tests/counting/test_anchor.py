@@ -38,8 +38,10 @@ def request(*messages: dict, **frame: object) -> dict:
 
 
 def rough(messages: list[dict], tools: list | None = TOOLS) -> int:
-    return sum(estimate_messages_tokens_rough([m]) for m in messages) + (estimate_tools_tokens_rough(tools)
-                                                                           if tools else 0)
+    """The anchor's size measure: Hermes' chars/4 per message, digits at a full token each, tools chars/4."""
+    digits = [sum(ch.isdigit() for ch in str(m)) for m in messages]
+    return (sum(estimate_messages_tokens_rough([m]) + (3 * d + 3) // 4 for m, d in zip(messages, digits))
+            + (estimate_tools_tokens_rough(tools) if tools else 0))
 
 
 def appended(*messages: dict) -> int:

@@ -193,6 +193,14 @@ def test_copies_are_independent_and_have_their_own_lock() -> None:
     assert restored.state().state == "open"
 
 
+def test_the_back_off_bound_defaults_to_at_least_the_cool_off() -> None:
+    clock = Clock()
+    wrapped = CircuitBreaker(WordBackend(fail=OSError()), cool_off_seconds=900, clock=clock)
+    with pytest.raises(OSError):
+        wrapped.count_text("a")
+    assert wrapped.state().retry_in_seconds == 900
+
+
 def test_invalid_cool_offs_are_rejected() -> None:
     for bad in ({"cool_off_seconds": -1}, {"cool_off_seconds": float("nan")},
                 {"cool_off_seconds": 30, "max_cool_off_seconds": 10}):
