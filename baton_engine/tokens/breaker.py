@@ -10,6 +10,7 @@ way httpx composes retries around a transport, so a third-party backend gets it 
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -28,6 +29,7 @@ from baton_engine.tokens.contract import CannotCount, ChatRequest, RequestNotCou
 DEFAULT_COOL_OFF_SECONDS = 60.0
 DEFAULT_MAX_COOL_OFF_SECONDS = 300.0
 
+LOGGER = logging.getLogger("baton_engine.tokens")
 State = Literal["closed", "open", "half_open"]
 _T = TypeVar("_T")
 
@@ -148,8 +150,11 @@ class CircuitBreaker(TokenizerBackend):
             raise CircuitOpen(f"tokenizer unavailable: circuit half-open after {self._error_type}; probe in progress")
 
     def _settle(self, error_type: str | None) -> None:
+        """Record a verdict; transitions are logged with type names and seconds only."""
         with self._lock:
             if error_type is None:
+                if self._state != "closed":
+                    LOGGER.info("tokenizer circuit closed: backend answered again")
                 self._state, self._failures = "closed", 0
                 return
             self._error_type = error_type
@@ -158,3 +163,5 @@ class CircuitBreaker(TokenizerBackend):
             self._failures += 1
             period = min(self._cool_off * 2 ** min(self._failures - 1, 32), self._max_cool_off)
             self._state, self._reopen_at = "open", self._clock() + period
+            LOGGER.warning("tokenizer circuit open after %s (failure %d); failing fast for %g s",
+                           error_type, self._failures, period)

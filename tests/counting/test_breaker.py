@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import pickle
 import threading
 import time
@@ -245,3 +246,21 @@ def test_counter_does_not_wrap_a_breaker_twice() -> None:
     assert counter.backend is backend
     counter.count_text("a")
     assert counter.breaker_state() == wrapped.state() and wrapped.state().retry_in_seconds == 5
+
+
+def test_an_outage_logs_one_warning_with_type_names_only(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    backend = WordBackend(fail=ConnectionError(f"upstream said {SECRET}"))
+    counter = TokenCounter(backend, clock=clock)
+    with caplog.at_level(logging.INFO, logger="baton_engine.tokens"):
+        for i in range(20):
+            counter.count_chat({"messages": [{"role": "user", "content": f"{SECRET} {i}"}]})
+        clock.now += 60
+        backend.fail = None
+        counter.count_text("back")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 2  # one outage: the breaker opening, and the one count that met the failure
+    assert warnings[0] == "tokenizer circuit open after ConnectionError (failure 1); failing fast for 60 s"
+    assert warnings[1].startswith("count fell back kind=chat backend=words error=ConnectionError tokens=")
+    assert "tokenizer circuit closed: backend answered again" in [r.getMessage() for r in caplog.records]
+    assert not any(SECRET in r.getMessage() for r in caplog.records)
