@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import pickle
 
@@ -39,7 +40,7 @@ def request(*messages: dict, **frame: object) -> dict:
 
 def rough(messages: list[dict], tools: list | None = TOOLS) -> int:
     """The anchor's size measure: Hermes' chars/4 per message, digits at a full token each, tools chars/4."""
-    digits = [sum(ch.isdigit() for ch in str(m)) for m in messages]
+    digits = [sum(ch.isdigit() for ch in json.dumps(m, sort_keys=True, ensure_ascii=False)) for m in messages]
     return (sum(estimate_messages_tokens_rough([m]) + (3 * d + 3) // 4 for m, d in zip(messages, digits))
             + (estimate_tools_tokens_rough(tools) if tools else 0))
 
