@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings, target
+from hypothesis import HealthCheck, example, given, settings, target
 from hypothesis import strategies as st
 
 from baton_engine.tokens.anchor import UsageAnchor
@@ -82,10 +82,14 @@ def model_calls(spec: list[tuple[list[tuple[str, int]], int]]) -> list[dict[str,
 # targeting the undercount (hypothesis.target) found at most 1.9% of the request with the default k; the
 # benchmark's workloads undercount 0 of 714 requests. The bound asserted here is the measured one plus headroom.
 MAX_UNDERCOUNT_SHARE = 0.03
+WORST_FOUND = [([("prose", 8)], 234), ([("log", 38)], 615), ([("code", 58), ("search", 52), ("log", 30)], 22218021),
+               ([("prose", 20), ("log", 25)], 672014), ([("code", 52)], 2585), ([("code", 14)], 6969),
+               ([("json", 18), ("json", 60), ("json", 60)], 0)]  # undercounts its last request by 1.87%
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(turns)
+@example(spec=WORST_FOUND)
 def test_anchored_estimate_with_the_default_margin_stays_within_the_measured_bound_on_qwen3(
         qwen3: Any, spec: list) -> None:
     """No tokenizer at all (the rough backend), provider usage observed after every request."""
