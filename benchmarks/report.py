@@ -109,12 +109,16 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     p50_200k = [r for r in baton_sizes if r["size"] == 200_000 and r["arm"] == "baton"]
     overflow_exact = sum(1 for r in budgets["requests"] for key in ("baton_hf", "baton_vllm")
                          if r[key] is not None and r["prompt"] + r[key] > budgets["window"])
+    overflow_anchored = sum(1 for r in budgets["requests"] for key in ("anchored_lost", "anchored_usage")
+                            if r.get(key) is not None and r["prompt"] + r[key] > budgets["window"])
     cpu_200k = f", CPU p50 {p50_200k[0]['cpu_p50_ms']:.0f} ms" if p50_200k else ""
     targets = [
         ("0 tool-pair errors (all Baton outputs, all sizes and both long sessions)",
          sum(r["tool_pair_errors"] for r in baton_sizes + baton_long) == 0,
          f"{sum(r['tool_pair_errors'] for r in baton_sizes + baton_long)} errors"),
         ("0 budget overflows with exact counting", overflow_exact == 0, f"{overflow_exact} overflows"),
+        ("0 budget overflows with usage-anchored counting (tokenizer lost halfway / no tokenizer)",
+         overflow_anchored == 0, f"{overflow_anchored} overflows"),
         ("peak prompt tokens never above the window (600-turn runs)", all(r["over_window"] == 0 for r in baton_long),
          ", ".join(f"{r['arm']}@{r['window'] // 1024}K peak {r['peak']}" for r in baton_long)),
         ("no every-turn compaction (600-turn runs)", all(r["back_to_back"] == 0 for r in baton_long),
@@ -203,7 +207,9 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         ["unchanged (Hermes default)",
          f"{sum(1 for r in reqs if r['prompt'] + r['unchanged'] > window)} of {len(reqs)}"],
         ["rough chars/4, no margin", overflows("rough_nomargin")],
-        ["rough chars/4 + 1024 margin (Baton's fallback)", overflows("rough_margin")],
+        ["rough chars/4 + 1024 margin (Baton's last-resort fallback)", overflows("rough_margin")],
+        ["Baton anchored, tokenizer lost halfway (exact, then provider usage)", overflows("anchored_lost")],
+        ["Baton anchored, no tokenizer (provider usage only)", overflows("anchored_usage")],
         ["Baton exact (hf, local)", overflows("baton_hf")],
         ["Baton exact (vllm /tokenize)", overflows("baton_vllm")],
         ["incontext exact (vllm /tokenize)", overflows("incontext")],
@@ -220,6 +226,11 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             f"{sum(r['incontext_repeat_calls'] for r in reqs) / len(reqs):.2f} on a repeat. In Hermes, Baton's "
             "pre-API estimator and middleware share one counter cache (one call per request); incontext's preflight "
             "builds a different payload than its middleware (typically two calls per turn).", ""]
+
+    if "anchor" in results:
+        import anchor_bench
+
+        out += anchor_bench.render(results["anchor"])
 
     growth, flat = _flat(overhead)
     out += ["## Per-turn overhead (should_compress + llm_request middleware)", "",

@@ -37,6 +37,7 @@ for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HE
 _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
+import anchor_bench  # noqa: E402
 import arms  # noqa: E402
 import workload  # noqa: E402
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
@@ -288,18 +289,16 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
     hermes_threshold = ContextCompressor(model=MODEL, threshold_percent=0.75, base_url="http://127.0.0.1:9/v1",
                                          config_context_length=window, provider="custom", quiet_mode=True,
                                          max_tokens=caller_cap).threshold_tokens
-    requests = []
     turns = session.turns[::-1]  # newest turns first: different content from the long-session start
-    for share in [0.30 + 0.67 * i / (count - 1) for i in range(count)]:
-        history: list[dict[str, Any]] = []
-        for turn in turns:
-            candidate = history + list(turn.messages)
-            if judge.tokens(candidate) > share * window:
-                break
-            history = candidate
-        if history and all(len(r["messages"]) != len(history) + 1 for r in requests):  # distinct requests only
-            requests.append({"model": MODEL, "messages": [SYSTEM, *history], "tools": workload.TOOLS,
-                             "max_tokens": caller_cap, "stream": True})
+
+    def history(n: int) -> list[dict[str, Any]]:
+        return [m for turn in turns[:n] for m in turn.messages]
+
+    sizes = anchor_bench.budget_histories(lambda n: judge.tokens(history(n)), len(turns), window, count)
+    requests = [{"model": MODEL, "messages": [SYSTEM, *history(n)], "tools": workload.TOOLS,
+                 "max_tokens": caller_cap, "stream": True} for n in sizes]
+    # Usage-anchored counts of the same requests: (a) the tokenizer lost halfway, (b) no tokenizer at all.
+    anchored = anchor_bench.budget_counts(lambda r: judge.tokens(r["messages"][1:]), judge.qwen3.backend, turns, sizes)
     rows = []
     with VllmStandin(max_model_len=window, model_name=MODEL) as standin:
         vllm_config = TokenizerConfig(backend="vllm", url=f"{standin.url}/tokenize", model=MODEL, context_length=window)
@@ -313,14 +312,17 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
             Settings(model_name=MODEL, context_length=window, compression_window=hermes_threshold,
                      fallback_margin_tokens=1024, min_output_tokens=4096, provider="", base_url=""),
             VllmBackend(environment=env))
-        for request in requests:
+        for index, request in enumerate(requests):
             exact = judge.tokens(request["messages"][1:])
             rough = estimate_chat_request({"messages": request["messages"], "tools": request["tools"]})
 
-            def rough_budget(margin: int) -> int | None:
-                budget = clamp_output(request, TokenCount(rough, False, "rough"), window=window,
-                                      min_output_tokens=4096, fallback_margin_tokens=margin)
+            def budget_for(count: TokenCount, margin: int = 1024) -> int | None:
+                budget = clamp_output(request, count, window=window, min_output_tokens=4096,
+                                      fallback_margin_tokens=margin)
                 return budget.max_tokens if budget.changed else None
+
+            def rough_budget(margin: int) -> int | None:
+                return budget_for(TokenCount(rough, False, "rough"), margin)
 
             def calls(action: Any) -> tuple[Any, int]:
                 before = standin.total_requests
@@ -335,6 +337,8 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
             rows.append({
                 "prompt": exact, "rough": rough, "unchanged": caller_cap,
                 "rough_nomargin": rough_budget(0), "rough_margin": rough_budget(1024),
+                "anchored_lost": budget_for(anchored["anchored_lost"][index]),
+                "anchored_usage": budget_for(anchored["anchored_usage"][index]),
                 "baton_hf": clamped_hf["max_tokens"] if clamped_hf else None,
                 "baton_vllm": clamped_vllm["max_tokens"] if clamped_vllm else None,
                 "incontext": answer["request"]["max_tokens"] if answer else None,
@@ -421,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     logging.getLogger("incontext").setLevel(logging.ERROR)  # one "requires_compression" line per full request
+    logging.getLogger("baton_engine.tokens").setLevel(logging.ERROR)  # one line per simulated tokenizer failure
     started = time.time()
     judge = Judge()
     runtimes = {"baton": arms.baton_runtime(QWEN3, None), "baton-tail0": arms.baton_runtime(QWEN3, 0)}
@@ -435,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         results["long"] = bench_long_session(judge, runtimes, server, meter, long_session, [16384, 65536])
         results["stub_requests"] = len(server.auxiliary_requests)
     results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 60)
+    results["anchor"] = anchor_bench.run(args.quick)
     overhead_session = workload.session_of_turns(120 if args.quick else 820, seed=5, scale=0.3)
     results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
                                          [200, 600] if args.quick else [200, 1000, 4000], turns=20)

@@ -3,8 +3,8 @@
 A chars/4 estimate of a whole tool-heavy Qwen3 prompt is 10-30% low, more than any fixed margin covers. But an
 exact count of the previous request is nearly always at hand (the tokenizer's, or the provider's reported
 ``prompt_tokens``), and the next request is usually that request plus a few appended messages. So the estimate is
-``anchor exact + ratio * rough(appended) + margin``, where ``ratio`` (exact / rough) is learned from this session
-and the margin is proportional to the estimated part only. A request that is not an extension of the anchor
+``anchor exact + ratio * rough(appended) + margin``, where rough is Hermes' chars/4 with digits at a full token,
+``ratio`` (exact / rough) is learned from this session and the margin is proportional to the estimated part only. A request that is not an extension of the anchor
 (frame changed, history rewritten by compaction) is ``ratio * rough(whole) + margin on the whole``.
 
 One ``UsageAnchor`` per agent session. Thread-safe; copies (``copy.deepcopy``, pickle) are independent.
@@ -26,13 +26,18 @@ from baton_engine.tokens.contract import ChatRequest, TokenCount
 from baton_engine.tokens.rough import estimate_messages_tokens_rough, estimate_tools_tokens_rough
 
 ANCHORED_SOURCE = "anchored"
-# Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions x 120 requests, anchor = the request
-# before): the largest share of the estimated part by which ratio * rough undercounts is 0.25 (Qwen3) and
-# 0.14 (o200k) with the 64-token floor; k = 0.35 leaves 0.10 of headroom and gives 0 of 32 budget overflows.
-DEFAULT_MARGIN_SHARE = 0.35
-DEFAULT_MARGIN_FLOOR_TOKENS = 64  # covers the chat-template framing a short appended message brings with it
-# The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session only
-# drifts down (tool results are cheaper per character than the frame), so the maximum is safe and still current.
+# Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions, 714 anchored model calls, anchor = the
+# request before): with the 64-token floor, no undercount needs k >= 0.068 (Qwen3) and k >= 0.125 (o200k); the
+# whole-turn steps of the budget session need 0.025 / 0.089. k = 0.2 leaves 0.075 of headroom over the worst
+# (+60%) and gives 0 of 32 budget overflows on both tokenizers, with the tokenizer lost halfway or absent.
+DEFAULT_MARGIN_SHARE = 0.2
+# The floor covers the template framing of a short appended message, which chars/4 cannot see; floors of 0 / 32 /
+# 128 tokens need k >= 0.174 / 0.146 / 0.083 on o200k, so a larger floor buys little.
+DEFAULT_MARGIN_FLOOR_TOKENS = 64
+# The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session drifts
+# down (tool results are cheaper per character than the frame), so the maximum is safe and still current. Measured
+# k needed (o200k, floor 64): latest ratio only 0.126, last 8 0.125, last 32 0.105 (but a longer memory keeps the
+# early, frame-heavy ratio and over-counts longer); a ratio of appended parts alone was noisier (exploration).
 RECENT_OBSERVATIONS = 8
 # Keys that never reach the prompt; Baton itself rewrites the output budget, which must not look like a new frame.
 NON_PROMPT_KEYS = frozenset({"messages", "max_tokens", "max_completion_tokens", "max_output_tokens",
@@ -90,12 +95,6 @@ class UsageAnchor:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    @property
-    def observations(self) -> int:
-        """How many recent exact counts the ratio is learned from (at most ``recent_observations``)."""
-        with self._lock:
-            return len(self._ratios)
-
     def observe_exact(self, request: ChatRequest, tokens: int) -> None:
         """Make this exact count (tokenizer, or provider-reported ``prompt_tokens``) the anchor. Never raises."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
@@ -126,29 +125,43 @@ class UsageAnchor:
         return TokenCount(base + estimated + margin, False, ANCHORED_SOURCE, margin_tokens=margin)
 
 
-def _digest(value: Any) -> str | None:
+def _canonical(value: Any) -> str | None:
     try:
-        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return None
+
+
+def _digest(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _digit_extra(canonical: str) -> int:
+    """Digits cost up to a token each (Qwen3 splits numbers into single digits), not a quarter: without this a
+    large numeric tool result (JSON, metrics) after a session of prose undercounts by up to 6% of the request."""
+    return (3 * (len(canonical) - len(canonical.translate(_DIGITS))) + 3) // 4
+
+
 def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
-    """None for anything that is not a JSON chat request with a message list."""
+    """None for anything that is not a JSON chat request with a message list. One JSON dump per message serves
+    both its hash and its digit count (the dominant cost: ~10 ms per 1,000 messages)."""
     if not isinstance(request, Mapping):
         return None
     messages = request.get("messages")
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         return None
-    frame = _digest({key: value for key, value in request.items() if key not in NON_PROMPT_KEYS})
-    hashes = tuple(_digest(message) for message in messages)
-    if frame is None or None in hashes:
+    frame = _canonical({key: value for key, value in request.items() if key not in NON_PROMPT_KEYS})
+    texts = [_canonical(message) for message in messages]
+    if frame is None or None in texts:
         return None
     tools = request.get("tools")
     try:
         frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
-        roughs = tuple(estimate_messages_tokens_rough([message]) for message in messages)
+        roughs = tuple(estimate_messages_tokens_rough([message]) + _digit_extra(text)  # type: ignore[arg-type]
+                       for message, text in zip(messages, texts))
     except Exception:  # noqa: BLE001 - an unreadable request is simply not estimated
         return None
-    return _Fingerprint(frame, hashes, roughs, frame_rough)  # type: ignore[arg-type]
+    return _Fingerprint(_digest(frame), tuple(_digest(t) for t in texts), roughs, frame_rough)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ way httpx composes retries around a transport, so a third-party backend gets it 
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -19,13 +20,16 @@ from typing import Any, Literal, TypeVar
 
 from baton_engine.tokens.contract import CannotCount, ChatRequest, RequestNotCountable, TokenCount, TokenizerBackend
 
-# Measured in benchmarks/breaker_bench.py: a healthy probe (/tokenize of a 200-message request on the stand-in)
-# costs ~50 ms, so probing is cheap; a hanging server costs one 10 s timeout per probe. With 30 s and doubling to
-# 300 s, a 30-minute outage at one count every 5 s costs 8 timeouts (80 s, 4.4% of wall time; the first minute
-# 25% at worst) instead of 360 (100%), and a server that comes back is used again within 30 s of a short blip.
-DEFAULT_COOL_OFF_SECONDS = 30.0
+# Measured in benchmarks/breaker_bench.py: a healthy probe (/tokenize of a 200-message, 11k-token request on the
+# vLLM stand-in) costs ~25 ms, so probing is cheap; a hanging server costs one 10 s timeout (the default) per
+# probe, i.e. at most 10 / (60 + 10) = 14% of wall time in the first period and 10 / 310 = 3% at the cap. Over a
+# 30-minute hang with a count every 5 s: 8 timeouts (80 s, 4.4%) instead of 120 (1,200 s, 67%) without a breaker;
+# 30 s doubling to 300 s costs 9 (5.0%, 33% in the first minute) and is back later after a 10-minute outage
+# (200 s vs 160 s), 60 s doubling to 600 s costs 6 but can stay in fallback 340 s after a 10-minute outage.
+DEFAULT_COOL_OFF_SECONDS = 60.0
 DEFAULT_MAX_COOL_OFF_SECONDS = 300.0
 
+LOGGER = logging.getLogger("baton_engine.tokens")
 State = Literal["closed", "open", "half_open"]
 _T = TypeVar("_T")
 
@@ -52,11 +56,14 @@ class CircuitBreaker(TokenizerBackend):
         backend: TokenizerBackend,
         *,
         cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
-        max_cool_off_seconds: float = DEFAULT_MAX_COOL_OFF_SECONDS,
+        max_cool_off_seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``max_cool_off_seconds`` bounds the back-off; None: the larger of the default and ``cool_off_seconds``."""
         if not (math.isfinite(cool_off_seconds) and cool_off_seconds >= 0):
             raise ValueError("cool_off_seconds must be a finite number >= 0")
+        if max_cool_off_seconds is None:
+            max_cool_off_seconds = max(DEFAULT_MAX_COOL_OFF_SECONDS, cool_off_seconds)
         if not (math.isfinite(max_cool_off_seconds) and max_cool_off_seconds >= cool_off_seconds):
             raise ValueError("max_cool_off_seconds must be finite and >= cool_off_seconds")
         self._inner = backend
@@ -147,8 +154,11 @@ class CircuitBreaker(TokenizerBackend):
             raise CircuitOpen(f"tokenizer unavailable: circuit half-open after {self._error_type}; probe in progress")
 
     def _settle(self, error_type: str | None) -> None:
+        """Record a verdict; transitions are logged with type names and seconds only."""
         with self._lock:
             if error_type is None:
+                if self._state != "closed":
+                    LOGGER.info("tokenizer circuit closed: backend answered again")
                 self._state, self._failures = "closed", 0
                 return
             self._error_type = error_type
@@ -157,3 +167,5 @@ class CircuitBreaker(TokenizerBackend):
             self._failures += 1
             period = min(self._cool_off * 2 ** min(self._failures - 1, 32), self._max_cool_off)
             self._state, self._reopen_at = "open", self._clock() + period
+            LOGGER.warning("tokenizer circuit open after %s (failure %d); failing fast for %g s",
+                           error_type, self._failures, period)

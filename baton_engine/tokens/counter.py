@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
-from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker
+from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker, CircuitOpen
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 
@@ -225,8 +225,10 @@ class TokenCounter:
             with self._lock:
                 self._record(unknown=1, fallbacks=1, last_fallback_reason=reason)
             return TokenCount(tokens=None, exact=False, source=UNKNOWN_SOURCE, fallback_reason=reason)
-        LOGGER.warning("count fell back kind=%s backend=%s error=%s tokens=%d source=%s",
-                       kind, self._source, error_type, rough_tokens, source)
+        # While the circuit is open every count falls back; the breaker logged the failure once.
+        LOGGER.log(logging.DEBUG if isinstance(error, CircuitOpen) else logging.WARNING,
+                   "count fell back kind=%s backend=%s error=%s tokens=%d source=%s",
+                   kind, self._source, error_type, rough_tokens, source)
         with self._lock:
             self._record(fallbacks=1, last_fallback_reason=reason)
         return TokenCount(tokens=rough_tokens, exact=False, source=source, fallback_reason=reason, margin_tokens=margin)

@@ -33,3 +33,7 @@ def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: 
     exact = [r for r in results["budgets"]["requests"] if r["baton_hf"] is not None]
     assert exact and all(r["prompt"] + r["baton_hf"] <= results["budgets"]["window"] for r in exact)
     assert "| 0 budget overflows with exact counting | **met** |" in report
+    anchored = [(r["prompt"], r[key]) for r in results["budgets"]["requests"]
+                for key in ("anchored_lost", "anchored_usage") if r[key] is not None]
+    assert anchored and all(p + b <= results["budgets"]["window"] for p, b in anchored)
+    assert "## Usage-anchored counting" in report
