@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap
+from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap
 from baton_engine.tokens.contract import TokenCount
 
 
@@ -120,3 +120,24 @@ def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[st
     target = rewritten["extra_body"] if cap.in_extra_body else rewritten
     target[cap.field] = value
     return rewritten
+
+
+def apply_output(
+    request: Mapping[str, Any],
+    count: TokenCount,
+    *,
+    window: int,
+    min_output_tokens: int,
+    fallback_margin_tokens: int,
+    cap: OutputCap | None = None,
+) -> tuple[OutputDecision, dict[str, Any] | None]:
+    """Decide, then write: the decision and the rewritten request (None: leave the request as it is).
+
+    ``cap`` is the request's own cap when the caller already knows it (a host's request view), else the
+    smallest cap found in ``request``."""
+    cap = cap if cap is not None else find_cap(request)
+    decision = decide_output(count, cap, window=window, min_output_tokens=min_output_tokens,
+                             fallback_margin_tokens=fallback_margin_tokens)
+    if decision.action != "lower_cap_to" or cap is None or decision.value is None:
+        return decision, None
+    return decision, write_cap(request, cap, decision.value)

@@ -34,7 +34,8 @@ os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARAL
 
 import workload  # noqa: E402
 
-from baton_engine.budget import clamp_output  # noqa: E402
+from baton_engine.budget import apply_output  # noqa: E402
+from baton_engine.request import OutputCap  # noqa: E402
 from baton_engine.tokens.anchor import (  # noqa: E402
     DEFAULT_MARGIN_FLOOR_TOKENS,
     DEFAULT_MARGIN_SHARE,
@@ -220,13 +221,14 @@ def budget_rows(exact: Exact, backend: TokenizerBackend, turns: Sequence[workloa
     rows: dict[str, Any] = {"requests": len(requests), "window": window,
                             "sweep": sweep(estimated_parts([prefix(turns, n) for n in range(1, max(sizes) + 1)],
                                                            exact))}
+    asks_all = OutputCap("max_tokens", window)  # each request asks for the whole window (Hermes' 65,536 default)
     for key, values in counts.items():
-        budgets = [clamp_output(r, v, window=window, min_output_tokens=4096, fallback_margin_tokens=1024)
-                   for r, v in zip(requests, values)]
+        budgets = [apply_output(r, v, window=window, min_output_tokens=4096, fallback_margin_tokens=1024,
+                                cap=asks_all)[0] for r, v in zip(requests, values)]
         rows[key] = {
-            "budgeted": sum(1 for b in budgets if b.changed),
+            "budgeted": sum(1 for b in budgets if b.action == "lower_cap_to"),
             "overflows": sum(1 for r, b in zip(requests, budgets)
-                             if b.changed and exact(r) + b.max_tokens > window),  # type: ignore[operator]
+                             if b.action == "lower_cap_to" and exact(r) + b.value > window),  # type: ignore[operator]
             "error_median_percent": statistics.median(error_percent(v, exact(r)) for r, v in zip(requests, values)),
         }
     return rows

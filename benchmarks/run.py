@@ -155,7 +155,7 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
         print(f"size {size}: {tokens} Qwen3 tokens, {len(messages)} messages, window {context_length}", flush=True)
         project = new_project(session)
         for label, runtime in runtimes.items():
-            runtime.count([SYSTEM, *messages], workload.TOOLS)  # a cold first count, outside the timing
+            runtime.count_chat({"messages": [SYSTEM, *messages], "tools": workload.TOOLS})  # cold, outside the timing
             latencies, cpu, cold, outputs, row = [], [], None, [], {}
             real_clock, runtime.clock = runtime.clock, lambda: PINNED_CLOCK  # same input + state -> same bytes
             template = arms.BatonArm(label, project, runtime, context_length)
@@ -165,7 +165,7 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
                 restore(project, saved)
                 arm = copy.copy(template)
                 arm.engine = copy.deepcopy(template.engine)  # Hermes copies the engine per agent the same way
-                runtime.count(messages)  # the pre-API count Hermes' patched estimator already made
+                arm.engine.count_estimate(messages)  # the pre-API count Hermes' patched estimator already made
                 result, stats = arm.compress(messages, tokens)
                 if rep == 0:
                     cold = stats.seconds  # first compaction in this project (cold store, cold caches)
@@ -279,9 +279,9 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
     from incontext.vllm import VllmBackend, VllmEnvironment
 
     from agent.context_compressor import ContextCompressor
-    from baton_engine.budget import clamp_output
-    from baton_engine.hermes.patches import clamp_request
-    from baton_engine.hermes.runtime import BatonRuntime
+    from baton_engine.budget import apply_output
+    from baton_engine.hermes.engine import BatonContextEngine
+    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
     from baton_engine.settings import BatonSettings
     from baton_engine.tokens.contract import TokenCount
     from batontest.vllm_standin import VllmStandin
@@ -317,9 +317,16 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
             rough = estimate_chat_request({"messages": request["messages"], "tools": request["tools"]})
 
             def budget_for(count: TokenCount, margin: int = 1024) -> int | None:
-                budget = clamp_output(request, count, window=window, min_output_tokens=4096,
-                                      fallback_margin_tokens=margin)
-                return budget.max_tokens if budget.changed else None
+                decision, _ = apply_output(request, count, window=window, min_output_tokens=4096,
+                                           fallback_margin_tokens=margin)
+                return decision.value if decision.action == "lower_cap_to" else None
+
+            def clamp_request(runtime: BatonRuntime, request: dict[str, Any]) -> dict[str, Any] | None:
+                """What the engine of a fresh agent sends for this request (counter caches shared)."""
+                set_runtime(runtime)
+                engine = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-budget-")))
+                engine.update_model(MODEL, window)
+                return engine.on_request(request)
 
             def rough_budget(margin: int) -> int | None:
                 return budget_for(TokenCount(rough, False, "rough"), margin)
@@ -358,6 +365,7 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation
     from baton_engine.hermes.runtime import set_runtime
+    from batontest.agent_frames import LoopAgent, in_agent
 
     set_runtime(runtime)
     all_messages = session.messages()
@@ -365,17 +373,18 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
     for size in sizes:
         engine = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-empty-")))
         engine.update_model(MODEL, 10_000_000)
-        activation = Activation(lambda: runtime)
+        activation = Activation()
         activation.active = True  # the middleware without Hermes' module patches
+        agent = LoopAgent(engine, workload.TOOLS)
         history = [SYSTEM, *all_messages[: size - turns]]
-        runtime.count(history, workload.TOOLS)  # the history before the measured turns was counted already
+        runtime.count_chat({"messages": history, "tools": workload.TOOLS})  # counted before the measured turns
         baton, hermes = [], []
         for message in all_messages[size - turns: size]:
             history = [*history, message]
             request = {"model": MODEL, "messages": history, "tools": workload.TOOLS, "max_tokens": 4096}
             started = time.perf_counter()
             engine.should_compress(engine.last_prompt_tokens)
-            activation.llm_request(request=request, model=MODEL)
+            in_agent(agent, activation.llm_request, request=request, model=MODEL)  # from the agent's loop
             baton.append(time.perf_counter() - started)
             started = time.perf_counter()
             estimate_request_tokens_rough(history[1:], system_prompt=SYSTEM["content"], tools=workload.TOOLS)

@@ -24,7 +24,7 @@ from typing import Any
 from agent.context_engine import ContextEngine
 
 from baton_engine import operations, policy
-from baton_engine.budget import decide_output, write_cap
+from baton_engine.budget import apply_output
 from baton_engine.compaction import cycle, is_baton_message
 from baton_engine.errors import BatonError
 from baton_engine.handoff import capture, detector, lineage, store
@@ -182,15 +182,13 @@ class BatonContextEngine(ContextEngine):
             self.ledger.sent_request(view)
         counted = self.count(view)
         settings = get_runtime().settings
-        decision = decide_output(counted, view.cap, window=self.effective_window(),
-                                 min_output_tokens=settings.min_output_tokens,
-                                 fallback_margin_tokens=settings.fallback_margin_tokens)
+        decision, rewritten = apply_output(request, counted, window=self.effective_window(), cap=view.cap,
+                                           min_output_tokens=settings.min_output_tokens,
+                                           fallback_margin_tokens=settings.fallback_margin_tokens)
         self.ledger.decided(decision, auxiliary=auxiliary)
         LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,
                     counted.source, auxiliary)
-        if decision.action != "lower_cap_to" or view.cap is None or decision.value is None:
-            return None
-        return write_cap(request, view.cap, decision.value)
+        return rewritten
 
     def aux_matches_route(self, model: Any, base_url: Any) -> bool:
         """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""

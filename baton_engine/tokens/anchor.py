@@ -95,6 +95,12 @@ class UsageAnchor:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
+    @property
+    def observations(self) -> int:
+        """How many recent exact counts the ratio is learned from (status shows it)."""
+        with self._lock:
+            return len(self._ratios)
+
     def observe_exact(self, request: ChatRequest, tokens: int) -> None:
         """Make this exact count (tokenizer, or provider-reported ``prompt_tokens``) the anchor. Never raises."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:

@@ -46,8 +46,8 @@ def transcript(tag: str, turns: int = 12) -> list[dict[str, Any]]:
         call = f"call{tag}{i}"
         messages += [
             {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call, "type": "function", "function": {"name": "read_file", "arguments": '{"path": "README.md"}'}}]},
-            {"role": "tool", "tool_call_id": call, "content": f"{tag} line {i} " * 80},
+                {"id": call, "type": "function", "function": {"name": "read_file", "arguments": '{"path":"README.md"}'}}]},
+            {"role": "tool", "tool_call_id": call, "content": (f"{tag} line {i} " * 80).strip()},
             {"role": "assistant", "content": f"Step {i} of {tag} done."},
         ]
     return messages + [{"role": "user", "content": f"Carry on with {tag}."}]
