@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 GROWTH_SHARE = 10  # after a compaction the next one needs trigger/10 tokens of real growth
+POST_COMPACTION_SHARE = 2  # the compacted request aims at half the trigger: the next compaction is many turns away
+DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,16 @@ def after_compaction(state: PolicyState, post_tokens: int, limits: Limits) -> Po
         stuck = (f"the compacted request ({post_tokens} tokens) is still at or above the trigger "
                  f"{limits.trigger}: the system prompt, tool schemas and brief do not fit under it")
     return replace(state, explicit=False, post_compaction_tokens=post_tokens, stuck=stuck)
+
+
+def tail_budgets(limits: Limits, *, fixed_tokens: int, inflight_tokens: int, block_tokens: int,
+                 configured_tail: int | None = None) -> tuple[int, int]:
+    """``(room for unanswered results, verbatim tail)`` so the compacted request — fixed part (system
+    prompt, tool schemas) + block + unanswered results + tail — aims at half the trigger that fires.
+
+    The newest unanswered results get the room first; the tail what is left, at most
+    ``DEFAULT_TAIL_CAP``; a configured tail (``fresh_tail_tokens``) is used as it is."""
+    room = max(limits.trigger // POST_COMPACTION_SHARE - fixed_tokens - block_tokens, 0)
+    if configured_tail is not None:
+        return room, configured_tail
+    return room, min(max(room - inflight_tokens, 0), DEFAULT_TAIL_CAP)

@@ -44,7 +44,7 @@ MODEL = "qwen3-local"
 WINDOW = 65_536
 OUTPUT_DEFAULT = 65_536  # the custom-provider default that overflows without Baton's clamp
 THRESHOLD = 12_000  # baton.fallback_token_threshold: compact early so the demo shows several cycles
-ROUNDS = 12
+ROUNDS = 16  # with the compacted request at half the trigger, a compaction every ~5 model calls
 REQUEST = "Audit the inventory service logs round by round and keep the task list current."
 FOLLOW_UP = "Thanks. What is left to do?"
 

@@ -23,12 +23,9 @@ from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import operations, policy
+from baton_engine import policy
 from baton_engine.budget import apply_output
-from baton_engine.compaction import cycle, is_baton_message
-from baton_engine.errors import BatonError
-from baton_engine.handoff import capture, detector, lineage, store
-from baton_engine.handoff.config import DetectorConfig, load_config
+from baton_engine.compaction import cycle, is_baton_message, session
 from baton_engine.hermes import request_view, status, tools
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.ledger import Ledger, Route
@@ -39,7 +36,6 @@ from baton_engine.tokens.contract import TokenCount
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
 DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
-DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
 
 
 def hermes_version() -> str:
@@ -116,7 +112,6 @@ class BatonContextEngine(ContextEngine):
                                           why="update_model")
             ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
             self._set_window(context_length if ok else DEFAULT_CONTEXT_LENGTH)
-            self.route = replace(self.route, window_from_host=True)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
 
@@ -206,37 +201,12 @@ class BatonContextEngine(ContextEngine):
                              min_output_tokens=settings.min_output_tokens,
                              fallback_threshold=settings.fallback_token_threshold)
 
-    def _detector_config(self) -> DetectorConfig | None:
-        paths = store.find_project_root(self._project_dir().resolve())
-        if paths is None:
-            return None
-        try:
-            return load_config(paths.data_dir).detector
-        except Exception:  # noqa: BLE001 - a broken project config never breaks the agent loop
-            return None
-
-    def _evaluate_detector(self, tokens: int, explicit: bool, now: Any = None) -> detector.DetectorResult | None:
-        config = self._detector_config()
-        if config is None:
-            return None
+    def _evaluate_detector(self, tokens: int, explicit: bool, now: Any = None) -> Any:
         now = now or get_runtime().now()
-        signals = detector.DetectorSignals(
-            context_tokens=max(tokens, 0), context_window=max(self.threshold_tokens, 1), turns=self.turns,
-            elapsed_seconds=max(now.timestamp() - self.started_at, 0.0), explicit=explicit or None,
-        )
-        state = detector.DetectorState.model_validate(self.detector_state) if self.detector_state else None
-        return detector.evaluate(signals, config, state, now=now, readiness=self._readiness())
-
-    def _readiness(self) -> float | None:
-        if not self.session_draft_id:
-            return None
-        paths = store.find_project_root(self._project_dir().resolve())
-        if paths is None:
-            return None
-        try:
-            return detector.readiness(store.HandoffStore(paths).load(self.session_draft_id))
-        except Exception:  # noqa: BLE001
-            return None
+        return session.evaluate_detector(
+            self._project_dir(), tokens=tokens, window=self.threshold_tokens, turns=self.turns,
+            elapsed_seconds=now.timestamp() - self.started_at, explicit=explicit, state=self.detector_state,
+            draft_id=self.session_draft_id, now=now)
 
     def _detector_trigger(self, tokens: int) -> str | None:
         result = self._evaluate_detector(tokens, explicit=False)
@@ -304,15 +274,13 @@ class BatonContextEngine(ContextEngine):
         limits = self.limits()
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
         result = self._evaluate_detector(tokens, explicit=self.policy.explicit or force, now=now)
-        automation: dict[str, Any] = {"trigger": "pre_compaction", "score": None,
-                                      "reasons": [f"Hermes compaction at {tokens} request tokens "
-                                                  f"(trigger {limits.trigger})"]}
-        if result is not None:
-            automation = result.to_automation("pre_compaction").model_dump(mode="json")
-            automation["reasons"] = [*automation["reasons"], *[r for r in [self.last_decision] if r]]
-            self.detector_state = result.new_state.to_json_dict() if result.recommend else self.detector_state
+        automation = session.automation(result, f"Hermes compaction at {tokens} request tokens "
+                                                f"(trigger {limits.trigger})", self.last_decision)
+        if result is not None and result.recommend:
+            self.detector_state = result.new_state.to_json_dict()
         measure = self.ledger.measure(before, view, runtime)
-        room, tail_tokens = self._tail_budgets(before, messages, measure, limits)
+        room, tail_tokens = self.ledger.tail_budgets(before, messages, measure, limits,
+                                                     configured_tail=settings.fresh_tail_tokens)
         facts = cycle.SessionFacts(
             project_dir=self._project_dir(), session_id=self.session_id, model=self.model,
             adapter_version=self.adapter_version, objective=self.objective,
@@ -334,27 +302,6 @@ class BatonContextEngine(ContextEngine):
         else:
             self.policy = replace(self.policy, explicit=False)
         return outcome.messages or list(messages or [])
-
-    def _tail_budgets(self, before: TokenCount, messages: list[dict[str, Any]], measure: Any,
-                      limits: policy.Limits) -> tuple[int, int]:
-        """``(room for unanswered results, verbatim tail)``, sized from the trigger that actually fires.
-
-        The compacted request (system prompt + tool schemas + block + in-flight results + tail) aims at
-        half the trigger, so the next compaction is many turns away; the newest unanswered results get
-        the room first, the tail what is left (at most ``DEFAULT_TAIL_CAP``). ``fresh_tail_tokens`` set
-        in the settings fixes the tail instead."""
-        transcript = list(messages or [])
-        try:
-            conversation = measure.count_messages(transcript)
-            unanswered = transcript[cycle.first_unanswered(transcript):]
-            inflight = measure.count_messages(unanswered) if unanswered else 0
-        except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
-            conversation, inflight = 0, 0
-        fixed = max((before.tokens or 0) - before.margin_tokens - conversation, 0) if conversation else 0
-        room = max(limits.trigger // 2 - fixed - cycle.SessionFacts.max_block_tokens, 0)
-        configured = self._settings().fresh_tail_tokens
-        tail = configured if configured is not None else min(max(room - inflight, 0), DEFAULT_TAIL_CAP)
-        return room, tail
 
     def _absorb(self, outcome: cycle.CycleOutcome) -> None:
         self.degradation_reason, self.degradation_detail = outcome.degraded, outcome.detail
@@ -390,7 +337,9 @@ class BatonContextEngine(ContextEngine):
             else:
                 self.session_id = session_id
                 self._reset_session_state()
-                self._note_latest_ready()
+                # the latest ready handoff's summary only: its brief is rendered by baton_resume when asked,
+                # never at session start (no tokenizer call, no git, no waiting on a tokenizer that is down)
+                self.last_handoff = session.latest_ready_summary(self._project_dir()) or self.last_handoff
             get_runtime().engines.remember(self.session_id, self)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton on_session_start failed type=%s", type(exc).__name__)
@@ -403,14 +352,6 @@ class BatonContextEngine(ContextEngine):
         self.detector_state = {}
         self.policy = policy.PolicyState()
         self.last_detector = None
-
-    def _note_latest_ready(self) -> None:
-        """The latest ready handoff's summary (for status and lineage); its brief is rendered by
-        ``baton_resume`` when asked, never at session start (no tokenizer call, no git, no waiting)."""
-        paths = store.find_project_root(self._project_dir().resolve())
-        latest = store.HandoffStore(paths).latest("ready") if paths is not None else None
-        if latest is not None:
-            self.last_handoff = operations.summary_of(latest)
 
     def on_session_reset(self) -> None:
         """``/new`` or ``/reset``: per-session detector state and token counters; handoff lineage stays."""
@@ -447,48 +388,13 @@ class BatonContextEngine(ContextEngine):
         """The session's working draft (created on first use) that baton_capture records into."""
         if self.session_draft_id:
             return self.session_draft_id, None
-        messages = messages or []
-        objective = self.objective or cycle.latest_user_request(messages)
-        if not objective:
-            return None, {"ok": False, "error": {
-                "kind": "input_error",
-                "message": "no objective yet: record one first with baton_capture kind=objective"}}
-        payload = {
-            "title": "Hermes session: " + cycle._one_line(objective.splitlines()[0], cycle.TITLE_CHARS),
-            "objective": objective[: cycle.OBJECTIVE_CHARS],
-            "summary": {"current_state": cycle.current_state(messages)},
-        }
         origin = {"harness": "generic", "adapter_version": self.adapter_version, "session_id": self.session_id,
                   "model": self.model, "actor": {"type": "agent", "name": "hermes"}}
-        continued = self._continue_previous(payload, origin)
-        if continued is not None:
-            self.session_draft_id = continued
-            return continued, None
-        result, _code = operations.call(operations.checkpoint_create, self._project_dir(), payload, origin=origin)
-        if not result.get("ok"):
-            return None, result
-        self.session_draft_id = result["handoff"]["id"]
-        return self.session_draft_id, None
-
-    def _continue_previous(self, payload: dict[str, Any], origin: dict[str, Any]) -> str | None:
-        """A draft continuing the previous handoff (inherits its items, so nothing recorded is forgotten)."""
-        previous_id = (self.last_handoff or {}).get("id")
-        paths = store.find_project_root(self._project_dir().resolve())
-        if not previous_id or paths is None:
-            return None
-        try:
-            handoffs = store.HandoffStore(paths)
-            changes = {
-                "work": {"title": payload["title"], "objective": payload["objective"]},
-                "summary": payload["summary"],
-                "origin": {**origin, "session_id": capture.hash_session_id(origin["session_id"])},
-            }
-            draft = capture.redacted(lineage.continue_from(handoffs.load(previous_id), changes=changes))
-            handoffs.save(draft)
-        except (BatonError, OSError) as exc:
-            LOGGER.warning("baton could not continue the previous handoff type=%s", type(exc).__name__)
-            return None
-        return draft.id
+        draft_id, failure = session.create_draft(self._project_dir(), objective=self.objective,
+                                                 messages=messages or [], origin=origin,
+                                                 previous_handoff_id=(self.last_handoff or {}).get("id"))
+        self.session_draft_id = draft_id or None
+        return draft_id, failure
 
     # ---- status ----------------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from baton_engine import policy
 from baton_engine.budget import OutputDecision
+from baton_engine.compaction.cycle import SessionFacts, first_unanswered
 from baton_engine.hermes import request_view
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.anchor import UsageAnchor
@@ -31,7 +33,6 @@ class Route:
     base_url: str | None = None
     provider: str | None = None
     api_mode: str | None = None
-    window_from_host: bool = False
     changed_by: str | None = None
 
     def moved(self, *, model: Any = None, base_url: Any = None, provider: Any = None, api_mode: Any = None,
@@ -111,6 +112,21 @@ class Ledger:
         """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame."""
         body = request_view.from_estimate(messages, frame=self.frame)
         return self.frame.with_conversation(body.messages) if self.frame is not None else body
+
+    def tail_budgets(self, before: TokenCount, messages: Sequence[Any], measure: Measure, limits: policy.Limits, *,
+                     configured_tail: int | None) -> tuple[int, int]:
+        """``(room for unanswered results, verbatim tail)`` for this transcript (``policy.tail_budgets``):
+        the fixed part is the request's size less its conversation's, counted the way ``measure`` counts."""
+        transcript = list(messages or [])
+        try:
+            conversation = measure.count_messages(transcript)
+            unanswered = transcript[first_unanswered(transcript):]
+            inflight = measure.count_messages(unanswered) if unanswered else 0
+        except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
+            conversation, inflight = 0, 0
+        fixed = max((before.tokens or 0) - before.margin_tokens - conversation, 0) if conversation else 0
+        return policy.tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight,
+                                   block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
 
     def measure(self, before: TokenCount, view: ProviderRequest, runtime: Any) -> Measure:
         if before.exact and not runtime.remote_tokenizer():

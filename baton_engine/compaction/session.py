@@ -1,0 +1,115 @@
+"""A working session's handoff state in a project: its capture draft, the detector's view, the latest handoff.
+
+Why in the core: the Hermes engine, the MCP server and the CLI all keep a session that records into a
+draft and asks the project's detector whether to hand off; the host only supplies ids, counts and times.
+Nothing here raises for a missing or broken project: it answers None (no detector, no draft).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from baton_engine import operations
+from baton_engine.compaction import cycle
+from baton_engine.errors import BatonError
+from baton_engine.handoff import capture, detector, lineage, store
+from baton_engine.handoff.config import load_config
+
+LOGGER = logging.getLogger("baton_engine.compaction")
+NO_OBJECTIVE = {"ok": False, "error": {
+    "kind": "input_error", "message": "no objective yet: record one first with baton_capture kind=objective"}}
+
+
+def _paths(project_dir: Path) -> store.ProjectPaths | None:
+    return store.find_project_root(project_dir.resolve())
+
+
+def readiness(project_dir: Path, draft_id: str | None) -> float | None:
+    """How complete the session draft is for a handoff (None without a draft or project)."""
+    paths = _paths(project_dir) if draft_id else None
+    if paths is None:
+        return None
+    try:
+        return detector.readiness(store.HandoffStore(paths).load(draft_id))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a broken draft never breaks the agent loop
+        return None
+
+
+def evaluate_detector(project_dir: Path, *, tokens: int, window: int, turns: int, elapsed_seconds: float,
+                      explicit: bool, state: dict[str, Any], draft_id: str | None,
+                      now: datetime) -> detector.DetectorResult | None:
+    """The project's detector on this session's signals; None without a project or with a broken config."""
+    paths = _paths(project_dir)
+    if paths is None:
+        return None
+    try:
+        config = load_config(paths.data_dir).detector
+    except Exception:  # noqa: BLE001 - a broken project config never breaks the agent loop
+        return None
+    signals = detector.DetectorSignals(context_tokens=max(tokens, 0), context_window=max(window, 1), turns=turns,
+                                       elapsed_seconds=max(elapsed_seconds, 0.0), explicit=explicit or None)
+    previous = detector.DetectorState.model_validate(state) if state else None
+    return detector.evaluate(signals, config, previous, now=now, readiness=readiness(project_dir, draft_id))
+
+
+def automation(result: detector.DetectorResult | None, reason: str, decision: str | None) -> dict[str, Any]:
+    """The record's ``automation`` block for a pre-compaction handoff: the detector's view when the project
+    has one (plus why the host compacted), else the host's reason alone."""
+    if result is None:
+        return {"trigger": "pre_compaction", "score": None, "reasons": [reason]}
+    block = result.to_automation("pre_compaction").model_dump(mode="json")
+    block["reasons"] = [*block["reasons"], *[r for r in [decision] if r]]
+    return block
+
+
+def latest_ready_summary(project_dir: Path) -> dict[str, Any] | None:
+    """The latest ready handoff's summary (ids and status only), without rendering anything."""
+    paths = _paths(project_dir)
+    latest = store.HandoffStore(paths).latest("ready") if paths is not None else None
+    return operations.summary_of(latest) if latest is not None else None
+
+
+def create_draft(project_dir: Path, *, objective: str | None, messages: Sequence[Any], previous_handoff_id: str | None,
+                 origin: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """A new session draft for ``baton_capture`` to record into: a continuation of the previous handoff when
+    there is one (it inherits its items, so nothing recorded is forgotten), else a fresh checkpoint.
+    Returns ``(draft id, None)`` or ``(None, the error result)``."""
+    objective = objective or cycle.latest_user_request(messages)
+    if not objective:
+        return None, NO_OBJECTIVE
+    payload = {
+        "title": "Hermes session: " + cycle._one_line(objective.splitlines()[0], cycle.TITLE_CHARS),
+        "objective": objective[: cycle.OBJECTIVE_CHARS],
+        "summary": {"current_state": cycle.current_state(messages)},
+    }
+    continued = _continue_previous(project_dir, previous_handoff_id, payload, origin)
+    if continued is not None:
+        return continued, None
+    result, _code = operations.call(operations.checkpoint_create, project_dir, payload, origin=origin)
+    if not result.get("ok"):
+        return None, result
+    return result["handoff"]["id"], None
+
+
+def _continue_previous(project_dir: Path, previous_id: str | None, payload: dict[str, Any],
+                       origin: dict[str, Any]) -> str | None:
+    paths = _paths(project_dir)
+    if not previous_id or paths is None:
+        return None
+    try:
+        handoffs = store.HandoffStore(paths)
+        changes = {
+            "work": {"title": payload["title"], "objective": payload["objective"]},
+            "summary": payload["summary"],
+            "origin": {**origin, "session_id": capture.hash_session_id(origin["session_id"])},
+        }
+        draft = capture.redacted(lineage.continue_from(handoffs.load(previous_id), changes=changes))
+        handoffs.save(draft)
+    except (BatonError, OSError) as exc:
+        LOGGER.warning("baton could not continue the previous handoff type=%s", type(exc).__name__)
+        return None
+    return draft.id
