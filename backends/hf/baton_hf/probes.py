@@ -1,0 +1,62 @@
+"""Probe inputs the hf backend checks its shortcuts on at start-up (piecewise counting, incremental rendering).
+
+Why these: they exercise what makes templates and tokenizers differ: a system prompt and tools, parallel and
+single tool calls with results, reasoning before and after the last user query, multi-part content, text that
+starts or ends with spaces and newlines, non-Latin text and emoji, and special-token strings inside user text.
+Tool-call ids have 9 characters because Mistral templates reject any other length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current local time in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+_CITIES = ("東京", "Paris", "São Paulo", "Zürich", "Reykjavík", "Kraków")
+_TURNS = 6
+_FIRST_PROBED = 13  # growth is probed from here on: earlier prefixes have too little history to extend
+
+
+def growing_probe() -> list[dict[str, Any]]:
+    """Requests for one conversation as it grows: one message at a time, then two at once."""
+    messages = probe_messages()
+    sizes = [*range(_FIRST_PROBED, len(messages) - 1), len(messages)]
+    return [{"messages": messages[:size], "tools": [TOOL]} for size in sizes]
+
+
+def probe_messages() -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful agent. Ünïcode is fine."}]
+    for turn in range(_TURNS):
+        city = _CITIES[turn]
+        call_id = f"call{turn:05d}"
+        shape = turn % 3
+        if shape == 0:
+            user: Any = f"Wie spät ist es in {city}? 🚀  "
+        elif shape == 1:
+            user = [{"type": "text", "text": f"And  in {city}?"}, {"type": "text", "text": "Kurz bitte.\n"}]
+        else:
+            user = f"\n  {city}, then stop. <|im_start|>[INST]<s> are plain text here"
+        messages.append({"role": "user", "content": user})
+        messages.append({
+            "role": "assistant",
+            "content": "",
+            "reasoning": f"The user wants the time in {city}; call the tool.",
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": "get_time", "arguments": f'{{"city": "{city}"}}'}}],
+        })
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": f'{{"time": "1{turn}:00", "city": "{city}"}}'})
+        messages.append({"role": "assistant", "content": f"It is 1{turn}:00 in {city}. ✓", "reasoning": "Answer briefly."})
+    return messages
+
+
+def probe_texts(split_tokens: frozenset[str]) -> list[str]:
+    """Plain texts around special-token strings: leading spaces, newlines and words right after each token."""
+    tokens = sorted(split_tokens, key=lambda t: (len(t), t))[:12]
+    joined = "".join(f"{token}Hello  wörld 東京\n x{token}{token} end " for token in tokens)
+    return [f"  lead {joined}", "\n".join(tokens) + "\n  tail"]
