@@ -7,7 +7,8 @@ output is reused only where this request proves it unchanged; anything unproven 
 How a reused count stays exact. A remembered state is one full render ``R`` of messages ``M`` (plus the request
 fields that reach the template), with the exact count of every prefix of ``R`` that ends at a piece boundary.
 For a request ``M' = M + S``, with ``h`` the leading system message (0 or 1) and ``i``, ``o`` the last and the
-one-before-last user messages of ``M``, three short renders are made:
+one-before-last user queries of ``M`` (user messages that are not wrapped tool responses), three short renders
+are made:
 
 * ``V_old = T(M[:h] + M[i:])`` must equal ``R`` with one middle chunk cut out: ``R`` starts with ``V_old[:a]`` and
   ends with ``V_old[a:]``. The skipped turns leave no trace in how the window renders (positions, counts, last
@@ -54,7 +55,7 @@ class _NotPlain(Exception):
 class _State:
     context: Any
     messages: list[Any]  # plain copies of the messages rendered into ``text`` (compared, never aliased)
-    users: tuple[int, ...]  # indices of the last two user messages (fewer when there are fewer)
+    users: tuple[int, ...]  # indices of the last two user queries (fewer when there are fewer)
     developer: bool  # a developer message is among them (vLLM may then merge system messages from anywhere)
     text: Chunks
     starts: list[int]  # where each piece of ``text`` starts
@@ -210,9 +211,18 @@ def _roles(users: tuple[int, ...], developer: bool, added: Sequence[Any], offset
     for index, message in enumerate(added, offset):
         role = _role(message)
         developer = developer or role == "developer"
-        if role == "user":
+        if role == "user" and not _wrapped_tool_response(message.get("content")):
             users = (*users[-1:], index)
     return users, developer
+
+
+def _wrapped_tool_response(content: Any) -> bool:
+    """A user message that only carries ``<tool_response>...</tool_response>`` (Qwen's multi-step tool format):
+    Qwen templates do not treat it as a user query, so a window must not start there (the query it answers,
+    further back, decides whether later reasoning is shown)."""
+    if isinstance(content, list):
+        content = "\n".join(p.get("text") or "" for p in content if isinstance(p, Mapping))
+    return isinstance(content, str) and content.startswith("<tool_response>") and content.endswith("</tool_response>")
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -55,8 +55,15 @@ def probe_messages() -> list[dict[str, Any]]:
     return messages
 
 
+# Words right after a special token: a SentencePiece Metaspace prefix makes several of them encode differently
+# at the start of a piece ("Paris" -> "Par", "is" after a token, "▁Paris" on its own).
+_STARTERS = ("Paris", "São Paulo", "Hello  wörld", "東京 🚀", " spaced", "\n\nnew", "{\"time\": 1}", "x")
+
+
 def probe_texts(split_tokens: frozenset[str]) -> list[str]:
     """Plain texts around special-token strings: leading spaces, newlines and words right after each token."""
     tokens = sorted(split_tokens, key=lambda t: (len(t), t))[:12]
-    joined = "".join(f"{token}Hello  wörld 東京\n x{token}{token} end " for token in tokens)
+    joined = "".join(
+        f"{token}{_STARTERS[index % len(_STARTERS)]} end{token}{token}" for index, token in enumerate(tokens)
+    )
     return [f"  lead {joined}", "\n".join(tokens) + "\n  tail"]
