@@ -49,6 +49,3 @@ class Chunks:
             offset += len(part)
             ends.append(offset)
         return Chunks(tuple(parts), tuple(ends))
-
-    def __str__(self) -> str:
-        return "".join(self.parts)
