@@ -42,7 +42,9 @@ from baton_hf.chunks import Chunks
 
 # The request fields normalize_request reads besides messages: everything else cannot change the render.
 CONTEXT_KEYS = ("tools", "chat_template_kwargs", "add_generation_prompt", "continue_final_message")
-MAX_STATES = 4  # conversations remembered (LRU); a state holds one rendered prompt and its prefix counts
+# Memory: at most MAX_STATES states (LRU), each one rendered prompt of at most MAX_STATE_CHARS characters, two
+# ints per piece of it, and copies of its messages' containers (their strings are shared with the caller's).
+MAX_STATES = 4  # conversations remembered
 MAX_STATE_CHARS = 16 * 1024 * 1024  # a rendered prompt longer than this (~4M tokens) is not remembered
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
@@ -54,7 +56,7 @@ class _NotPlain(Exception):
 @dataclass(frozen=True)
 class _State:
     context: Any
-    messages: list[Any]  # plain copies of the messages rendered into ``text`` (compared, never aliased)
+    messages: list[Any] | None  # plain copies of the messages in ``text`` (compared, never aliased); None: not JSON
     users: tuple[int, ...]  # indices of the last two user queries (fewer when there are fewer)
     developer: bool  # a developer message is among them (vLLM may then merge system messages from anywhere)
     text: Chunks
@@ -118,7 +120,7 @@ class IncrementalCounter:
         with self._lock:
             candidates = list(self._states.items())
         for key, state in reversed(candidates):
-            size = len(state.messages)
+            size = len(state.messages or ())
             if state.context == context and size <= len(messages) and state.messages == messages[:size]:
                 return key, state
         return None, None
@@ -140,7 +142,7 @@ class IncrementalCounter:
         except _NotPlain:
             snapshot = None
         users, developer = _roles((), False, messages, 0)
-        return _State(context, snapshot, users, developer, Chunks.of(text), starts, before, total)  # type: ignore[arg-type]
+        return _State(context, snapshot, users, developer, Chunks.of(text), starts, before, total)
 
     def _extend(self, state: _State, request: ChatRequest, messages: list[Any]) -> _State | None:
         size = len(state.messages)
@@ -184,7 +186,7 @@ class IncrementalCounter:
     def _cut(self, text: Chunks, old: str, new: str, wide: str) -> tuple[int, int] | None:
         """``(a, P)``: ``text[:P] + new[a:]`` is the full render of the grown conversation, both seams clean."""
         size = len(text)
-        if len(old) > size:
+        if len(old) > size or len(new) > len(wide):  # each must be the longer one with a middle cut out
             return None
         low = max(len(old) - _common_suffix(text.slice(size - len(old), size), old),
                   len(new) - _common_suffix(wide, new))
