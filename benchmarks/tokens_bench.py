@@ -105,11 +105,13 @@ def raw_tokenizers_encode() -> Callable[[str], int]:
 
 
 def interleaved_medians(first: Callable[[], Any], second: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Median seconds of two actions timed in alternation, so a load swing on this shared machine hits both
-    alike (timed one after the other, the same call measured anywhere from 54 to 98 ms)."""
+    """Median seconds of two actions timed in alternation (ABBA, so neither always runs right after the other),
+    so a load swing on this shared machine hits both alike (timed one after the other, the same call measured
+    anywhere from 54 to 98 ms)."""
     times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeats):
-        for action, out in ((first, times[0]), (second, times[1])):
+    pairs = ((first, times[0]), (second, times[1]))
+    for index in range(repeats):
+        for action, out in pairs if index % 2 == 0 else pairs[::-1]:
             started = time.perf_counter()
             action()
             out.append(time.perf_counter() - started)
@@ -290,7 +292,7 @@ def main() -> int:
     print(f"\nbackends installed: {', '.join(REGISTRY.backends)}"
           + "".join(f"; broken: {b.describe()}" for b in REGISTRY.broken))
     if args.only in (None, "throughput"):
-        section_throughput(repeats)
+        section_throughput(5 if args.quick else 15)  # each try is short: more of them tame the machine's noise
     if args.only is None:
         section_growth(repeats)
     if args.only in (None, "per-turn"):
