@@ -17,13 +17,15 @@ are made:
 * ``V_wide = T(M'[:h] + M'[o:])`` (one more user turn of context) must again equal ``V_new`` with a middle
   chunk inserted before ``a``: the appended messages render the same with more history, so the window is wide
   enough for them (Qwen3 drops reasoning before the last user query and Mistral places tools before the last
-  user message: both happen inside the window, which starts at the last user message of ``M``).
+  user message: both happen inside the window, which starts at the last user query of ``M``).
 
 Then ``T(M') = R[:P] + V_new[a:]`` with ``P = len(R) - len(V_old) + a``, and its count is the remembered count
 of ``R[:P]`` plus the count of ``V_new[a:]``, split where ``PieceCounter.seam_is_clean`` says that is exact.
-The one assumption not re-checked per request is the one every window shares: output for turns before the
-one-before-last user message does not depend on what is appended. ``verify`` checks the whole scheme against
-full renders on probe conversations at start-up; a template failing it never takes this path.
+``M`` is recognised by comparing the request's messages with deep copies taken when they were rendered, so an
+edit in place is a different conversation (full render), never a stale count. The one assumption not
+re-checked per request is the one every window shares: output for turns before the one-before-last user query
+does not depend on what is appended. ``verify`` checks the whole scheme against full renders on a growing probe
+conversation at start-up; a template failing it never takes this path.
 """
 
 from __future__ import annotations
@@ -259,13 +261,11 @@ def _plain(value: Any) -> Any:
     if kind in _PLAIN_SCALARS:
         return value
     if kind is dict:
-        return {key: _plain(item) for key, item in value.items() if type(key) is str or _reject()}
+        if not all(type(key) is str for key in value):
+            raise _NotPlain("non-string key")
+        return {key: _plain(item) for key, item in value.items()}
     if kind is list:
         return [_plain(item) for item in value]
     if kind is tuple:
         return tuple(_plain(item) for item in value)
     raise _NotPlain(kind.__name__)
-
-
-def _reject() -> bool:
-    raise _NotPlain("non-string key")
