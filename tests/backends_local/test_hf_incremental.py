@@ -184,6 +184,24 @@ LENGTH_SENSITIVE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n"
                     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
+# Every earlier answer changes when a later user message says "redo": windows see it spread back.
+REDO = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' and "
+        "messages[loop.index0:] | selectattr('content', 'equalto', 'redo') | list %}(superseded){% else %}"
+        "{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+        "{% endif %}")
+
+
+def test_a_message_that_rewrites_every_earlier_turn_is_rendered_in_full() -> None:
+    backend = backend_with_template(REDO)
+    assert backend.incremental  # the probe conversation never says "redo"
+    messages = long_conversation(10)
+    backend.clear_cache()
+    backend.count_chat({"messages": messages})
+    grown = {"messages": [*messages, {"role": "user", "content": "redo"}]}
+    assert "(superseded)" in backend.render(grown)
+    assert backend.count_chat(grown).tokens == cold_count(backend, grown)
+
+
 @pytest.mark.parametrize("template", [NUMBERED, LENGTH_SENSITIVE], ids=["numbered", "length-sensitive"])
 def test_templates_whose_earlier_output_changes_are_rendered_in_full(template: str) -> None:
     backend = backend_with_template(template)

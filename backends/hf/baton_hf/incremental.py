@@ -7,7 +7,7 @@ output is reused only where this request proves it unchanged; anything unproven 
 How a reused count stays exact. A remembered state is one full render ``R`` of messages ``M`` (plus the request
 fields that reach the template), with the exact count of every prefix of ``R`` that ends at a piece boundary.
 For a request ``M' = M + S``, with ``h`` the leading system message (0 or 1) and ``i``, ``o`` the last and the
-one-before-last user queries of ``M`` (user messages that are not wrapped tool responses), three short renders
+one-before-last user queries of ``M`` (user messages that are not wrapped tool responses), four short renders
 are made:
 
 * ``V_old = T(M[:h] + M[i:])`` must equal ``R`` with one middle chunk cut out: ``R`` starts with ``V_old[:a]`` and
@@ -17,7 +17,10 @@ are made:
 * ``V_wide = T(M'[:h] + M'[o:])`` (one more user turn of context) must again equal ``V_new`` with a middle
   chunk inserted before ``a``: the appended messages render the same with more history, so the window is wide
   enough for them (Qwen3 drops reasoning before the last user query and Mistral places tools before the last
-  user message: both happen inside the window, which starts at the last user query of ``M``).
+  user message: both happen inside the window, which starts at the last user query of ``M``);
+* ``T(M[:h] + M[o:])`` and ``V_wide`` must first differ no further from their end than ``V_old`` and ``V_new``
+  do: with more history in view, ``S`` changes nothing further back (a template that rewrites every earlier
+  turn when some message arrives shows it here).
 
 Then ``T(M') = R[:P] + V_new[a:]`` with ``P = len(R) - len(V_old) + a``, and its count is the remembered count
 of ``R[:P]`` plus the count of ``V_new[a:]``, split where ``PieceCounter.seam_is_clean`` says that is exact.
@@ -160,8 +163,11 @@ class IncrementalCounter:
             old = self._render_window(request, messages[:size], head, inner)
             new = self._render_window(request, messages, head, inner)
             wide = self._render_window(request, messages, head, outer)
+            wide_old = self._render_window(request, messages[:size], head, outer)
         except (_NotPlain, CannotCount):
             return None
+        if len(wide_old) - _common_prefix(wide_old, wide) > len(old) - _common_prefix(old, new):
+            return None  # with more history in view, the appended messages change output further back
         cut = self._cut(state.text, old, new, wide)
         if cut is None:
             return None
