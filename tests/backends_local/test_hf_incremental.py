@@ -191,6 +191,23 @@ REDO = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assis
         "{% endif %}")
 
 
+NO_TOOLS = ("{% for m in messages %}{% if m.role == 'tool' or m.tool_calls %}{{ raise_exception('no tools') }}"
+            "{% endif %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_a_template_without_tool_support_is_proven_on_the_plain_probe() -> None:
+    backend = backend_with_template(NO_TOOLS)
+    assert backend.incremental
+    messages = [m for m in long_conversation(12) if m["role"] != "tool" and not m.get("tool_calls")]
+    backend.clear_cache()
+    extended = backend._incremental.extended
+    for size in range(12, len(messages) + 1):
+        request = {"messages": messages[:size]}
+        assert backend.count_chat(request).tokens == cold_count(backend, request)
+    assert backend._incremental.extended > extended
+
+
 def test_a_message_that_rewrites_every_earlier_turn_is_rendered_in_full() -> None:
     backend = backend_with_template(REDO)
     assert backend.incremental  # the probe conversation never says "redo"

@@ -27,7 +27,7 @@ from baton_engine.tokens.normalize import RequestShapeError, normalize_request, 
 from baton_engine.tokens.pieces import PieceCounter
 
 from baton_hf.incremental import IncrementalCounter
-from baton_hf.probes import growing_probe, probe_texts
+from baton_hf.probes import full_probes, growing_probe, probe_texts
 from baton_hf.sandbox import install_fast_paths
 from baton_hf.template import accepted_kwargs, detect_content_format
 
@@ -130,7 +130,7 @@ class HfBackend(TokenizerBackend):
         tokens, tools, unicode) and on raw special-token strings; False for tokenizers such as SentencePiece
         with a Metaspace prefix, where text right after a special token encodes differently on its own."""
         texts = list(probe_texts(self._pieces.split_tokens))
-        for request in growing_probe()[-1:]:
+        for request in full_probes():
             try:
                 texts.append(self.render(request))
             except CannotCount:

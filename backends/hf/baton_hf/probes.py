@@ -3,7 +3,8 @@
 Why these: they exercise what makes templates and tokenizers differ: a system prompt and tools, parallel and
 single tool calls with results, reasoning before and after the last user query, multi-part content, text that
 starts or ends with spaces and newlines, non-Latin text and emoji, and special-token strings inside user text.
-Tool-call ids have 9 characters because Mistral templates reject any other length.
+Tool-call ids have 9 characters because Mistral templates reject any other length. A second, plain conversation
+(alternating user and assistant text, no tools) covers templates that reject tool messages altogether.
 """
 
 from __future__ import annotations
@@ -24,13 +25,29 @@ _FIRST_PROBED = 13  # growth is probed from here on: earlier prefixes have too l
 
 
 def growing_probe() -> list[dict[str, Any]]:
-    """Requests for one conversation as it grows: one message at a time, then two at once."""
-    messages = probe_messages()
-    sizes = [*range(_FIRST_PROBED, len(messages) - 1), len(messages)]
-    return [{"messages": messages[:size], "tools": [TOOL]} for size in sizes]
+    """Requests for each probe conversation as it grows: one message at a time, then two at once."""
+    requests = []
+    for request in full_probes():
+        messages = request["messages"]
+        sizes = [*range(_FIRST_PROBED, len(messages) - 1), len(messages)]
+        requests += [{**request, "messages": messages[:size]} for size in sizes]
+    return requests
 
 
-def probe_messages() -> list[dict[str, Any]]:
+def full_probes() -> list[dict[str, Any]]:
+    """The probe conversations, whole: the tool-using one (with its tool) and the plain one."""
+    return [{"messages": tool_messages(), "tools": [TOOL]}, {"messages": plain_messages()}]
+
+
+def plain_messages() -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Answer in one line. Ünïcode is fine."}]
+    for turn, city in enumerate(_CITIES * 2):
+        messages.append({"role": "user", "content": f"Time in {city}? 🚀 " if turn % 2 else f"\n  {city}  "})
+        messages.append({"role": "assistant", "content": f"1{turn % 10}:00 in {city}. ✓"})
+    return messages
+
+
+def tool_messages() -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful agent. Ünïcode is fine."}]
     for turn in range(_TURNS):
         city = _CITIES[turn]
