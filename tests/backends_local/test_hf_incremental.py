@@ -6,6 +6,7 @@ and one encode of the whole string with a separate Rust tokenizer (no cache, no 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -157,6 +158,16 @@ def test_qwen3_tool_response_user_turn_needs_the_wider_window(qwen: HfBackend) -
     grown = {"messages": [*messages, {"role": "assistant", "content": "Done.", "reasoning": "It worked."}]}
     assert "It worked." in qwen.render(grown)
     assert qwen.count_chat(grown).tokens == cold_count(qwen, grown)
+
+
+def test_a_deep_copy_keeps_counting_incrementally_and_exactly(qwen: HfBackend) -> None:
+    messages = long_conversation(10)
+    qwen.count_chat({"messages": messages})
+    copied = copy.deepcopy(qwen)
+    extended = copied._incremental.extended
+    grown = {"messages": [*messages, {"role": "user", "content": "next"}]}
+    assert copied.count_chat(grown).tokens == cold_count(qwen, grown)
+    assert copied._incremental.extended == extended + 1
 
 
 def test_in_place_edits_of_earlier_messages_are_seen(qwen: HfBackend) -> None:

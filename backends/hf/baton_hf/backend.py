@@ -133,7 +133,7 @@ class HfBackend(TokenizerBackend):
         for request in full_probes():
             try:
                 texts.append(self.render(request))
-            except CannotCount:
+            except RequestNotCountable:
                 continue
         return all(self._pieces.count(text) == len(self._encoder.encode(text, add_special_tokens=False).ids)
                    for text in texts)

@@ -121,6 +121,18 @@ class IncrementalCounter:
         with self._lock:
             self._states.clear()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Copies get the remembered states (immutable) but a fresh lock: a backend survives ``copy.deepcopy``
+        (Hermes copies its context engine)."""
+        with self._lock:
+            state = {**self.__dict__, "_states": OrderedDict(self._states)}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _find(self, context: Any, messages: list[Any]) -> tuple[int | None, _State | None]:
         with self._lock:
             candidates = list(self._states.items())
