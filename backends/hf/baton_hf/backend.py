@@ -4,7 +4,9 @@ The count equals what a vLLM server with the same tokenizer reports for ``/token
 form): the request is normalised as vLLM does (``baton_engine.tokens.normalize``), rendered
 by the real template, and the rendered string is counted with no special tokens added,
 piece by piece (``baton_engine.tokens.pieces``) so a grown conversation re-encodes only its
-new messages.
+new messages, and re-rendered only in its last turns (``baton_hf.incremental``). Both shortcuts
+check themselves at start-up on probe conversations and switch off for a tokenizer or template
+where they would not be exact (``piecewise`` / ``incremental`` say which are on).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from baton_engine.tokens.contract import (
 from baton_engine.tokens.normalize import RequestShapeError, normalize_request, template_supports_developer
 from baton_engine.tokens.pieces import PieceCounter
 
+from baton_hf.incremental import IncrementalCounter
+from baton_hf.probes import full_probes, growing_probe, probe_texts
 from baton_hf.sandbox import install_fast_paths
 from baton_hf.template import accepted_kwargs, detect_content_format
 
@@ -50,6 +54,10 @@ class HfBackend(TokenizerBackend):
         self._max_model_len = context_length or _known_context_length(tokenizer)
         self._encoder = _private_encoder(tokenizer)
         self._pieces = PieceCounter(self._count_batch, _split_tokens(self._encoder))
+        if not self._piecewise_is_exact():
+            self._pieces = PieceCounter(self._count_batch, ())  # whole texts only, still cached per text
+        self._incremental = IncrementalCounter(self.render, self._pieces)
+        self._incremental.verify(growing_probe())
 
     @classmethod
     def from_config(cls, config: TokenizerConfig) -> HfBackend:
@@ -80,9 +88,19 @@ class HfBackend(TokenizerBackend):
     def max_model_len(self) -> int | None:
         return self._max_model_len
 
+    @property
+    def piecewise(self) -> bool:
+        """Whether prompts are counted piece by piece between special tokens (else each text whole)."""
+        return self._pieces.max_token_length > 0
+
+    @property
+    def incremental(self) -> bool:
+        """Whether a grown conversation re-renders only its last turns (else every count renders it all)."""
+        return self._incremental.enabled
+
     def count_chat(self, request: ChatRequest) -> TokenCount:
-        text = self.render(request)
-        return TokenCount(self._pieces.count(text), exact=True, source=self.source, max_model_len=self._max_model_len)
+        tokens = self._incremental.count(request)
+        return TokenCount(tokens, exact=True, source=self.source, max_model_len=self._max_model_len)
 
     def count_text(self, text: str) -> TokenCount:
         return TokenCount(self._pieces.count(text), exact=True, source=self.source, max_model_len=self._max_model_len)
@@ -105,6 +123,20 @@ class HfBackend(TokenizerBackend):
 
     def clear_cache(self) -> None:
         self._pieces.clear()
+        self._incremental.clear()
+
+    def _piecewise_is_exact(self) -> bool:
+        """Piece-by-piece counts equal whole-text counts on prompts rendered by the real template (special
+        tokens, tools, unicode) and on raw special-token strings; False for tokenizers such as SentencePiece
+        with a Metaspace prefix, where text right after a special token encodes differently on its own."""
+        texts = list(probe_texts(self._pieces.split_tokens))
+        for request in full_probes():
+            try:
+                texts.append(self.render(request))
+            except RequestNotCountable:
+                continue
+        return all(self._pieces.count(text) == len(self._encoder.encode(text, add_special_tokens=False).ids)
+                   for text in texts)
 
     def _count_batch(self, pieces: Sequence[str]) -> list[int]:
         # Safe without a lock: the private encoder is never reconfigured after __init__.

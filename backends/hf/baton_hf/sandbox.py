@@ -22,6 +22,8 @@ import jinja2.runtime
 import jinja2.utils
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
+from baton_hf.jinja_env import compiled_environment
+
 # Types that do not fake ``__class__``, so ``isinstance`` on them is decided by ``type(obj)`` alone: plain
 # JSON data plus jinja's loop object and namespaces (transformers' TemplateNamespace subclasses Namespace).
 _PLAIN_TYPES = (str, dict, list, tuple, int, float, bool, type(None))
@@ -33,14 +35,11 @@ _MAX_VERDICTS = 4096
 def install_fast_paths(chat_template: str) -> bool:
     """Install both fast paths on the compiled environment of ``chat_template``; idempotent.
 
-    Returns False (and changes nothing) when the template does not compile or transformers/jinja
-    customised the checks these fast paths stand in for.
+    Returns False (and changes nothing) when transformers' private compiler is gone, the template does not
+    compile, or transformers/jinja customised the checks these fast paths stand in for.
     """
-    from transformers.utils.chat_template_utils import _compile_jinja_template
-
-    try:
-        env = _compile_jinja_template(chat_template).environment
-    except Exception:  # noqa: BLE001 - an uncompilable template fails later, in render, as CannotCount
+    env = compiled_environment(chat_template)
+    if env is None:
         return False
     if (
         type(env).is_safe_attribute is not ImmutableSandboxedEnvironment.is_safe_attribute

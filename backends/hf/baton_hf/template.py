@@ -15,6 +15,8 @@ import jinja2.nodes
 
 from baton_engine.tokens.normalize import ContentFormat
 
+from baton_hf.jinja_env import parse
+
 # Never forwarded as template kwargs: they are fixed by the renderer itself.
 RESERVED_KWARGS = frozenset({"conversation", "tools", "chat_template", "tokenize", "return_dict"})
 
@@ -22,7 +24,7 @@ RESERVED_KWARGS = frozenset({"conversation", "tools", "chat_template", "tokenize
 @lru_cache(maxsize=32)
 def detect_content_format(chat_template: str) -> ContentFormat:
     """``"openai"`` when the template iterates ``message['content']``, else ``"string"`` (vLLM's rule)."""
-    ast = _parse(chat_template)
+    ast = parse(chat_template)
     if ast is None:
         return "string"
     return "openai" if next(_content_loops(ast), None) is not None else "string"
@@ -33,7 +35,7 @@ def template_variables(chat_template: str) -> frozenset[str]:
     """Undeclared variables of the template: the kwargs it can actually read."""
     import jinja2.meta
 
-    ast = _parse(chat_template)
+    ast = parse(chat_template)
     return frozenset(jinja2.meta.find_undeclared_variables(ast)) if ast is not None else frozenset()
 
 
@@ -45,15 +47,6 @@ def accepted_kwargs(chat_template: str, apply_chat_template: object) -> frozense
         if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
     }
     return frozenset((params | template_variables(chat_template)) - RESERVED_KWARGS)
-
-
-def _parse(chat_template: str) -> jinja2.nodes.Template | None:
-    from transformers.utils.chat_template_utils import _compile_jinja_template
-
-    try:
-        return _compile_jinja_template(chat_template).environment.parse(chat_template)
-    except Exception:  # vLLM falls back to "string" for templates it cannot parse
-        return None
 
 
 def _is_var(node: jinja2.nodes.Node, name: str) -> bool:
