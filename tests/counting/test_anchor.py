@@ -9,7 +9,8 @@ import pickle
 
 import pytest
 
-from baton_engine.budget import OUTPUT_BUDGET_FIELDS, clamp_output
+from baton_engine.budget import apply_output
+from baton_engine.request import OUTPUT_CAP_FIELDS
 from baton_engine.tokens.anchor import (
     DEFAULT_MARGIN_FLOOR_TOKENS,
     DEFAULT_MARGIN_SHARE,
@@ -99,7 +100,7 @@ def test_a_changed_frame_is_not_a_prefix_extension() -> None:
 
 
 def test_output_budget_and_streaming_keys_are_not_frame() -> None:
-    assert set(OUTPUT_BUDGET_FIELDS) <= NON_PROMPT_KEYS
+    assert set(OUTPUT_CAP_FIELDS) <= NON_PROMPT_KEYS
     anchor = UsageAnchor()
     anchor.observe_exact(request(USER, max_tokens=65536, stream=True), 900)
     clamped = anchor.estimate(request(USER, CALL, max_tokens=12000))
@@ -171,8 +172,9 @@ def test_exact_counts_feed_the_anchor_and_failures_use_it() -> None:
     assert while_open.source == "anchored" and "CircuitOpen" in (while_open.fallback_reason or "")
     assert backend.calls == 2 and counter.breaker_state().state == "open"
     assert counter.count_chat(grown).source == "rough+margin"  # without an anchor: today's fallback
-    budget = clamp_output(grown, anchored, window=100_000, min_output_tokens=4096, fallback_margin_tokens=1024)
-    assert budget.max_tokens == 100_000 - anchored.tokens  # type: ignore[operator]  # the margin is not added twice
+    decision, _ = apply_output({**grown, "max_tokens": 100_000}, anchored, window=100_000, min_output_tokens=4096,
+                               fallback_margin_tokens=1024)
+    assert decision.value == 100_000 - anchored.tokens  # type: ignore[operator]  # the margin is not added twice
 
 
 def test_cached_exact_counts_still_move_the_anchor() -> None:
