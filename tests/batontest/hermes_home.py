@@ -32,15 +32,19 @@ def hermes_config(
     base_url: str,
     model: str,
     context_length: int = 65536,
-    max_tokens: int = 65536,
+    max_tokens: int | None = 65536,
     engine: str = "baton",
     plugins_enabled: Sequence[str] = ("baton",),
     baton: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The config.yaml content: custom provider at ``base_url``, the chosen context engine, memory off."""
+    """The config.yaml content: custom provider at ``base_url``, the chosen context engine, memory off
+    (``max_tokens`` None: no ``model.max_tokens`` key, Hermes picks or omits the cap itself)."""
+    model_block: dict[str, Any] = {"default": model, "provider": "custom", "base_url": base_url,
+                                   "context_length": context_length}
+    if max_tokens is not None:
+        model_block["max_tokens"] = max_tokens
     config: dict[str, Any] = {
-        "model": {"default": model, "provider": "custom", "base_url": base_url,
-                  "context_length": context_length, "max_tokens": max_tokens},
+        "model": model_block,
         "context": {"engine": engine},
         "plugins": {"enabled": list(plugins_enabled)},
         "memory": {"memory_enabled": False, "user_profile_enabled": False},

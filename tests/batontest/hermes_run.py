@@ -67,19 +67,19 @@ class Scenario:
 
 
 def run_scenario(workdir: Path, server: ModelServer, *, turns: Sequence[str], baton: Mapping[str, Any] | None = None,
-                 init: bool = True, engine: str = "baton", max_tokens: int = WINDOW, max_iterations: int = 60,
-                 toolsets: Sequence[str] | None = None, timeout: float = 240) -> Scenario:
+                 init: bool = True, engine: str = "baton", max_tokens: int | None = WINDOW, max_iterations: int = 60,
+                 toolsets: Sequence[str] | None = None, timeout: float = 240, model: str = MODEL) -> Scenario:
     """Write HERMES_HOME and a git project (``PROJECT_FILES``) under ``workdir``, then run ``turns`` through
     the real AIAgent; ``toolsets`` None keeps the driver's default (todo, context_engine)."""
     require_hermes()
     home = write_hermes_home(workdir / "hermes-home", hermes_config(
-        base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=max_tokens,
+        base_url=server.base_url, model=model, context_length=WINDOW, max_tokens=max_tokens,
         engine=engine, baton=baton))
     project = git_project(workdir / "project", PROJECT_FILES)
     if init:
         baton_init(project)
     spec_path, out_path = workdir / "spec.json", workdir / "out.json"
-    spec: dict[str, Any] = {"base_url": server.base_url, "model": MODEL, "turns": list(turns),
+    spec: dict[str, Any] = {"base_url": server.base_url, "model": model, "turns": list(turns),
                             "max_iterations": max_iterations}
     if toolsets is not None:
         spec["toolsets"] = list(toolsets)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -349,7 +350,7 @@ class ModelServer(LoopbackServer):
         )
         if record.stream and self._inject_failure(record):
             return 500, _server_error()
-        problem = protocol_problem(messages)
+        problem = unsupported_parameter(body) or protocol_problem(messages)
         if problem is None:
             try:
                 record.prompt_tokens = self.count_prompt(body)
@@ -405,6 +406,17 @@ class ModelServer(LoopbackServer):
             self.requests.append(record)
         if self.on_request is not None:
             self.on_request(record)
+
+
+REASONING_MODEL = re.compile(r"^(?:openai/)?(?:o[1-9](?:$|-)|gpt-5)", re.IGNORECASE)
+
+
+def unsupported_parameter(body: dict[str, Any]) -> str | None:
+    """What OpenAI answers when a reasoning model (o1/o3/o4, gpt-5) is sent ``max_tokens``."""
+    if body.get("max_tokens") is not None and REASONING_MODEL.match(str(body.get("model") or "")):
+        return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.")
+    return None
 
 
 def _reply_text(reply: Reply) -> str:
