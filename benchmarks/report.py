@@ -223,9 +223,21 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             f"{sum(r['baton_vllm_calls'] for r in reqs) / len(reqs):.2f} first, "
             f"{sum(r['baton_vllm_repeat_calls'] for r in reqs) / len(reqs):.2f} on a repeat; incontext "
             f"{sum(r['incontext_calls'] for r in reqs) / len(reqs):.2f} first, "
-            f"{sum(r['incontext_repeat_calls'] for r in reqs) / len(reqs):.2f} on a repeat. In Hermes, Baton's "
-            "pre-API estimator and middleware share one counter cache (one call per request); incontext's preflight "
+            f"{sum(r['incontext_repeat_calls'] for r in reqs) / len(reqs):.2f} on a repeat; incontext's preflight "
             "builds a different payload than its middleware (typically two calls per turn).", ""]
+    if "loop" in results:
+        loop = results["loop"]
+        steady = loop["chat_tokenize"] <= loop["bound"] and loop["rejections"] == 0
+        out += ["## Tokenizer round trips in the real Hermes loop", "",
+                "hermes-agent 0.19.0's `AIAgent`, a scripted tool-heavy session, Baton counting through a loopback "
+                "vLLM `/tokenize` (`benchmarks/loop_bench.py`): the pre-API estimate, the turn-start preflight and "
+                "the middleware share one count per request view. Target 1 per provider request in steady state "
+                f"(plus at most 3 per compaction): {_verdict(steady)}.", ""]
+        out += _table(["provider requests", "compactions", "chat /tokenize", "per request",
+                       "target: requests + 3 x compactions", "refused requests"],
+                      [[loop["provider_requests"], loop["compactions"], loop["chat_tokenize"],
+                        f"{loop['per_request']:.2f}", loop["bound"], loop["rejections"]]])
+        out += [""]
 
     if "anchor" in results:
         import anchor_bench

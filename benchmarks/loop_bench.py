@@ -1,0 +1,42 @@
+"""Tokenizer round trips per provider request, measured through the REAL Hermes agent loop.
+
+Why the real loop: a unit test of the shared count proved one round trip per request while the loop made
+2.6 (the pre-API estimate and the middleware counted different views). Here hermes-agent 0.19.0's
+``AIAgent`` runs a scripted tool-heavy session against the loopback model server, Baton counts through a
+loopback vLLM ``/tokenize`` (``tests/batontest/vllm_standin.py``), and the stand-in's own request log is
+the figure: chat-form ``/tokenize`` requests per provider request, with compactions named apart.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from batontest.hermes_run import WINDOW, run_scenario
+from batontest.model_server import ModelServer, ScriptedPolicy, tool_heavy_script
+from batontest.vllm_standin import VllmStandin
+
+TURNS = ("Analyse the inventory service findings round by round and keep the task list current.",
+         "Thanks. Summarise what is left to do.")
+
+
+def run(quick: bool) -> dict[str, Any]:
+    rounds = 6 if quick else 14
+    policy = ScriptedPolicy(tool_heavy_script(rounds, capture_every=4), final_answer="Done.")
+    with VllmStandin(max_model_len=WINDOW) as standin, ModelServer(policy, context_window=WINDOW) as server:
+        tokenizer = {"backend": "vllm", "url": standin.url, "model": standin.model_name}
+        scenario = run_scenario(Path(tempfile.mkdtemp(prefix="baton-bench-loop-")), server, turns=TURNS,
+                                baton={"tokenizer": tokenizer, "fallback_token_threshold": 12_000,
+                                       "auto_checkpoint_on_end": False})
+        chat_tokenize = len(standin.tokenize_bodies)
+        all_tokenize = standin.requests_received["/tokenize"]
+    requests = len(server.main_requests) + len(server.auxiliary_requests)
+    compactions = scenario.result["compression_count"]
+    row = {"provider_requests": requests, "compactions": compactions, "chat_tokenize": chat_tokenize,
+           "all_tokenize": all_tokenize, "rejections": len(server.rejections),
+           "per_request": chat_tokenize / max(requests, 1),
+           "bound": requests + 3 * compactions}  # the target: one per request, at most 3 per compaction
+    print(f"real loop: {requests} provider requests, {compactions} compactions, {chat_tokenize} chat /tokenize "
+          f"({row['per_request']:.2f} per request)", flush=True)
+    return row
