@@ -84,7 +84,8 @@ class Anchors:
         """Brief lines whose newline-joined text costs at most ``max_tokens``.
 
         Drop order when over budget: recurring identifiers, then searches, then files read, then
-        commands, then error lines, then files written; within each, the oldest first.
+        commands, then error lines, then files written; within each, the oldest first (recurring ids:
+        the rarest first).
         """
         groups = {
             "identifiers": [f"Recurring id: {text} (x{count})" for text, count in self.identifiers],
@@ -95,7 +96,8 @@ class Anchors:
             "errors": [f"Error seen: {line}" for line in self.errors],
             "written": [_file_line("Wrote", f) for f in self.files if f.action == "written"],
         }
-        drop_sequence = [(name, index) for name, items in groups.items() for index in range(len(items))]
+        drop_sequence = [(name, index) for name, items in groups.items()
+                         for index in (reversed(range(len(items))) if name == "identifiers" else range(len(items)))]
         shown_order = ("written", "read", "searched", "commands", "errors", "identifiers")
 
         def lines_after_dropping(count: int) -> list[str]:
