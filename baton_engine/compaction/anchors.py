@@ -36,16 +36,18 @@ _NUMBERED_LINE_RE = re.compile(r"^(\d+)\|", re.MULTILINE)
 _SED_RANGE_RE = re.compile(r"^'?(\d+),(\d+)p'?$")
 _SHELL_SPLIT_RE = re.compile(r"\|\||&&|[|;\n]")
 _ERROR_RE = re.compile(
-    r"\btraceback\b|\w*(?:error|exception)\b|\bfailed\b|\bfailure\b|\bfatal\b|\bpanic(?:ked)?\b|^E\s{2,}\S",
+    r"traceback|(?:error|exception)\b|\bfailed\b|\bfailure\b|\bfatal\b|\bpanic(?:ked)?\b|^E\s{2,}\S",
     re.IGNORECASE,
 )
-_IDENTIFIER_RES = (
-    re.compile(r"(?<![\w-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])", re.IGNORECASE),
-    re.compile(r"(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}(?![\w-])"),
-    re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_#]\d+[A-Za-z0-9]*(?![\w-])"),
-    re.compile(r"(?<![\w.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w.])"),
-    re.compile(r"(?<![\w.])[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+(?![\w.])"),
-    re.compile(r"(?<![\w./])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}(?![\w/])"),
+_ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic")  # cheap filter before _ERROR_RE
+_TOKEN_RE = re.compile(r"\w[\w.#-]*")
+_IDENTIFIER_RE = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # UUID
+    r"|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}"  # hex hash
+    r"|[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_#]\d+[A-Za-z0-9]*"  # build-4821, PROJ-12, run_42
+    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+"  # snake_case
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+"  # CamelCase
+    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}",  # dotted.module.names
 )
 
 
@@ -141,7 +143,7 @@ def _clean(text: str) -> str | None:
 class _Collector:
     files: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     commands: list[CommandAnchor] = field(default_factory=list)
-    errors: dict[str, None] = field(default_factory=dict)
+    errors: dict[str, None] = field(default_factory=dict)  # raw lines, cleaned at the end
     texts: list[str] = field(default_factory=list)  # one per message, for recurring identifiers
 
     def file(self, path: Any, action: str, lines: tuple[int, int] | None = None, pattern: Any = None) -> None:
@@ -157,10 +159,9 @@ class _Collector:
 
     def error_lines(self, text: str) -> None:
         for line in text.splitlines():
-            if _ERROR_RE.search(line):
-                clean = _clean(line)
-                if clean:
-                    self.errors.setdefault(clean, None)
+            lowered = line.lower()
+            if (line.startswith("E ") or any(w in lowered for w in _ERROR_WORDS)) and _ERROR_RE.search(line):
+                self.errors.setdefault(line.strip(), None)
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
@@ -230,16 +231,23 @@ def _tool_call(name: str, args: dict[str, Any], result: dict[str, Any] | None, c
 
 
 def _recurring(texts: list[str], excluded: set[str]) -> tuple[tuple[str, int], ...]:
+    """Identifier-shaped tokens found in at least two messages, most frequent first; secrets never."""
     seen_in: Counter[str] = Counter()
     first: dict[str, int] = {}
+    shape: dict[str, bool] = {}
     for text in texts:
-        found = {m.group() for regex in _IDENTIFIER_RES for m in regex.finditer(text)}
-        for token in sorted(found):
-            first.setdefault(token, len(first))
-            seen_in[token] += 1
-    recurring = [t for t, n in seen_in.items() if n >= 2 and t not in excluded and not redact_text(t)[1]]
-    recurring.sort(key=lambda t: (-seen_in[t], first[t]))
-    return tuple((t, seen_in[t]) for t in recurring[:MAX_IDENTIFIERS])
+        for token in dict.fromkeys(t.rstrip(".-#") for t in _TOKEN_RE.findall(text)):
+            if shape.setdefault(token, _IDENTIFIER_RE.fullmatch(token) is not None):
+                first.setdefault(token, len(first))
+                seen_in[token] += 1
+    ranked = sorted((t for t, n in seen_in.items() if n >= 2 and t not in excluded), key=lambda t: (-seen_in[t], first[t]))
+    kept: list[tuple[str, int]] = []
+    for token in ranked:
+        if len(kept) == MAX_IDENTIFIERS:
+            break
+        if not redact_text(token)[1]:
+            kept.append((token, seen_in[token]))
+    return tuple(kept)
 
 
 def extract_anchors(messages: Iterable[Any]) -> Anchors:
@@ -276,7 +284,7 @@ def extract_anchors(messages: Iterable[Any]) -> Anchors:
     return Anchors(
         files=files,
         commands=tuple(_dedupe_commands(collector.commands))[-MAX_COMMANDS:],
-        errors=tuple(collector.errors)[-MAX_ERRORS:],
+        errors=tuple(dict.fromkeys(filter(None, map(_clean, list(collector.errors)[-MAX_ERRORS:])))),
         identifiers=_recurring(collector.texts, excluded),
     )
 

@@ -2,12 +2,12 @@
 
 Why: the user's instructions, constraints and stated facts are the state a summary most often
 loses, and they are short. Every real user message of the region is collected (Baton's blocks and
-host scaffolding skipped, exact repeats once). When all fit, all are kept verbatim. When not, they
-are taken by tier — instructions and constraints, then statements with specifics (numbers, names,
-ids, paths), then other requests and questions — newest first within a tier (acknowledgements such as "ok"
-or "thanks" are then left out); one that does not fit whole is clipped to a verbatim prefix that ends with its
-recall ref, and one that cannot keep even a short prefix is left out (its ref stays recallable).
-Lines are shown oldest first, redacted. Pure: no I/O; the only cost model is ``count_text``.
+host scaffolding skipped, an exact repeat once, at its newest place). When all fit, all are kept
+verbatim. When not, they are taken by tier (instructions and constraints; statements with specifics
+such as numbers, names, ids, paths; other requests and questions), newest first within a tier, and
+acknowledgements ("ok", "thanks") are left out. One that does not fit whole is clipped to a verbatim
+prefix followed by its recall ref; one that cannot keep even a short prefix is left out (its ref
+stays recallable). Lines are shown oldest first, redacted. Pure: no I/O; costs come from ``count_text``.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class Hit:
 
 def _scores(entries: list[Entry], terms: tuple[Term, ...]) -> list[tuple[float, Entry]]:
     texts = [entry.searchable for entry in entries]
-    counts = [[len(term.pattern.findall(text)) for text in texts] for term in terms]
+    counts = [[len(pattern.findall(text)) for text in texts] for pattern in (term.pattern for term in terms)]
     average = max(1.0, sum(len(text) for text in texts) / len(texts))
     total = len(entries)
     idfs = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in (sum(1 for n in row if n) for row in counts)]
@@ -94,8 +94,13 @@ def make_hit(entry: Entry, score: float, query: Query, count_text: CountText) ->
     text = redact_text(entry.text)[0]
     span = locate(text, query.terms)
     line = text.count("\n", 0, span[0]) + 1 if span else 1
+    if span is None:  # the match is in the tool name or the call's arguments: show that
+        searchable = redact_text(entry.searchable)[0]
+        snippet = _snippet(searchable, locate(searchable, query.terms))
+    else:
+        snippet = _snippet(text, span)
     return Hit(entry.ref, entry.position, round(score, 4), entry.role, clip_redacted(entry.tool_name, ARGUMENTS_CHARS),
-               clip_redacted(entry.arguments, ARGUMENTS_CHARS), line, _snippet(text, span), count_text(text))
+               clip_redacted(entry.arguments, ARGUMENTS_CHARS), line, snippet, count_text(text))
 
 
 def search(source: RecallSource, query: str, limit: int, count_text: CountText) -> list[Hit]:

@@ -120,3 +120,16 @@ def test_expand_never_exceeds_the_budget_with_a_real_tokenizer(qwen_count, lines
     part = expand(index.source("k"), ref, budget, qwen_count, around=min(around, len(lines) + 1))
     assert part.tokens == (qwen_count(part.text) if part.text else 0) <= budget
     assert part.text in index.source("k").get(ref).text
+
+
+def test_a_match_only_in_the_call_arguments_shows_them_in_the_snippet() -> None:
+    index = MemoryIndex()
+    index.add("k", [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "baton_capture", "arguments": json.dumps(
+                {"kind": "evidence", "item": {"claim": "checksum mismatch at row 7"}})}}]},
+        {"role": "tool", "tool_call_id": "c", "content": json.dumps({"ok": True, "recorded": True})},
+    ])
+    hits = search(index.source("k"), '"checksum mismatch"', 5, rough)
+    tool_hit = next(h for h in hits if h.role == "tool")
+    assert tool_hit.tool_name == "baton_capture" and "checksum mismatch at row 7" in tool_hit.snippet
