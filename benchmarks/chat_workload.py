@@ -91,4 +91,4 @@ def chat_session(turns: int = 200, *, seed: int = 5) -> ChatSession:
     for turn in range(turns):
         messages.append({"role": "user", "content": _user_turn(rng, turn)})
         messages.append({"role": "assistant", "content": _assistant_turn(rng)})
-    return ChatSession(tuple(messages), FACTS if turns > FACT_TURNS[-1] else FACTS[: (turns + 1) // 2])
+    return ChatSession(tuple(messages), tuple(fact for fact, turn in zip(FACTS, FACT_TURNS, strict=True) if turn < turns))

@@ -240,7 +240,8 @@ def _recurring(texts: list[str], excluded: set[str]) -> tuple[tuple[str, int], .
             if shape.setdefault(token, _IDENTIFIER_RE.fullmatch(token) is not None):
                 first.setdefault(token, len(first))
                 seen_in[token] += 1
-    ranked = sorted((t for t, n in seen_in.items() if n >= 2 and t not in excluded), key=lambda t: (-seen_in[t], first[t]))
+    candidates = (t for t, n in seen_in.items() if n >= 2 and t not in excluded)
+    ranked = sorted(candidates, key=lambda t: (-seen_in[t], first[t]))
     kept: list[tuple[str, int]] = []
     for token in ranked:
         if len(kept) == MAX_IDENTIFIERS:

@@ -8,13 +8,14 @@ applies to the returned ``text``, which is redacted before it is counted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from baton_engine.errors import NotFoundError, UserInputError
 from baton_engine.handoff.redact import redact_text
 from baton_engine.recall.entry import RecallSource
 from baton_engine.recall.query import parse_query
-from baton_engine.recall.search import ARGUMENTS_CHARS, CountText, clip_redacted, locate
+from baton_engine.recall.search import ARGUMENTS_CHARS, CountText, clip_redacted, int_in_range, locate
 
 MAX_BUDGET_TOKENS = 1_000_000
 MAX_REF_CHARS = 64
@@ -52,7 +53,7 @@ def _window(anchor: int, size: int, total: int) -> tuple[int, int]:
     return start, start + size
 
 
-def _largest(fits, high: int) -> int:
+def _largest(fits: Callable[[int], bool], high: int) -> int:
     """The largest n in [0, high] with fits(n), assuming fits is monotone (fits(0) is true)."""
     low = 0
     while low < high:
@@ -69,7 +70,7 @@ def _largest(fits, high: int) -> int:
 def expand(source: RecallSource, ref: str, budget_tokens: int, count_text: CountText,
            around: int | None = None, query: str | None = None) -> Expansion:
     """The message ``ref`` (or the part of it around line ``around`` / the first match of ``query``)."""
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or not 1 <= budget_tokens <= MAX_BUDGET_TOKENS:
+    if not int_in_range(budget_tokens, 1, MAX_BUDGET_TOKENS):
         raise UserInputError(f"budget_tokens must be an integer from 1 to {MAX_BUDGET_TOKENS:,}")
     if not isinstance(ref, str) or not ref.strip() or len(ref) > MAX_REF_CHARS:
         raise UserInputError("ref must be a hit's ref, e.g. msg-0123456789abcdef")
@@ -78,9 +79,10 @@ def expand(source: RecallSource, ref: str, budget_tokens: int, count_text: Count
         raise NotFoundError("no compacted message with that ref in this session; run a search for fresh refs")
     text = redact_text(entry.text)[0]
     lines = text.split("\n")
-    if around is not None and (isinstance(around, bool) or not isinstance(around, int) or not 1 <= around <= len(lines)):
+    if around is not None and not int_in_range(around, 1, len(lines)):
         raise UserInputError(f"around must be a line number from 1 to {len(lines)} for this message")
-    tool_name, arguments = clip_redacted(entry.tool_name, ARGUMENTS_CHARS), clip_redacted(entry.arguments, ARGUMENTS_CHARS)
+    tool_name = clip_redacted(entry.tool_name, ARGUMENTS_CHARS)
+    arguments = clip_redacted(entry.arguments, ARGUMENTS_CHARS)
     tokens = count_text(text)
     if tokens <= budget_tokens:
         return Expansion(entry.ref, entry.role, tool_name, arguments, text, tokens, 1, len(lines), len(lines), True)

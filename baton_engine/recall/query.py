@@ -47,7 +47,6 @@ class Term:
 
 @dataclass(frozen=True)
 class Query:
-    text: str
     terms: tuple[Term, ...]
 
 
@@ -86,4 +85,4 @@ def parse_query(text: object) -> Query:
         raise UserInputError("query has no searchable term (only stop words or punctuation)")
     if len(unique) > MAX_TERMS:
         raise UserInputError(f"query has {len(unique)} terms; the limit is {MAX_TERMS}")
-    return Query(text, tuple(unique))
+    return Query(tuple(unique))

@@ -103,9 +103,14 @@ def make_hit(entry: Entry, score: float, query: Query, count_text: CountText) ->
                clip_redacted(entry.arguments, ARGUMENTS_CHARS), line, snippet, count_text(text))
 
 
+def int_in_range(value: object, low: int, high: int) -> bool:
+    """A real int (not a bool) from ``low`` to ``high``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 def search(source: RecallSource, query: str, limit: int, count_text: CountText) -> list[Hit]:
     """The best ``limit`` hits for ``query`` in the lineage behind ``source``."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+    if not int_in_range(limit, 1, MAX_LIMIT):
         raise UserInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
     parsed = parse_query(query)
     entries = list(source.entries())

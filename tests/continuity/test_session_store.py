@@ -63,7 +63,8 @@ def test_in_place_shape_finds_the_compacted_rows(db) -> None:
     db.create_session("s", "cli")
     persist(db, "s", coding_session())
     db.archive_and_compact("s", LIVE)
-    assert {(row["active"], row["compacted"]) for row in db.get_messages("s", include_inactive=True)} == {(0, 1), (1, 0)}
+    rows = db.get_messages("s", include_inactive=True)
+    assert {(row["active"], row["compacted"]) for row in rows} == {(0, 1), (1, 0)}
     source = SessionStoreSource(db, "s")
     hits = search(source, "AssertionError", 5, rough)
     assert hits[0].tool_name == "terminal"

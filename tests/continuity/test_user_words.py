@@ -87,3 +87,11 @@ def test_the_chat_corpus_is_deterministic() -> None:
     assert chat_workload.chat_session(200, seed=6) != chat_workload.chat_session(200)
     roles = [m["role"] for m in chat_workload.chat_session(200).messages]
     assert roles == ["user", "assistant"] * 200
+
+
+def test_a_short_chat_states_only_the_facts_of_its_turns() -> None:
+    assert len(chat_workload.chat_session(3).facts) == 1  # turn 1 only
+    assert len(chat_workload.chat_session(24).facts) == 12
+    short = chat_workload.chat_session(24)
+    stated = [m["content"] for m in short.messages if m["role"] == "user"]
+    assert all(sentence in stated for sentence, _ in short.facts)
