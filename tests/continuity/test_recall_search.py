@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from continuity.transcripts import SECRET, coding_session
 
@@ -133,3 +133,23 @@ def test_a_match_only_in_the_call_arguments_shows_them_in_the_snippet() -> None:
     hits = search(index.source("k"), '"checksum mismatch"', 5, rough)
     tool_hit = next(h for h in hits if h.role == "tool")
     assert tool_hit.tool_name == "baton_capture" and "checksum mismatch at row 7" in tool_hit.snippet
+
+
+TOKEN = st.sampled_from("ledger settle retry_budget src/a.py 9f2c3a1b error build-42 the a".split())
+
+
+@settings(max_examples=50, deadline=None)
+@given(texts=st.lists(st.lists(TOKEN, min_size=1, max_size=12).map(" ".join), min_size=1, max_size=30),
+       query=st.lists(TOKEN, min_size=1, max_size=3).map(" ".join), limit=st.integers(1, MAX_LIMIT))
+def test_search_is_deterministic_ordered_and_only_returns_matches(texts, query, limit) -> None:
+    index = MemoryIndex()
+    index.add("k", [{"role": "user", "content": text} for text in texts])
+    assume(set(query.split()) - {"the", "a"})  # a query of stop words only is an input error (tested above)
+    terms = parse_query(query).terms
+    hits = search(index.source("k"), query, limit, rough)
+    assert hits == search(index.source("k"), query, limit, rough) and len(hits) <= limit
+    assert [(-h.score, h.position) for h in hits] == sorted((-h.score, h.position) for h in hits)
+    for hit in hits:
+        assert any(term.pattern.search(index.source("k").get(hit.ref).text) for term in terms)
+    matching = sum(any(t.pattern.search(e.text) for t in terms) for e in index.source("k").entries())
+    assert len(hits) == min(limit, matching)

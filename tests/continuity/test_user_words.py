@@ -95,3 +95,17 @@ def test_a_short_chat_states_only_the_facts_of_its_turns() -> None:
     short = chat_workload.chat_session(24)
     stated = [m["content"] for m in short.messages if m["role"] == "user"]
     assert all(sentence in stated for sentence, _ in short.facts)
+
+
+def test_at_a_later_compaction_the_lineage_in_the_index_still_holds_the_early_words(qwen_count) -> None:
+    """The recipe for the engine: index each region, then collect the user words of the whole lineage."""
+    session = chat_workload.chat_session(200)
+    first, second = list(session.messages[:200]), list(session.messages[200:380])
+    index = MemoryIndex()
+    index.add("lineage", first)
+    index.add("lineage", second)
+    lineage_users = [{"role": "user", "content": e.text} for e in index.source("lineage").entries() if e.role == "user"]
+    words = collect_user_words(lineage_users, BRIEF_TOKENS_8K, qwen_count)
+    assert [needle for _, needle in session.facts if needle not in "\n".join(words.lines())] == []
+    originals = {ref_for(m) for m in first + second}
+    assert {item.ref for item in words.items} <= originals  # the refs point at the original messages
