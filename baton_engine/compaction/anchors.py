@@ -129,33 +129,26 @@ def _file_line(verb: str, anchor: FileAnchor) -> str:
         f" for {anchor.pattern}" if anchor.pattern else "")
 
 
-def _clip(text: str) -> str:
-    return text[:MAX_ITEM_CHARS]
-
-
 def _clean(text: str) -> str | None:
-    """Stripped, clipped, redacted; None when nothing is left."""
-    stripped = _clip(text.strip())
+    """Stripped, clipped to a prefix, redacted; None when nothing is left."""
+    stripped = text.strip()[:MAX_ITEM_CHARS]
     return redact_text(stripped)[0] if stripped else None
 
 
 @dataclass
 class _Collector:
-    files: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    files: dict[tuple[str, str, str | None], list[tuple[int, int]]] = field(default_factory=dict)
     commands: list[CommandAnchor] = field(default_factory=list)
     errors: dict[str, None] = field(default_factory=dict)  # raw lines, cleaned at the end
     texts: list[str] = field(default_factory=list)  # one per message, for recurring identifiers
 
     def file(self, path: Any, action: str, lines: tuple[int, int] | None = None, pattern: Any = None) -> None:
-        if not isinstance(path, str) or not path.strip():
-            return
-        clean = _clean(path)
-        pattern_clean = _clean(pattern) if isinstance(pattern, str) else None
+        clean = _clean(path) if isinstance(path, str) else None
         if clean is None:
             return
-        slot = self.files.setdefault((clean, action), {"lines": [], "pattern": pattern_clean})
-        if lines is not None and lines not in slot["lines"]:
-            slot["lines"].append(lines)
+        ranges = self.files.setdefault((clean, action, _clean(pattern) if isinstance(pattern, str) else None), [])
+        if lines is not None and lines not in ranges:
+            ranges.append(lines)
 
     def error_lines(self, text: str) -> None:
         for line in text.splitlines():
@@ -278,8 +271,8 @@ def extract_anchors(messages: Iterable[Any]) -> Anchors:
             collector.texts.append(text)
             collector.error_lines(text)
     files = tuple(
-        FileAnchor(path, action, tuple(slot["lines"]), slot["pattern"])
-        for (path, action), slot in list(collector.files.items())[-MAX_FILES:]
+        FileAnchor(path, action, tuple(ranges), pattern)
+        for (path, action, pattern), ranges in list(collector.files.items())[-MAX_FILES:]
     )
     excluded = {f.path for f in files}
     return Anchors(

@@ -125,7 +125,7 @@ def test_anchors_are_verbatim_deterministic_and_rendered_within_budget(qwen_coun
     strings = [f.path for f in anchors.files] + [f.pattern for f in anchors.files if f.pattern]
     strings += [c.command for c in anchors.commands] + list(anchors.errors) + [t for t, _ in anchors.identifiers]
     assert all(s in transcript for s in strings)
-    for keys in ([(f.path, f.action) for f in anchors.files], [(c.command, c.exit_code) for c in anchors.commands],
+    for keys in ([(f.path, f.action, f.pattern) for f in anchors.files], [(c.command, c.exit_code) for c in anchors.commands],
                  list(anchors.errors), [t for t, _ in anchors.identifiers]):
         assert len(keys) == len(set(keys))  # deduplicated
     lines = anchors.render(budget, qwen_count)
