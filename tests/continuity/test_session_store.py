@@ -27,6 +27,13 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     store.close()
 
 
+class ReadOnly:
+    """Only what the source may use: proves it reads through public methods and never writes."""
+
+    def __init__(self, db) -> None:
+        self.get_session, self.get_messages = db.get_session, db.get_messages
+
+
 def persist(db, session_id: str, messages: list[dict]) -> None:
     for message in messages:
         db.append_message(session_id, message["role"], message.get("content"), tool_name=message.get("tool_name"),
@@ -50,13 +57,13 @@ def test_rotation_shape_searches_the_parent_chain_only(db) -> None:
     persist(db, "other", [{"role": "user", "content": "other session: settle.py settle.py settle.py"}])
     db.create_session("branch", "cli", parent_session_id="tip", model_config={"_branched_from": "tip"})
 
-    source = SessionStoreSource(db, "tip")
+    source = SessionStoreSource(ReadOnly(db), "tip")
     assert source.lineage() == ["root", "mid", "tip"]
     texts = [entry.text for entry in source.entries()]
     assert texts == [entry.text for entry in build_entries(coding_session())]  # no live rows, no Baton block
     hits = search(source, "settle.py", 20, rough)
     assert hits and all("other session" not in hit.snippet and "live turn" not in hit.snippet for hit in hits)
-    assert SessionStoreSource(db, "branch").lineage() == ["branch"]  # a /branch does not inherit recall
+    assert SessionStoreSource(ReadOnly(db), "branch").lineage() == ["branch"]  # a /branch does not inherit recall
 
 
 def test_in_place_shape_finds_the_compacted_rows(db) -> None:
@@ -65,7 +72,7 @@ def test_in_place_shape_finds_the_compacted_rows(db) -> None:
     db.archive_and_compact("s", LIVE)
     rows = db.get_messages("s", include_inactive=True)
     assert {(row["active"], row["compacted"]) for row in rows} == {(0, 1), (1, 0)}
-    source = SessionStoreSource(db, "s")
+    source = SessionStoreSource(ReadOnly(db), "s")
     hits = search(source, "AssertionError", 5, rough)
     assert hits[0].tool_name == "terminal"
     assert json.loads(hits[0].arguments) == {"command": "pytest -q tests/test_settle.py"}
