@@ -1,0 +1,143 @@
+"""The user's own words from a compacted region, kept verbatim within a share of the brief budget.
+
+Why: the user's instructions, constraints and stated facts are the state a summary most often
+loses, and they are short. Every real user message of the region is collected (Baton's blocks and
+host scaffolding skipped, an exact repeat once, at its newest place). When all fit, all are kept
+verbatim. When not, they are taken by tier (instructions and constraints; statements with specifics
+such as numbers, names, ids, paths; other requests and questions), newest first within a tier, and
+acknowledgements ("ok", "thanks") are left out. One that does not fit whole is clipped to a verbatim
+prefix followed by its recall ref; one that cannot keep even a short prefix is left out (its ref
+stays recallable). Lines are shown oldest first, redacted. Pure: no I/O; costs come from ``count_text``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from baton_engine.compaction.markers import is_baton_message, message_text
+from baton_engine.compaction.sanitize import is_real_user_request
+from baton_engine.handoff.redact import redact_text
+from baton_engine.recall.entry import ref_for
+
+DEFAULT_SHARE = 0.35
+HEADER = "The user's own words (oldest first):"
+MIN_CLIP_CHARS = 24
+_INSTRUCTION_RE = re.compile(
+    r"\b(?:must|never|always|don't|do not|dont|make sure|remember|avoid|prefer|note that|keep in mind|"
+    r"only|required?|requirement|rule|deadline|no more than|at most|at least)\b",
+    re.IGNORECASE,
+)
+_SPECIFIC_RE = re.compile(r"\d|[\w-]+[/._][\w.-]+|(?<=[a-z,;] )[A-Z][a-z]+|\"[^\"]+\"")
+_PHATIC_WORDS = frozenset(
+    "ok okay k yes yeah yep no nope sure thanks thank you thx cool great nice good fine perfect right go on "
+    "continue please sounds makes sense got it i see hmm alright awesome lgtm agreed and so".split()
+)
+
+
+@dataclass(frozen=True)
+class UserWord:
+    ref: str
+    position: int  # index of the message in the region
+    text: str  # redacted; a verbatim prefix when clipped
+    clipped: bool
+
+    def line(self) -> str:
+        if self.clipped:
+            return f'- "{self.text}…" [clipped; baton_recall expand ref={self.ref}]'
+        return f'- "{self.text}"'
+
+
+@dataclass(frozen=True)
+class UserWords:
+    items: tuple[UserWord, ...]  # oldest first
+    collected: int
+    budget_tokens: int
+    tokens: int
+
+    @property
+    def omitted(self) -> int:
+        return self.collected - len(self.items)
+
+    def lines(self) -> list[str]:
+        return _render(self.items)
+
+    def to_state(self) -> dict[str, Any]:
+        """For an extra field of the handoff record: text entries, no chat shape."""
+        return {
+            "collected": self.collected, "kept": len(self.items), "omitted": self.omitted,
+            "budget_tokens": self.budget_tokens, "tokens": self.tokens,
+            "items": [{"ref": w.ref, "text": w.text, "clipped": w.clipped} for w in self.items],
+        }
+
+
+def _render(items: Iterable[UserWord]) -> list[str]:
+    chosen = sorted(items, key=lambda w: w.position)
+    return [HEADER, *(w.line() for w in chosen)] if chosen else []
+
+
+def tier(text: str) -> int:
+    """0 instruction/constraint, 1 statement with specifics, 2 other request or question, 3 acknowledgement."""
+    words = re.findall(r"[a-z']+", text.lower())
+    if not words or all(word in _PHATIC_WORDS for word in words):
+        return 3
+    if _INSTRUCTION_RE.search(text):
+        return 0
+    if _SPECIFIC_RE.search(text) and not text.rstrip().endswith("?"):
+        return 1
+    return 2
+
+
+def collect_user_words(messages: Iterable[Any], brief_max_tokens: int, count_text: Callable[[str], int],
+                       share: float = DEFAULT_SHARE) -> UserWords:
+    """The user words of ``messages`` within ``int(brief_max_tokens * share)`` tokens (lines joined by newlines)."""
+    budget = max(0, int(brief_max_tokens * share))
+    candidates: dict[str, UserWord] = {}
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict) or not is_real_user_request(message) or is_baton_message(message):
+            continue
+        text = redact_text(message_text(message).strip())[0]
+        if text:
+            candidates.pop(text, None)  # a repeat counts once, at its newest position
+            candidates[text] = UserWord(ref_for(message), position, text, False)
+    pool = list(candidates.values())
+
+    def cost(items: list[UserWord]) -> int:
+        lines = _render(items)
+        return count_text("\n".join(lines)) if lines else 0
+
+    if cost(pool) <= budget:
+        return UserWords(tuple(sorted(pool, key=lambda w: w.position)), len(pool), budget, cost(pool))
+    kept: list[UserWord] = []
+    for word in sorted((w for w in pool if tier(w.text) < 3), key=lambda w: (tier(w.text), -w.position)):
+        if cost([*kept, word]) <= budget:
+            kept.append(word)
+            continue
+        clipped = _clip(word, kept, budget, cost)
+        if clipped is not None:
+            kept.append(clipped)
+    items = tuple(sorted(kept, key=lambda w: w.position))
+    return UserWords(items, len(pool), budget, cost(list(items)))
+
+
+def _clip(word: UserWord, kept: list[UserWord], budget: int, cost: Callable[[list[UserWord]], int]) -> UserWord | None:
+    """The longest verbatim prefix (at least MIN_CLIP_CHARS) that fits, cut at a word boundary when possible."""
+
+    def version(chars: int) -> UserWord:
+        prefix = word.text[:chars]
+        if chars < len(word.text) and " " in prefix[MIN_CLIP_CHARS:]:
+            prefix = prefix[: prefix.rindex(" ")]
+        return UserWord(word.ref, word.position, prefix.rstrip(), True)
+
+    if cost([*kept, version(MIN_CLIP_CHARS)]) > budget:
+        return None
+    low, high = MIN_CLIP_CHARS, len(word.text) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if cost([*kept, version(middle)]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return version(low)
