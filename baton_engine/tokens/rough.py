@@ -14,8 +14,8 @@ from typing import Any
 
 from baton_engine.tokens.contract import (
     BackendSpec,
-    CannotCount,
     ChatRequest,
+    RequestNotCountable,
     TokenCount,
     TokenizerBackend,
     TokenizerConfig,
@@ -145,12 +145,12 @@ class RoughBackend(TokenizerBackend):
         try:
             tokens = estimate_chat_request(request)
         except TypeError as exc:  # the contract's failure type; the message names fields, never content
-            raise CannotCount(str(exc)) from None
+            raise RequestNotCountable(str(exc)) from None  # this request only: the breaker stays closed
         return TokenCount(tokens=tokens, exact=False, source=ROUGH_SOURCE)
 
     def count_text(self, text: str) -> TokenCount:
         if not isinstance(text, str):
-            raise CannotCount("text must be a str")
+            raise RequestNotCountable("text must be a str")
         return TokenCount(tokens=estimate_tokens_rough(text), exact=False, source=ROUGH_SOURCE)
 
 
