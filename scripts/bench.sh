@@ -10,7 +10,7 @@ VENV="${BATON_BENCH_VENV:-.venv-bench}"
 # one pip call, so the backends' baton-engine requirement resolves to this checkout
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     -e . -e backends/tiktoken -e backends/hf -e backends/vllm \
-    "hermes-agent==0.19.0" "incontext==0.0.5" "matplotlib>=3.8"
+    "hermes-agent==0.19.0" "incontext==0.0.5" "matplotlib>=3.8" "pytest>=8"  # pytest: the real-loop helpers
 "$VENV/bin/python" -m pip check
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONHASHSEED=0
 exec "$VENV/bin/python" benchmarks/run.py "$@"
