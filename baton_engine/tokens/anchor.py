@@ -81,13 +81,15 @@ class UsageAnchor:
         self._share = margin_share
         self._floor = margin_floor_tokens
         self._lock = threading.Lock()
-        self._anchor: _Anchor | None = None
-        self._ratios: deque[float] = deque(maxlen=recent_observations)
+        # The last ``recent_observations`` exact counts, fingerprinted only when an estimate is needed: observing
+        # is on every exact count's path (O(1)), fingerprinting costs a JSON dump per message (~20 ms per 1,000).
+        # Bounded: at most ``recent_observations`` requests are referenced (their message objects are shared).
+        self._observed: deque[list[Any]] = deque(maxlen=recent_observations)
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
             state = self.__dict__.copy()
-            state["_ratios"] = deque(self._ratios, maxlen=self._ratios.maxlen)
+            state["_observed"] = deque((list(entry) for entry in self._observed), maxlen=self._observed.maxlen)
         del state["_lock"]
         return state
 
@@ -98,27 +100,39 @@ class UsageAnchor:
     @property
     def observations(self) -> int:
         """How many recent exact counts the ratio is learned from (status shows it)."""
-        with self._lock:
-            return len(self._ratios)
+        return len(self._settled()[1])
 
     def observe_exact(self, request: ChatRequest, tokens: int) -> None:
         """Make this exact count (tokenizer, or provider-reported ``prompt_tokens``) the anchor. Never raises."""
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             return
-        fingerprint = _fingerprint(request)
-        if fingerprint is None:
-            return
         with self._lock:
-            self._anchor = _Anchor(fingerprint, tokens)
+            self._observed.append([request, tokens, False, None])  # request, exact, fingerprinted?, fingerprint
+
+    def _settled(self) -> tuple[_Anchor | None, list[float]]:
+        """The anchor (the newest readable observation) and the recent exact/rough ratios."""
+        with self._lock:
+            entries = list(self._observed)
+        anchor, ratios = None, []
+        for entry in entries:
+            if not entry[2]:
+                entry[3], entry[2] = _fingerprint(entry[0]), True  # a lost race computes the same value twice
+            fingerprint = entry[3]
+            if fingerprint is None:
+                continue
+            anchor = _Anchor(fingerprint, entry[1])
             if fingerprint.rough > 0:
-                self._ratios.append(tokens / fingerprint.rough)
+                ratios.append(entry[1] / fingerprint.rough)
+        return anchor, ratios
 
     def estimate(self, request: ChatRequest) -> TokenCount | None:
         """The anchored estimate (margin included, ``margin_tokens`` set); None before any observation."""
+        anchor, ratios = self._settled()
+        if anchor is None or not ratios:
+            return None
         fingerprint = _fingerprint(request)
-        with self._lock:
-            anchor, ratio = self._anchor, max(self._ratios, default=None)
-        if fingerprint is None or anchor is None or ratio is None:
+        ratio = max(ratios)
+        if fingerprint is None:
             return None
         known = len(anchor.fingerprint.messages)
         extends = (fingerprint.frame == anchor.fingerprint.frame

@@ -57,7 +57,11 @@ def expected(base: int, ratio: float, rough_part: int) -> int:
 
 
 def test_nothing_observed_gives_none() -> None:
-    assert UsageAnchor().estimate(request(USER)) is None
+    anchor = UsageAnchor(recent_observations=2)
+    assert anchor.estimate(request(USER)) is None and anchor.observations == 0
+    for tokens in (900, 950, 990):
+        anchor.observe_exact(request(USER), tokens)
+    assert anchor.observations == 2  # the ratio window, for status
 
 
 def test_prefix_extension_is_anchor_plus_scaled_appended_part_plus_proportional_margin() -> None:
