@@ -225,9 +225,7 @@ def record_item(start: Path | str | None, ref: str, kind: str, item: dict[str, A
         if updated.status == "validated":  # new content: the earlier validation no longer speaks for it
             updated = transition(updated, "draft", reason=f"{kind} recorded")
         handoffs.save(updated)
-    field = {"decision": "decisions", "evidence": "evidence", "failed_attempt": "failed_attempts",
-             "open_item": "open_items"}[kind]
-    added = getattr(updated, field)[-1].model_dump(mode="json")
+    added = getattr(updated, capture.ITEM_FIELDS[kind])[-1].model_dump(mode="json")
     return {
         "ok": True,
         "handoff": summary_of(updated),
