@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -537,20 +537,12 @@ def detect(
 # --- maintenance ------------------------------------------------------------------------------------------------
 
 DoctorCheck = Callable[[Path], dict[str, str]]
-DOCTOR_CHECKS: list[DoctorCheck] = []
-
-
-def doctor_check(check: DoctorCheck) -> DoctorCheck:
-    """Register a doctor check (the Hermes integration adds its engine checks here)."""
-    DOCTOR_CHECKS.append(check)
-    return check
 
 
 def _check(name: str, status: str, detail: str) -> dict[str, str]:
     return {"name": name, "status": status, "detail": detail}
 
 
-@doctor_check
 def _check_python(_start: Path) -> dict[str, str]:
     import sys
 
@@ -559,7 +551,6 @@ def _check_python(_start: Path) -> dict[str, str]:
     return _check("python", "pass" if ok else "fail", f"Python {version}" + ("" if ok else "; Baton needs >= 3.11"))
 
 
-@doctor_check
 def _check_git(start: Path) -> dict[str, str]:
     from baton_engine.handoff import gitinfo
 
@@ -570,7 +561,6 @@ def _check_git(start: Path) -> dict[str, str]:
     return _check("git", "pass", "git work tree found")
 
 
-@doctor_check
 def _check_project(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     if paths is None:
@@ -579,7 +569,6 @@ def _check_project(start: Path) -> dict[str, str]:
     return _check("project", "warn" if paths.legacy else "pass", f"project data in {paths.data_dir.name}/{legacy}")
 
 
-@doctor_check
 def _check_config(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     if paths is None:
@@ -591,7 +580,6 @@ def _check_config(start: Path) -> dict[str, str]:
     return _check("config", "pass", "config.json valid (or defaults)")
 
 
-@doctor_check
 def _check_records(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     if paths is None:
@@ -603,7 +591,6 @@ def _check_records(start: Path) -> dict[str, str]:
     return _check("records", "pass", f"{len(listing.entries)} readable handoff record(s)")
 
 
-@doctor_check
 def _check_tokenizer(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     try:
@@ -619,10 +606,18 @@ def _check_tokenizer(start: Path) -> dict[str, str]:
     return _check("tokenizer", "pass", f"brief budgets use {chosen}")
 
 
-def doctor(start: Path | str | None = None) -> dict[str, Any]:
-    """Environment and project health; ``ok`` is false when any check fails."""
+CORE_CHECKS: tuple[DoctorCheck, ...] = (
+    _check_python, _check_git, _check_project, _check_config, _check_records, _check_tokenizer)
+
+
+def doctor(start: Path | str | None = None, checks: Sequence[DoctorCheck] = CORE_CHECKS) -> dict[str, Any]:
+    """Environment and project health; ``ok`` is false when any check fails.
+
+    ``checks`` is the explicit list to run: the core's, plus what an edge adds (``baton doctor`` adds
+    ``hermes.doctor.CHECKS``); nothing is registered by importing a module.
+    """
     where = Path(start or ".").resolve()
-    checks = [check(where) for check in DOCTOR_CHECKS]
+    checks = [check(where) for check in checks]
     return {"ok": all(c["status"] != "fail" for c in checks), "checks": checks}
 
 

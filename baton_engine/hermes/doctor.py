@@ -16,7 +16,6 @@ from pathlib import Path
 from baton_engine.errors import BatonError
 from baton_engine.hermes.config import ENGINE_NAME, PLUGIN_NAME, hermes_home, hermes_view, read_config_file
 from baton_engine.hermes.install import plugin_target
-from baton_engine.operations import doctor_check
 from baton_engine.settings import load_settings
 
 FALLBACK = "Hermes silently falls back to its built-in compressor"
@@ -97,16 +96,16 @@ def check_engine_copy() -> dict[str, str]:
     return _check("hermes.engine", "pass", f"engine builds and deep-copies under hermes-agent {version}")
 
 
-@doctor_check
 def _doctor_hermes_selection(_start: Path) -> dict[str, str]:
     return check_selection(hermes_home())
 
 
-@doctor_check
 def _doctor_hermes_settings(_start: Path) -> dict[str, str]:
     return check_settings(hermes_home())
 
 
-@doctor_check
 def _doctor_hermes_engine(_start: Path) -> dict[str, str]:
     return check_engine_copy()
+
+
+CHECKS = (_doctor_hermes_selection, _doctor_hermes_settings, _doctor_hermes_engine)  # run by `baton doctor`
