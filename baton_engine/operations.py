@@ -68,6 +68,12 @@ REBUILDABLE = ("cache", "index.sqlite")
 # --- shared helpers ---------------------------------------------------------------------------------------------
 
 
+def dumps(result: dict[str, Any]) -> str:
+    """The ``--json`` text of a result (the engine tools answer with the same bytes): the operation's key
+    order, UTF-8 kept readable."""
+    return json.dumps(result, indent=2, ensure_ascii=False)
+
+
 def error_result(exc: BatonError) -> dict[str, Any]:
     """The error dict every surface prints for a BatonError (message only: never a traceback or a value)."""
     result: dict[str, Any] = {"ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
