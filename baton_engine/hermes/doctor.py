@@ -16,7 +16,7 @@ from pathlib import Path
 from baton_engine.errors import BatonError
 from baton_engine.hermes.config import ENGINE_NAME, PLUGIN_NAME, hermes_home, hermes_view, read_config_file
 from baton_engine.hermes.install import plugin_target
-from baton_engine.settings import load_settings
+from baton_engine.settings import describe_line, load_settings
 
 FALLBACK = "Hermes silently falls back to its built-in compressor"
 
@@ -72,10 +72,10 @@ def check_settings(home: Path) -> dict[str, str]:
         block = hermes_view(read_config_file(home)).baton_block
         if block is not None and "__invalid__" in block:
             return _check("hermes.settings", "fail", "baton: in config.yaml must be a mapping of settings")
-        load_settings(hermes_block=block)
+        settings = load_settings(hermes_block=block)
     except BatonError as exc:
         return _check("hermes.settings", "fail", f"{exc}; the plugin refuses to start until this is fixed")
-    return _check("hermes.settings", "pass", "baton: block and BATON_* settings valid")
+    return _check("hermes.settings", "pass", f"baton: block and BATON_* settings valid; in Hermes: {describe_line(settings)}")
 
 
 def check_engine_copy() -> dict[str, str]:

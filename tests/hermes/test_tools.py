@@ -149,3 +149,26 @@ def test_capture_schema_is_generated_from_the_item_models() -> None:
     assert params["properties"]["evidence_ids"]["type"] == "array"
     assert params["properties"]["priority"]["enum"] == ["high", "medium", "low"]
     assert "anyOf" not in json.dumps(params) and "$ref" not in json.dumps(params)
+
+
+def test_resume_inside_hermes_counts_with_the_engines_settings_and_counter(project: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`baton.tokenizer` from config.yaml (not BATON_*) reaches baton_resume, through the engine's ONE counter."""
+    from batontest.assets import qwen3_dir
+
+    from baton_engine import operations
+
+    runtime = BatonRuntime(load_settings(env={}, hermes_block={"tokenizer": {"backend": "hf",
+                                                                             "path": str(qwen3_dir())}}))
+    set_runtime(runtime)
+    engine = BatonContextEngine(project_dir=project)
+    engine.on_session_start("tools-session")
+    engine.compress([*MESSAGES, {"role": "assistant", "content": "Done with step one."},
+                     {"role": "user", "content": "Next"}])
+    built: list[Any] = []
+    monkeypatch.setattr(operations, "build_backend", lambda *args, **kwargs: built.append(args))
+    first = json.loads(engine.handle_tool_call("baton_resume", {}))
+    second = json.loads(engine.handle_tool_call("baton_resume", {}))
+    assert first["ok"] and first == second
+    assert first["brief"]["counter_source"] == runtime.source() and runtime.source().startswith("hf:")
+    assert built == []
