@@ -43,6 +43,8 @@ from baton_engine.handoff.model import (
     Priority,
     Redaction,
     Relation,
+    Summary,
+    Work,
 )
 
 ItemKind = Literal["decision", "evidence", "failed_attempt", "open_item"]
@@ -50,10 +52,13 @@ EVIDENCE_SUMMARY_CHARS = 500
 SESSION_HASH_HEX = 16
 
 
+_STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True, validate_assignment=False)
+
+
 class _Strict(BaseModel):
     """Input models refuse unknown keys so a typo is an error, not silently dropped data."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = _STRICT
 
 
 class DecisionIn(_Strict):
@@ -127,18 +132,16 @@ class LineageIn(_Strict):
     merge_basis: list[str] = Field(default_factory=list)
 
 
-class WorkIn(_Strict):
-    title: str = Field(min_length=1)
-    objective: str = Field(min_length=1)
-    scope: list[str] = Field(default_factory=list)
-    constraints: list[str] = Field(default_factory=list)
-    definition_of_done: list[str] = Field(default_factory=list)
+class WorkIn(Work):
+    """The record's ``work`` fields (one definition, ``model.Work``), strict as input."""
+
+    model_config = _STRICT
 
 
-class SummaryIn(_Strict):
-    completed: list[str] = Field(default_factory=list)
-    current_state: str = Field(min_length=1)
-    why_it_matters: str | None = None
+class SummaryIn(Summary):
+    """The record's ``summary`` fields (one definition, ``model.Summary``), strict as input."""
+
+    model_config = _STRICT
 
 
 class CapturePayload(_Strict):
