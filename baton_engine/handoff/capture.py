@@ -34,12 +34,12 @@ from baton_engine.errors import ConflictError, UserInputError
 from baton_engine.handoff import gitinfo, ids, redact
 from baton_engine.handoff.model import (
     IMMUTABLE_STATUSES,
-    ActorType,
+    Actor,
     ArtifactRole,
     Automation,
     EvidenceType,
-    Harness,
     HandoffRecord,
+    Origin,
     Priority,
     Redaction,
     Relation,
@@ -112,16 +112,17 @@ class ArtifactIn(_Strict):
     sensitive: bool = False
 
 
-class ActorIn(_Strict):
-    type: ActorType
-    name: str | None = None
+class ActorIn(Actor):
+    """``model.Actor``, strict as input."""
+
+    model_config = _STRICT
 
 
-class OriginIn(_Strict):
-    harness: Harness = "generic"
-    adapter_version: str | None = None
-    session_id: str | None = None
-    model: str | None = None
+class OriginIn(Origin):
+    """``model.Origin``, strict as input (its actor too)."""
+
+    model_config = _STRICT
+
     actor: ActorIn | None = None
 
 
