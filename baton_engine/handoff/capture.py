@@ -39,10 +39,11 @@ from baton_engine.handoff.model import (
     Automation,
     EvidenceType,
     HandoffRecord,
+    Lineage,
     Origin,
     Priority,
     Redaction,
-    Relation,
+    Risk,
     Summary,
     Work,
 )
@@ -99,10 +100,10 @@ class OpenItemIn(_Strict):
     acceptance_check: str | None = Field(default=None, description="open_item: how to tell it is done")
 
 
-class RiskIn(_Strict):
-    description: str = Field(min_length=1)
-    severity: Priority = "medium"
-    mitigation: str | None = None
+class RiskIn(Risk):
+    """``model.Risk``, strict as input."""
+
+    model_config = _STRICT
 
 
 class ArtifactIn(_Strict):
@@ -126,11 +127,10 @@ class OriginIn(Origin):
     actor: ActorIn | None = None
 
 
-class LineageIn(_Strict):
-    parents: list[str] = Field(default_factory=list)
-    relation: Relation = "root"
-    branch_label: str | None = None
-    merge_basis: list[str] = Field(default_factory=list)
+class LineageIn(Lineage):
+    """``model.Lineage``, strict as input."""
+
+    model_config = _STRICT
 
 
 class WorkIn(Work):
