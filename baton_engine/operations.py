@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ from baton_engine.handoff import capture, detector, freshness, lineage, render, 
 from baton_engine.handoff.config import BatonConfig, load_config
 from baton_engine.handoff.ids import format_timestamp, utc_now
 from baton_engine.handoff.model import HandoffRecord, Redaction, transition
-from baton_engine.settings import load_settings
+from baton_engine.settings import BatonSettings, describe_line, load_settings
 from baton_engine.tokens.contract import BackendConfigError
 from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.plugins import build_backend, discover
@@ -66,6 +66,12 @@ REBUILDABLE = ("cache", "index.sqlite")
 
 
 # --- shared helpers ---------------------------------------------------------------------------------------------
+
+
+def dumps(result: dict[str, Any]) -> str:
+    """The ``--json`` text of a result (the engine tools answer with the same bytes): the operation's key
+    order, UTF-8 kept readable."""
+    return json.dumps(result, indent=2, ensure_ascii=False)
 
 
 def error_result(exc: BatonError) -> dict[str, Any]:
@@ -225,9 +231,7 @@ def record_item(start: Path | str | None, ref: str, kind: str, item: dict[str, A
         if updated.status == "validated":  # new content: the earlier validation no longer speaks for it
             updated = transition(updated, "draft", reason=f"{kind} recorded")
         handoffs.save(updated)
-    field = {"decision": "decisions", "evidence": "evidence", "failed_attempt": "failed_attempts",
-             "open_item": "open_items"}[kind]
-    added = getattr(updated, field)[-1].model_dump(mode="json")
+    added = getattr(updated, capture.ITEM_FIELDS[kind])[-1].model_dump(mode="json")
     return {
         "ok": True,
         "handoff": summary_of(updated),
@@ -334,19 +338,51 @@ def show_handoff(start: Path | str | None, ref: str, *, format: str = "json") ->
     return {"ok": True, "handoff": summary_of(record), "format": format, "content": content}
 
 
+# The host's settings and counter for the operations run inside it (the Hermes engine sets them around a tool
+# call), so ``baton_resume`` counts with the engine's backend instead of building one per call. A context
+# variable, not a global: it holds only for the call that set it.
+_HOST_COUNTING: ContextVar[tuple[BatonSettings, Callable[[], TokenCounter | None]] | None] = ContextVar(
+    "baton_host_counting", default=None)
+
+
+@contextmanager
+def host_counting(settings: BatonSettings, counter: Callable[[], TokenCounter | None]) -> Iterator[None]:
+    """Within this block, operations use ``settings`` and ``counter()`` (built lazily, never closed here)."""
+    token = _HOST_COUNTING.set((settings, counter))
+    try:
+        yield
+    finally:
+        _HOST_COUNTING.reset(token)
+
+
+def effective_settings(config: BatonConfig | None = None) -> BatonSettings:
+    """The settings an operation uses: the host's when one is set, else ``settings.load_settings`` with the
+    project's ``.baton/config.json`` tokenizer as its lowest layer (the one precedence, see ``settings``)."""
+    host = _HOST_COUNTING.get()
+    if host is not None:
+        return host[0]
+    return load_settings(project=config.tokenizer.model_dump() if config is not None else None)
+
+
 @contextmanager
 def _brief_counter(config: BatonConfig) -> Iterator[tuple[Callable[[str], int] | None, str | None]]:
-    """The configured exact text counter for brief budgets (project ``tokenizer`` overrides the BATON_* settings).
+    """The configured exact text counter for brief budgets: the host's counter, else one built from
+    ``effective_settings`` for this call.
 
     With no exact backend configured this yields ``(None, None)``: the renderer's own chars/4 estimate. The
     agent-loop safety margin is not added here (it is sized for whole prompts, not a 1,200-token brief); a
     backend failure falls back to the rough count of the same text.
     """
+    host = _HOST_COUNTING.get()
+    if host is not None:
+        shared = host[1]()
+        if shared is None or shared.source == ROUGH_SOURCE:
+            yield None, None
+        else:
+            yield _text_counter(shared), shared.source
+        return
     try:
-        settings = load_settings()
-        overrides = {key: value for key, value in config.tokenizer.model_dump().items()
-                     if key in ("backend", "path", "url", "model") and value is not None}
-        backend, selection = build_backend(replace(settings.tokenizer, **overrides))
+        backend, selection = build_backend(effective_settings(config).tokenizer)
     except BackendConfigError as exc:
         raise UserInputError(f"tokenizer: {exc}") from None
     if selection.name == ROUGH_SOURCE:
@@ -354,15 +390,18 @@ def _brief_counter(config: BatonConfig) -> Iterator[tuple[Callable[[str], int] |
         yield None, None
         return
     counter = TokenCounter(backend, fallback_margin_tokens=0)
+    try:
+        yield _text_counter(counter), counter.source
+    finally:
+        counter.close()
 
+
+def _text_counter(counter: TokenCounter) -> Callable[[str], int]:
     def count(text: str) -> int:
         tokens = counter.count_text(text).tokens
         return tokens if tokens is not None else estimate_tokens_rough(text)
 
-    try:
-        yield count, counter.source
-    finally:
-        counter.close()
+    return count
 
 
 def _brief(
@@ -539,20 +578,12 @@ def detect(
 # --- maintenance ------------------------------------------------------------------------------------------------
 
 DoctorCheck = Callable[[Path], dict[str, str]]
-DOCTOR_CHECKS: list[DoctorCheck] = []
-
-
-def doctor_check(check: DoctorCheck) -> DoctorCheck:
-    """Register a doctor check (the Hermes integration adds its engine checks here)."""
-    DOCTOR_CHECKS.append(check)
-    return check
 
 
 def _check(name: str, status: str, detail: str) -> dict[str, str]:
     return {"name": name, "status": status, "detail": detail}
 
 
-@doctor_check
 def _check_python(_start: Path) -> dict[str, str]:
     import sys
 
@@ -561,7 +592,6 @@ def _check_python(_start: Path) -> dict[str, str]:
     return _check("python", "pass" if ok else "fail", f"Python {version}" + ("" if ok else "; Baton needs >= 3.11"))
 
 
-@doctor_check
 def _check_git(start: Path) -> dict[str, str]:
     from baton_engine.handoff import gitinfo
 
@@ -572,7 +602,6 @@ def _check_git(start: Path) -> dict[str, str]:
     return _check("git", "pass", "git work tree found")
 
 
-@doctor_check
 def _check_project(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     if paths is None:
@@ -581,7 +610,6 @@ def _check_project(start: Path) -> dict[str, str]:
     return _check("project", "warn" if paths.legacy else "pass", f"project data in {paths.data_dir.name}/{legacy}")
 
 
-@doctor_check
 def _check_config(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     if paths is None:
@@ -593,7 +621,6 @@ def _check_config(start: Path) -> dict[str, str]:
     return _check("config", "pass", "config.json valid (or defaults)")
 
 
-@doctor_check
 def _check_records(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     if paths is None:
@@ -605,7 +632,6 @@ def _check_records(start: Path) -> dict[str, str]:
     return _check("records", "pass", f"{len(listing.entries)} readable handoff record(s)")
 
 
-@doctor_check
 def _check_tokenizer(start: Path) -> dict[str, str]:
     paths = store.find_project_root(start)
     try:
@@ -621,10 +647,29 @@ def _check_tokenizer(start: Path) -> dict[str, str]:
     return _check("tokenizer", "pass", f"brief budgets use {chosen}")
 
 
-def doctor(start: Path | str | None = None) -> dict[str, Any]:
-    """Environment and project health; ``ok`` is false when any check fails."""
+def _check_settings(start: Path) -> dict[str, str]:
+    """Every effective setting and where it came from (env variable, config file key or default)."""
+    paths = store.find_project_root(start)
+    try:
+        config = load_config(paths.data_dir) if paths is not None else None
+        settings = effective_settings(config)
+    except BatonError as exc:
+        return _check("settings", "fail", str(exc))
+    return _check("settings", "pass", describe_line(settings))
+
+
+CORE_CHECKS: tuple[DoctorCheck, ...] = (
+    _check_python, _check_git, _check_project, _check_config, _check_records, _check_tokenizer, _check_settings)
+
+
+def doctor(start: Path | str | None = None, checks: Sequence[DoctorCheck] = CORE_CHECKS) -> dict[str, Any]:
+    """Environment and project health; ``ok`` is false when any check fails.
+
+    ``checks`` is the explicit list to run: the core's, plus what an edge adds (``baton doctor`` adds
+    ``hermes.doctor.CHECKS``); nothing is registered by importing a module.
+    """
     where = Path(start or ".").resolve()
-    checks = [check(where) for check in DOCTOR_CHECKS]
+    checks = [check(where) for check in checks]
     return {"ok": all(c["status"] != "fail" for c in checks), "checks": checks}
 
 

@@ -1,7 +1,8 @@
-"""One frozen settings object: BATON_* environment (INCONTEXT_* accepted as aliases) + Hermes ``baton:`` block.
+"""One frozen settings object: BATON_* environment (INCONTEXT_* accepted as aliases) + Hermes ``baton:`` block
++ the project's ``.baton/config.json`` ``tokenizer``: the ONE place that decides which value wins.
 
 Precedence, per setting: ``BATON_*`` env > ``INCONTEXT_*`` env alias > Hermes ``config.yaml`` ``baton:`` block
-> default. The environment wins because it is how an operator overrides a shared config file for one
+> the project's ``.baton/config.json`` ``tokenizer`` (backend, path, url, model) > default. The environment wins because it is how an operator overrides a shared config file for one
 process or deployment without editing it. Blank or malformed values fail with a ``SettingsError`` that
 names the variable (or config key) and says what is expected. Every call reads the environment afresh
 (skelet's class-level ``EnvSource`` snapshots ``os.environ`` once per process; we build a new source per call).
@@ -216,12 +217,25 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[An
     return found
 
 
+PROJECT_TOKENIZER_KEYS = ("backend", "path", "url", "model")
+
+
+def _project_values(project: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
+    """setting -> (value, key) from ``.baton/config.json``'s ``tokenizer`` (already validated by its model)."""
+    return {key: (value, f"tokenizer.{key} in .baton/config.json") for key, value in (project or {}).items()
+            if key in PROJECT_TOKENIZER_KEYS and value is not None}
+
+
 def load_settings(
-    env: Mapping[str, str] | None = None, hermes_block: Mapping[str, Any] | None = None
+    env: Mapping[str, str] | None = None,
+    hermes_block: Mapping[str, Any] | None = None,
+    project: Mapping[str, Any] | None = None,
 ) -> BatonSettings:
-    """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``."""
+    """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``;
+    ``project`` is ``.baton/config.json``'s ``tokenizer`` mapping."""
     from_env = _env_values(env)
-    from_config = _config_values(hermes_block)
+    hermes = {key: chosen for key, chosen in _config_values(hermes_block).items() if chosen[0] is not None}
+    from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through
     parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_CONFIG_ONLY_PARSERS}
     values: dict[str, Any] = {}
     origins: list[tuple[str, str]] = []
@@ -244,3 +258,22 @@ def load_settings(
         )
     return BatonSettings(tokenizer=tokenizer, origins=tuple(origins), **values)
 
+
+DEFAULT_ORIGIN = "default"
+
+
+def describe(settings: BatonSettings) -> list[dict[str, str]]:
+    """Every effective setting with where it came from (``origins``, else the default); secrets never shown."""
+    origins = dict(settings.origins)
+    values = {**{key: getattr(settings.tokenizer, key) for key in TOKENIZER_KEYS},
+              **{key: getattr(settings, key) for key in (*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS)}}
+    rows = []
+    for name, value in values.items():
+        shown = "(set)" if name == "api_key" and value is not None else ("unset" if value is None else str(value))
+        rows.append({"setting": name, "value": shown, "origin": origins.get(name, DEFAULT_ORIGIN)})
+    return rows
+
+
+def describe_line(settings: BatonSettings) -> str:
+    """``describe`` as one line for ``baton doctor``: ``backend=auto (default); url=... (BATON_TOKENIZER_URL)``."""
+    return "; ".join(f"{row['setting']}={row['value']} ({row['origin']})" for row in describe(settings))

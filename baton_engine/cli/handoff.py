@@ -26,7 +26,7 @@ from baton_engine.cli.output import (
     run,
 )
 from baton_engine.errors import UserInputError
-from baton_engine.handoff.model import Status
+from baton_engine.handoff.model import EvidenceType, Priority, Status
 
 STATUSES = list(get_args(Status))
 
@@ -160,7 +160,7 @@ def record_decision(root: Path | None, as_json: bool, ref: str, input_file: str 
 
 @record.command("evidence")
 @click.argument("ref")
-@click.option("--type", "type", type=click.Choice(["command", "test", "file", "commit", "url", "human"]))
+@click.option("--type", "type", type=click.Choice(get_args(EvidenceType)))
 @click.option("--claim", help="What the evidence shows.")
 @click.option("--ref", "ref_", help="Command, file, commit sha or URL the claim rests on.")
 @click.option("--result", help="Short result, e.g. '42 passed'.")
@@ -198,7 +198,7 @@ def record_failed_attempt(root: Path | None, as_json: bool, ref: str, input_file
 @record.command("open-item")
 @click.argument("ref")
 @click.option("--description")
-@click.option("--priority", type=click.Choice(["high", "medium", "low"]))
+@click.option("--priority", type=click.Choice(get_args(Priority)))
 @click.option("--action", "suggested_action", help="The suggested next action.")
 @click.option("--blocked-by", "blocked_by", multiple=True)
 @click.option("--acceptance", "acceptance_check", help="How to tell it is done.")

@@ -10,7 +10,6 @@ from rich.console import Console
 
 from baton_engine.cli import cli
 from baton_engine.cli.output import json_option, run
-from baton_engine.hermes import doctor as _doctor  # noqa: F401  (registers the Hermes doctor checks)
 from baton_engine.hermes.config import hermes_home
 from baton_engine.hermes.install import install
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from baton_engine.errors import UserInputError
-from baton_engine.operations import call
+from baton_engine.operations import call, dumps
 
 Renderer = Callable[[Console, dict[str, Any]], None]
 
@@ -34,11 +34,6 @@ def root_option(func: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         help="A directory inside the project (default: the current directory).",
     )(func)
-
-
-def dumps(result: dict[str, Any]) -> str:
-    """Deterministic JSON: the operation's key order, UTF-8 kept readable."""
-    return json.dumps(result, indent=2, ensure_ascii=False)
 
 
 def run(

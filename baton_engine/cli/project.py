@@ -26,6 +26,7 @@ from baton_engine.cli.output import (
     run,
 )
 from baton_engine.errors import UserInputError
+from baton_engine.hermes import doctor as hermes_doctor
 
 
 def _panel(console: Console, title: str, lines: list[str]) -> None:
@@ -123,7 +124,8 @@ def doctor_command(root: Path | None, as_json: bool) -> None:
     def render(console: Console, result: dict[str, Any]) -> None:
         console.print(checks_table(result["checks"]))
 
-    run(as_json, lambda: operations.doctor(root), render)
+    checks = (*operations.CORE_CHECKS, *hermes_doctor.CHECKS)  # the explicit list: core, then Hermes
+    run(as_json, lambda: operations.doctor(root, checks=checks), render)
 
 
 @cli.command("gc")

@@ -38,7 +38,8 @@ from baton_engine.compaction.markers import (
     notice_text,
     provenance_line,
 )
-from baton_engine.compaction.sanitize import Message, Sanitized, Unit, copy_json, is_real_user_request, sanitize
+from baton_engine.compaction.sanitize import Message, Sanitized, Unit, is_real_user_request, sanitize
+from baton_engine.tokens.contract import copy_json
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 

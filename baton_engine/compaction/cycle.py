@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade
+from baton_engine.compaction.markers import is_baton_text
 from baton_engine.compaction.sanitize import is_real_user_request
 from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
 from baton_engine.handoff import capture, freshness, ids, render, store, validate
@@ -109,7 +110,7 @@ def latest_user_request(messages: Sequence[Any]) -> str | None:
         if isinstance(message, dict) and is_real_user_request(message):
             # Hermes merges its todo snapshot into the user turn before it (role-alternation repair).
             text = _text_of(message).split(HERMES_TODO_SNAPSHOT, 1)[0].strip()
-            if text and not text.startswith("[Baton "):
+            if text and not is_baton_text(text):
                 return text
     return None
 
@@ -120,7 +121,7 @@ def current_state(messages: Sequence[Any]) -> str:
     for message in reversed(list(messages)):
         if isinstance(message, dict) and message.get("role") == "assistant":
             text = _text_of(message).strip()
-            if text and not text.startswith("[Baton "):
+            if text and not is_baton_text(text):
                 texts.append(_one_line(text, STATE_CHARS_PER_MESSAGE))
             if len(texts) >= STATE_MESSAGES:
                 break

@@ -97,8 +97,13 @@ def is_baton_message(message: dict[str, Any]) -> bool:
     """
     if message.get("role") == "tool":
         return False
-    text = message_text(message).lstrip()
-    return PROVENANCE_RE.match(text) is not None or text.startswith(NOTICE_PREFIX) or text.startswith(DEGRADED_PREFIX)
+    return is_baton_text(message_text(message))
+
+
+def is_baton_text(text: str) -> bool:
+    """Text that starts with one of Baton's own markers (block provenance, continuation or degradation note)."""
+    text = text.lstrip()
+    return PROVENANCE_RE.match(text) is not None or text.startswith((NOTICE_PREFIX, DEGRADED_PREFIX))
 
 
 def embedded_block(message: dict[str, Any]) -> str | None:

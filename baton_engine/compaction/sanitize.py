@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton_engine.compaction.markers import embedded_block, is_baton_message
+from baton_engine.tokens.contract import copy_json
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
@@ -35,15 +36,6 @@ class Sanitized:
     latest_request_unit: int | None = None
     previous_block: str | None = None
     dropped: Counter[str] = field(default_factory=Counter)
-
-
-def copy_json(value: Any) -> Any:
-    """Copy dicts and lists so the result never aliases the caller's input (other values are shared)."""
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    return value
 
 
 def has_content(message: Message) -> bool:

@@ -34,15 +34,18 @@ from baton_engine.errors import ConflictError, UserInputError
 from baton_engine.handoff import gitinfo, ids, redact
 from baton_engine.handoff.model import (
     IMMUTABLE_STATUSES,
-    ActorType,
+    Actor,
     ArtifactRole,
     Automation,
     EvidenceType,
-    Harness,
     HandoffRecord,
+    Lineage,
+    Origin,
     Priority,
     Redaction,
-    Relation,
+    Risk,
+    Summary,
+    Work,
 )
 
 ItemKind = Literal["decision", "evidence", "failed_attempt", "open_item"]
@@ -50,54 +53,57 @@ EVIDENCE_SUMMARY_CHARS = 500
 SESSION_HASH_HEX = 16
 
 
+_STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True, validate_assignment=False)
+
+
 class _Strict(BaseModel):
     """Input models refuse unknown keys so a typo is an error, not silently dropped data."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = _STRICT
 
 
 class DecisionIn(_Strict):
-    id: str | None = None
-    decision: str = Field(min_length=1)
-    rationale: str | None = None
-    alternatives_considered: list[str] = Field(default_factory=list)
-    evidence_ids: list[str] = Field(default_factory=list)
-    made_at: str | None = None
+    id: str | None = Field(default=None, description="item id (assigned when omitted)")
+    decision: str = Field(min_length=1, description="decision: what was decided")
+    rationale: str | None = Field(default=None, description="decision: why")
+    alternatives_considered: list[str] = Field(default_factory=list, description="decision: alternatives weighed")
+    evidence_ids: list[str] = Field(default_factory=list, description="supporting evidence ids (E-###)")
+    made_at: str | None = Field(default=None, description="decision: when (default: now)")
 
 
 class EvidenceIn(_Strict):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)  # output is digested byte-exact
 
-    id: str | None = None
-    type: EvidenceType = "human"
-    claim: str = Field(min_length=1)
-    ref: str | None = None
-    result: str | None = None
-    output: str | None = None
-    captured_at: str | None = None
+    id: str | None = Field(default=None, description="item id (assigned when omitted)")
+    type: EvidenceType = Field(default="human", description="evidence: what kind of source")
+    claim: str = Field(min_length=1, description="evidence: what the evidence shows")
+    ref: str | None = Field(default=None, description="evidence: command, file, commit or URL")
+    result: str | None = Field(default=None, description="evidence: short result, e.g. '42 passed'")
+    output: str | None = Field(default=None, description="evidence: full output (kept as a digest + summary)")
+    captured_at: str | None = Field(default=None, description="evidence: when (default: now)")
 
 
 class FailedAttemptIn(_Strict):
-    id: str | None = None
-    attempt: str = Field(min_length=1)
-    outcome: str | None = None
-    evidence_ids: list[str] = Field(default_factory=list)
-    recorded_at: str | None = None
+    id: str | None = Field(default=None, description="item id (assigned when omitted)")
+    attempt: str = Field(min_length=1, description="failed_attempt: what was tried")
+    outcome: str | None = Field(default=None, description="failed_attempt: why it failed")
+    evidence_ids: list[str] = Field(default_factory=list, description="supporting evidence ids (E-###)")
+    recorded_at: str | None = Field(default=None, description="failed_attempt: when (default: now)")
 
 
 class OpenItemIn(_Strict):
-    id: str | None = None
-    priority: Priority = "medium"
-    description: str = Field(min_length=1)
-    suggested_action: str | None = None
-    blocked_by: list[str] = Field(default_factory=list)
-    acceptance_check: str | None = None
+    id: str | None = Field(default=None, description="item id (assigned when omitted)")
+    priority: Priority = Field(default="medium", description="open_item: urgency")
+    description: str = Field(min_length=1, description="open_item: what remains")
+    suggested_action: str | None = Field(default=None, description="open_item: the next action")
+    blocked_by: list[str] = Field(default_factory=list, description="open_item: ids of items blocking it")
+    acceptance_check: str | None = Field(default=None, description="open_item: how to tell it is done")
 
 
-class RiskIn(_Strict):
-    description: str = Field(min_length=1)
-    severity: Priority = "medium"
-    mitigation: str | None = None
+class RiskIn(Risk):
+    """``model.Risk``, strict as input."""
+
+    model_config = _STRICT
 
 
 class ArtifactIn(_Strict):
@@ -107,38 +113,36 @@ class ArtifactIn(_Strict):
     sensitive: bool = False
 
 
-class ActorIn(_Strict):
-    type: ActorType
-    name: str | None = None
+class ActorIn(Actor):
+    """``model.Actor``, strict as input."""
+
+    model_config = _STRICT
 
 
-class OriginIn(_Strict):
-    harness: Harness = "generic"
-    adapter_version: str | None = None
-    session_id: str | None = None
-    model: str | None = None
+class OriginIn(Origin):
+    """``model.Origin``, strict as input (its actor too)."""
+
+    model_config = _STRICT
+
     actor: ActorIn | None = None
 
 
-class LineageIn(_Strict):
-    parents: list[str] = Field(default_factory=list)
-    relation: Relation = "root"
-    branch_label: str | None = None
-    merge_basis: list[str] = Field(default_factory=list)
+class LineageIn(Lineage):
+    """``model.Lineage``, strict as input."""
+
+    model_config = _STRICT
 
 
-class WorkIn(_Strict):
-    title: str = Field(min_length=1)
-    objective: str = Field(min_length=1)
-    scope: list[str] = Field(default_factory=list)
-    constraints: list[str] = Field(default_factory=list)
-    definition_of_done: list[str] = Field(default_factory=list)
+class WorkIn(Work):
+    """The record's ``work`` fields (one definition, ``model.Work``), strict as input."""
+
+    model_config = _STRICT
 
 
-class SummaryIn(_Strict):
-    completed: list[str] = Field(default_factory=list)
-    current_state: str = Field(min_length=1)
-    why_it_matters: str | None = None
+class SummaryIn(Summary):
+    """The record's ``summary`` fields (one definition, ``model.Summary``), strict as input."""
+
+    model_config = _STRICT
 
 
 class CapturePayload(_Strict):
@@ -154,14 +158,15 @@ class CapturePayload(_Strict):
     origin: OriginIn = Field(default_factory=OriginIn)
 
 
-_ITEM_MODELS: dict[str, type[_Strict]] = {
+ITEM_MODELS: dict[str, type[_Strict]] = {
     "decision": DecisionIn,
     "evidence": EvidenceIn,
     "failed_attempt": FailedAttemptIn,
     "open_item": OpenItemIn,
 }
-_ITEM_FIELDS = {"decision": "decisions", "evidence": "evidence", "failed_attempt": "failed_attempts",
-                "open_item": "open_items"}
+ITEM_KINDS: tuple[str, ...] = tuple(ITEM_MODELS)
+ITEM_FIELDS = {"decision": "decisions", "evidence": "evidence", "failed_attempt": "failed_attempts",
+               "open_item": "open_items"}
 _ID_PREFIX = {"decision": "D", "evidence": "E", "failed_attempt": "F", "open_item": "O"}
 _WORK_KEYS = ("title", "objective", "scope", "constraints", "definition_of_done")
 _SUMMARY_ALIASES = {"state": "current_state", "current_state": "current_state", "completed": "completed",
@@ -220,6 +225,55 @@ def parse_payload(payload: Any) -> CapturePayload:
         return CapturePayload.model_validate(normalize_payload(payload))
     except ValidationError as exc:
         raise _input_error(exc, "capture payload") from None
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in ITEM_MODELS:
+        raise UserInputError(f"unknown item kind {kind!r}; use one of {', '.join(ITEM_MODELS)}")
+
+
+def parse_item(kind: str, item: Any) -> _Strict:
+    """One decision / evidence / failed attempt / open item, validated by its model (the ONE definition of its
+    fields: the CLI's ``baton record``, the engine's ``baton_capture`` and MCP's ``handoff_capture`` all use it)."""
+    _check_kind(kind)
+    if not isinstance(item, dict):
+        raise UserInputError(f"invalid {kind}: expected a JSON object, got {type(item).__name__}")
+    try:
+        return ITEM_MODELS[kind].model_validate(item)
+    except ValidationError as exc:
+        raise _input_error(exc, kind.replace("_", " ")) from None
+
+
+def _flat_property(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic field schema as a plain tool-schema property: no title, ``X | None`` as ``X``."""
+    schema = {key: value for key, value in schema.items() if key not in ("title", "default")}
+    branches = [branch for branch in schema.pop("anyOf", []) if branch.get("type") != "null"]
+    if len(branches) == 1:
+        schema = {**branches[0], **schema}
+    return schema
+
+
+def item_properties() -> dict[str, dict[str, Any]]:
+    """Every item kind's fields as flat JSON-schema properties (shared names, e.g. ``evidence_ids``, once)."""
+    properties: dict[str, dict[str, Any]] = {}
+    for model in ITEM_MODELS.values():
+        for name, schema in model.model_json_schema()["properties"].items():
+            properties.setdefault(name, _flat_property(schema))
+    return properties
+
+
+def expected_shape(kind: str) -> dict[str, str]:
+    """The fields ``kind`` takes, for an error answer: ``{"decision": "string (required)", ...}``."""
+    schema = ITEM_MODELS[kind].model_json_schema()
+    required = set(schema.get("required", []))
+    shape = {}
+    for name, prop in schema["properties"].items():
+        flat = _flat_property(prop)
+        kind_of = "one of " + "|".join(flat["enum"]) if "enum" in flat else flat.get("type", "value")
+        if kind_of == "array":
+            kind_of = f"list of {flat.get('items', {}).get('type', 'value')}"
+        shape[name] = f"{kind_of} (required)" if name in required else kind_of
+    return shape
 
 
 def hash_session_id(session_id: str | None) -> str | None:
@@ -303,7 +357,7 @@ def _items(
     kind: str, items: list[_Strict], stamp: str, existing: list[str]
 ) -> tuple[list[dict[str, Any]], list[Redaction]]:
     """Items with ids filled in, and the redactions made while summarising evidence output."""
-    field = _ITEM_FIELDS[kind]
+    field = ITEM_FIELDS[kind]
     dicts, found = [], []
     for index, item in enumerate(items, start=len(existing)):
         data, reasons = _item_dict(kind, item, stamp)
@@ -347,7 +401,7 @@ def build_draft(
     origin_data["session_id"] = hash_session_id(origin_data["session_id"])
     if isinstance(automation, Automation):
         automation = automation.model_dump(mode="json")
-    items = {kind: _items(kind, getattr(parsed, _ITEM_FIELDS[kind]), stamp, []) for kind in _ITEM_FIELDS}
+    items = {kind: _items(kind, getattr(parsed, ITEM_FIELDS[kind]), stamp, []) for kind in ITEM_FIELDS}
     data: dict[str, Any] = {
         "id": ids.new_record_id(),
         "status": "draft",
@@ -357,7 +411,7 @@ def build_draft(
         "origin": origin_data,
         "work": parsed.work.model_dump(),
         "summary": parsed.summary.model_dump(),
-        **{_ITEM_FIELDS[kind]: entries for kind, (entries, _found) in items.items()},
+        **{ITEM_FIELDS[kind]: entries for kind, (entries, _found) in items.items()},
         "risks": [risk.model_dump() for risk in parsed.risks],
         "artifacts": [_artifact(item, root, head) for item in parsed.artifacts],
         "lineage": parsed.lineage.model_dump(),
@@ -402,20 +456,14 @@ def add_item(
 
     New redactions are appended to ``record.redactions`` (compare lengths to report them).
     """
-    if kind not in _ITEM_MODELS:
-        raise UserInputError(f"unknown item kind {kind!r}; use one of {', '.join(_ITEM_MODELS)}")
+    _check_kind(kind)  # before the status check: a bad kind is the caller's first problem
     if record.status in IMMUTABLE_STATUSES:
         raise ConflictError(
             f"handoff {record.short_id} is {record.status} and immutable; "
             "record into a new draft instead (baton fork, or checkpoint create)")
-    if not isinstance(item, dict):
-        raise UserInputError(f"invalid {kind}: expected a JSON object, got {type(item).__name__}")
-    try:
-        parsed = _ITEM_MODELS[kind].model_validate(item)
-    except ValidationError as exc:
-        raise _input_error(exc, kind.replace("_", " ")) from None
+    parsed = parse_item(kind, item)
     stamp = ids.format_timestamp(now)
-    field = _ITEM_FIELDS[kind]
+    field = ITEM_FIELDS[kind]
     data = record.to_json_dict()
     existing = [entry["id"] for entry in data[field]]
     added, summarised = _items(kind, [parsed], stamp, existing)

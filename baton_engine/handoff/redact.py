@@ -24,11 +24,13 @@ import hashlib
 import math
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from cachetools import LRUCache
 
 from baton_engine.handoff.model import Redaction
 
@@ -309,8 +311,8 @@ _DETECTORS: tuple[Callable[[str], Iterator[SecretHit]], ...] = (
 
 # --- public API ---------------------------------------------------------------------------
 
-_SCAN_CACHE: OrderedDict[bytes, tuple[SecretHit, ...]] = OrderedDict()
 _SCAN_CACHE_ENTRIES = 4096
+_SCAN_CACHE: LRUCache[bytes, tuple[SecretHit, ...]] = LRUCache(maxsize=_SCAN_CACHE_ENTRIES)
 _SCAN_CACHE_LOCK = threading.Lock()
 
 
@@ -326,13 +328,10 @@ def find_secrets(text: str) -> list[SecretHit]:
     with _SCAN_CACHE_LOCK:
         cached = _SCAN_CACHE.get(key)
         if cached is not None:
-            _SCAN_CACHE.move_to_end(key)
             return list(cached)
     hits = tuple(_scan(text))
     with _SCAN_CACHE_LOCK:
         _SCAN_CACHE[key] = hits
-        while len(_SCAN_CACHE) > _SCAN_CACHE_ENTRIES:
-            _SCAN_CACHE.popitem(last=False)
     return list(hits)
 
 

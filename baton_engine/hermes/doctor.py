@@ -16,8 +16,7 @@ from pathlib import Path
 from baton_engine.errors import BatonError
 from baton_engine.hermes.config import ENGINE_NAME, PLUGIN_NAME, hermes_home, hermes_view, read_config_file
 from baton_engine.hermes.install import plugin_target
-from baton_engine.operations import doctor_check
-from baton_engine.settings import load_settings
+from baton_engine.settings import describe_line, load_settings
 
 FALLBACK = "Hermes silently falls back to its built-in compressor"
 
@@ -73,10 +72,10 @@ def check_settings(home: Path) -> dict[str, str]:
         block = hermes_view(read_config_file(home)).baton_block
         if block is not None and "__invalid__" in block:
             return _check("hermes.settings", "fail", "baton: in config.yaml must be a mapping of settings")
-        load_settings(hermes_block=block)
+        settings = load_settings(hermes_block=block)
     except BatonError as exc:
         return _check("hermes.settings", "fail", f"{exc}; the plugin refuses to start until this is fixed")
-    return _check("hermes.settings", "pass", "baton: block and BATON_* settings valid")
+    return _check("hermes.settings", "pass", f"baton: block and BATON_* settings valid; in Hermes: {describe_line(settings)}")
 
 
 def check_engine_copy() -> dict[str, str]:
@@ -97,16 +96,16 @@ def check_engine_copy() -> dict[str, str]:
     return _check("hermes.engine", "pass", f"engine builds and deep-copies under hermes-agent {version}")
 
 
-@doctor_check
 def _doctor_hermes_selection(_start: Path) -> dict[str, str]:
     return check_selection(hermes_home())
 
 
-@doctor_check
 def _doctor_hermes_settings(_start: Path) -> dict[str, str]:
     return check_settings(hermes_home())
 
 
-@doctor_check
 def _doctor_hermes_engine(_start: Path) -> dict[str, str]:
     return check_engine_copy()
+
+
+CHECKS = (_doctor_hermes_selection, _doctor_hermes_settings, _doctor_hermes_engine)  # run by `baton doctor`

@@ -23,7 +23,7 @@ from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import policy
+from baton_engine import operations, policy
 from baton_engine.budget import apply_output
 from baton_engine.compaction import cycle, is_baton_message, session
 from baton_engine.hermes import request_view, status, tools
@@ -379,7 +379,9 @@ class BatonContextEngine(ContextEngine):
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         messages = kwargs.get("messages")
-        return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
+        runtime = get_runtime()
+        with operations.host_counting(runtime.settings, runtime.counter):  # baton_resume counts like the engine
+            return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
 
     def set_objective(self, text: str) -> None:
         self.objective = text

@@ -17,28 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine import operations
+from baton_engine.errors import UserInputError
+from baton_engine.handoff import capture
 from baton_engine.handoff.redact import redact_text
 
-ITEM_KINDS = ("decision", "evidence", "failed_attempt", "open_item")
+ITEM_KINDS = capture.ITEM_KINDS
 CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
 TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status")
-
-_ITEM_PROPERTIES: dict[str, Any] = {
-    "decision": {"type": "string", "description": "decision: what was decided"},
-    "rationale": {"type": "string", "description": "decision: why"},
-    "alternatives_considered": {"type": "array", "items": {"type": "string"}},
-    "claim": {"type": "string", "description": "evidence: what the evidence shows"},
-    "type": {"type": "string", "enum": ["command", "test", "file", "commit", "url", "human"]},
-    "ref": {"type": "string", "description": "evidence: command, file, commit or URL"},
-    "result": {"type": "string", "description": "evidence: short result, e.g. '42 passed'"},
-    "attempt": {"type": "string", "description": "failed_attempt: what was tried"},
-    "outcome": {"type": "string", "description": "failed_attempt: why it failed"},
-    "description": {"type": "string", "description": "open_item: what remains"},
-    "priority": {"type": "string", "enum": ["high", "medium", "low"]},
-    "suggested_action": {"type": "string", "description": "open_item: the next action"},
-    "acceptance_check": {"type": "string", "description": "open_item: how to tell it is done"},
-    "evidence_ids": {"type": "array", "items": {"type": "string"}},
-}
+_ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
+_CAPTURE_KEYS = ("kind", "item", "objective")
 
 SCHEMAS: list[dict[str, Any]] = [
     {
@@ -52,8 +39,10 @@ SCHEMAS: list[dict[str, Any]] = [
             "properties": {
                 "kind": {"type": "string", "enum": list(CAPTURE_KINDS)},
                 "item": {"type": "object", "properties": _ITEM_PROPERTIES,
-                         "description": "The fields of one decision / evidence / failed_attempt / open_item."},
+                         "description": "The fields of one decision / evidence / failed_attempt / open_item "
+                                        "(they may also be given at the top level)."},
                 "objective": {"type": "string", "description": "kind=objective: what the work must achieve"},
+                **{name: prop for name, prop in _ITEM_PROPERTIES.items() if name not in _CAPTURE_KEYS},
             },
             "required": ["kind"],
         },
@@ -97,6 +86,23 @@ def _error(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"kind": kind, "message": message}}
 
 
+def _item_args(kind: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The item's fields, nested under ``item`` or flattened at the top level (models often flatten)."""
+    nested = args.get("item")
+    top = {key: value for key, value in args.items() if key not in _CAPTURE_KEYS}
+    if nested is None:
+        return top
+    if not isinstance(nested, dict):
+        raise UserInputError(f"kind={kind}: 'item' must be an object with the {kind.replace('_', ' ')}'s fields")
+    return {**top, **nested}
+
+
+def _shape_error(kind: str, exc: UserInputError) -> dict[str, Any]:
+    answer = _error("input_error", str(exc))
+    answer["error"]["expected"] = {"kind": kind, **capture.expected_shape(kind)}
+    return answer
+
+
 class ToolHost:  # the engine implements this protocol
     """What the tools need from the engine (kept narrow so tools are testable without Hermes)."""
 
@@ -126,9 +132,11 @@ def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]
         return {"ok": True, "kind": "request_handoff", "message": "a handoff will be made at the next check"}
     if kind not in ITEM_KINDS:
         return _error("input_error", f"kind must be one of {', '.join(CAPTURE_KINDS)}")
-    item = args.get("item")
-    if not isinstance(item, dict) or not item:
-        return _error("input_error", f"kind={kind} needs an 'item' object with the {kind.replace('_', ' ')}'s fields")
+    try:  # validated before a session draft is made for it
+        item = _item_args(kind, args)
+        capture.parse_item(kind, item)
+    except UserInputError as exc:
+        return _shape_error(kind, exc)
     draft_id, failure = host.ensure_session_draft(messages)
     if draft_id is None:
         return failure or _error("internal_error", "no session draft")

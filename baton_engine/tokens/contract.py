@@ -13,6 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def copy_json(value: Any) -> Any:
+    """A copy of JSON-like data that never aliases the input: mappings become dicts, lists and tuples lists
+    (scalars are shared). The ONE such copy: compaction, the request normalisation and the backends use it."""
+    if isinstance(value, Mapping):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [copy_json(item) for item in value]
+    return value
+
+
 class CannotCount(Exception):
     """The backend cannot count this request (server down, unsupported shape, ...).
 

@@ -17,10 +17,11 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from cachetools import LRUCache
 
 from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker, CircuitOpen
@@ -111,7 +112,7 @@ class TokenCounter:
         self._backend = self._breaker.inner
         self._margin = fallback_margin_tokens
         self._cache_size = cache_size
-        self._cache: OrderedDict[str, TokenCount] = OrderedDict()
+        self._cache: LRUCache[str, TokenCount] = LRUCache(maxsize=max(cache_size, 1))
         self._epoch = 0
         self._lock = threading.Lock()
         self._stats = CounterStats()
@@ -189,7 +190,6 @@ class TokenCounter:
             self._record(calls=1)
             cached = self._cache.get(key) if key is not None else None
             if cached is not None:
-                self._cache.move_to_end(key)  # type: ignore[arg-type]
                 self._record(cache_hits=1)
                 return cached
             self._record(backend_calls=1)
@@ -207,10 +207,7 @@ class TokenCounter:
             if result.max_model_len is not None:
                 self._record(last_max_model_len=result.max_model_len)
             if key is not None and epoch == self._epoch and self._cache_size:
-                self._cache[key] = result
-                self._cache.move_to_end(key)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                self._cache[key] = result  # LRUCache: a hit refreshes, the least recently used entry goes
         return result
 
     def _fallback(self, kind: str, error: Exception, estimate: Callable[[], int], margin: int) -> TokenCount:

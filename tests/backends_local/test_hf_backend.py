@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from baton_engine.tokens.contract import BackendConfigError, CannotCount, TokenizerConfig
-from baton_engine.tokens.normalize import normalize_request
+from baton_hf.normalize import normalize_request
 from batontest import assets
 
 from baton_hf.backend import HfBackend

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from baton_engine.tokens.contract import TokenizerConfig
-from baton_engine.tokens.normalize import normalize_request
+from baton_hf.normalize import normalize_request
 from baton_engine.tokens.pieces import PieceCounter
 from batontest import assets
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baton_engine.tokens.contract import TokenizerConfig
-from baton_engine.tokens.normalize import normalize_request
+from baton_hf.normalize import normalize_request
 from batontest import assets
 
 from baton_hf.backend import HfBackend, _private_encoder

@@ -84,7 +84,7 @@ def test_an_uncompilable_template_is_left_alone() -> None:
 COLD_COUNTS = """
 import json, sys
 from transformers import AutoTokenizer
-from baton_engine.tokens.normalize import normalize_request
+from baton_hf.normalize import normalize_request
 from baton_hf.template import detect_content_format
 path, requests = sys.argv[1], json.load(sys.stdin)
 tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

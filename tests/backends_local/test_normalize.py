@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from baton_engine.tokens.normalize import (
+from baton_hf.normalize import (
     RequestShapeError,
     normalize_messages,
     normalize_request,

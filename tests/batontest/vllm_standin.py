@@ -1,6 +1,6 @@
 """A loopback stand-in for vLLM's /tokenize, /detokenize and GET /v1/models.
 
-Renders with a real Hugging Face tokenizer, ``baton_engine.tokens.normalize`` (vLLM's own
+Renders with a real Hugging Face tokenizer, ``baton_hf.normalize`` (vLLM's own
 request normalisation) and vLLM's template facts (``baton_hf.template``), encoding the whole
 prompt in one piece as vLLM does, so its counts are real counts: the vllm-real conformance tests check it
 against a real vLLM 0.32 server on the same requests. Used where a 3.7 GB server is too heavy:
@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from baton_engine.tokens.normalize import RequestShapeError, normalize_request, template_supports_developer
+from baton_hf.normalize import RequestShapeError, normalize_request, template_supports_developer
 from baton_hf.template import accepted_kwargs, detect_content_format
 from batontest.loopback import JsonHandler, LoopbackServer
 

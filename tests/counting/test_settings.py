@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -132,3 +133,24 @@ def test_hermes_block_merges_with_env_winning() -> None:
 def test_bad_hermes_block_names_the_key(block: object, expected: str) -> None:
     with pytest.raises(SettingsError, match=expected.replace(".", "\\.").replace("(", "\\(")):
         load_settings({}, hermes_block=block)  # type: ignore[arg-type]
+
+
+def test_one_precedence_env_then_config_yaml_then_project_config_then_default() -> None:
+    from baton_engine.settings import describe
+
+    project = {"backend": "hf", "path": "/project/tok", "url": None, "model": "from-project"}
+    only_project = load_settings(env={}, project=project)
+    assert (only_project.tokenizer.backend, only_project.tokenizer.path) == ("hf", "/project/tok")
+    hermes = load_settings(env={}, hermes_block={"tokenizer": {"path": "/hermes/tok", "model": None}},
+                           project=project)
+    assert (hermes.tokenizer.backend, hermes.tokenizer.path, hermes.tokenizer.model) == \
+        ("hf", "/hermes/tok", "from-project")  # an explicit null in config.yaml falls through
+    env = load_settings(env={"BATON_TOKENIZER_PATH": "/env/tok"}, hermes_block={"tokenizer": {"path": "/h"}},
+                        project=project)
+    assert env.tokenizer.path == "/env/tok"
+    origins = {row["setting"]: row["origin"] for row in describe(env)}
+    assert origins["path"] == "BATON_TOKENIZER_PATH"
+    assert origins["backend"] == "tokenizer.backend in .baton/config.json"
+    assert origins["brief_max_tokens"] == "default"
+    secret = describe(load_settings(env={"BATON_TOKENIZER_API_KEY": "sk-do-not-print"}))
+    assert "sk-do-not-print" not in json.dumps(secret)

@@ -102,3 +102,73 @@ def test_capture_without_a_project_advises_init(tmp_path: Path) -> None:
     answer = json.loads(engine.handle_tool_call("baton_capture", {"kind": "decision", "item": {"decision": "x"}},
                                                 messages=MESSAGES))
     assert answer["ok"] is False and "baton init" in answer["error"]["message"]
+
+
+ITEMS = {
+    "decision": {"decision": "stream the file", "rationale": "memory", "alternatives_considered": ["mmap"]},
+    "evidence": {"type": "test", "claim": "parser is 3x faster", "ref": "pytest -k parser", "result": "5 passed"},
+    "failed_attempt": {"attempt": "regex parser", "outcome": "too slow"},
+    "open_item": {"description": "wire the CLI", "priority": "high", "suggested_action": "add flag"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ITEMS))
+def test_capture_accepts_nested_and_top_level_fields_alike(project: Path, kind: str) -> None:
+    engine = _engine(project)
+    nested = json.loads(engine.handle_tool_call("baton_capture", {"kind": kind, "item": ITEMS[kind]},
+                                                messages=MESSAGES))
+    flat = json.loads(engine.handle_tool_call("baton_capture", {"kind": kind, **ITEMS[kind]}, messages=MESSAGES))
+    assert nested["ok"] and flat["ok"], (nested, flat)
+    volatile = ("id", "made_at", "recorded_at", "captured_at")
+    assert _without(nested["item"], *volatile) == _without(flat["item"], *volatile)
+    assert flat["handoff"]["id"] == nested["handoff"]["id"]
+
+
+@pytest.mark.parametrize("kind", sorted(ITEMS))
+def test_capture_error_shows_the_expected_shape(project: Path, kind: str) -> None:
+    from baton_engine.handoff import capture
+
+    engine = _engine(project)
+    bad = json.loads(engine.handle_tool_call("baton_capture", {"kind": kind, "colour": "blue"}, messages=MESSAGES))
+    assert bad["ok"] is False and bad["error"]["kind"] == "input_error"
+    assert "colour" in bad["error"]["message"]
+    expected = bad["error"]["expected"]
+    assert expected["kind"] == kind
+    assert set(expected) - {"kind"} == set(capture.ITEM_MODELS[kind].model_fields)
+    assert any(value.endswith("(required)") for value in expected.values())
+
+
+def test_capture_schema_is_generated_from_the_item_models() -> None:
+    from baton_engine.handoff import capture
+    from baton_engine.hermes.tools import SCHEMAS
+
+    params = next(schema for schema in SCHEMAS if schema["name"] == "baton_capture")["parameters"]
+    fields = {name for model in capture.ITEM_MODELS.values() for name in model.model_fields}
+    assert set(params["properties"]["item"]["properties"]) == fields
+    assert fields <= set(params["properties"])  # the same fields accepted at the top level
+    assert params["properties"]["evidence_ids"]["type"] == "array"
+    assert params["properties"]["priority"]["enum"] == ["high", "medium", "low"]
+    assert "anyOf" not in json.dumps(params) and "$ref" not in json.dumps(params)
+
+
+def test_resume_inside_hermes_counts_with_the_engines_settings_and_counter(project: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`baton.tokenizer` from config.yaml (not BATON_*) reaches baton_resume, through the engine's ONE counter."""
+    from batontest.assets import qwen3_dir
+
+    from baton_engine import operations
+
+    runtime = BatonRuntime(load_settings(env={}, hermes_block={"tokenizer": {"backend": "hf",
+                                                                             "path": str(qwen3_dir())}}))
+    set_runtime(runtime)
+    engine = BatonContextEngine(project_dir=project)
+    engine.on_session_start("tools-session")
+    engine.compress([*MESSAGES, {"role": "assistant", "content": "Done with step one."},
+                     {"role": "user", "content": "Next"}])
+    built: list[Any] = []
+    monkeypatch.setattr(operations, "build_backend", lambda *args, **kwargs: built.append(args))
+    first = json.loads(engine.handle_tool_call("baton_resume", {}))
+    second = json.loads(engine.handle_tool_call("baton_resume", {}))
+    assert first["ok"] and first == second
+    assert first["brief"]["counter_source"] == runtime.source() and runtime.source().startswith("hf:")
+    assert built == []

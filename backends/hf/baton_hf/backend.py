@@ -1,7 +1,7 @@
 """Exact counts from a Hugging Face tokenizer and the model's own chat template, offline.
 
 The count equals what a vLLM server with the same tokenizer reports for ``/tokenize`` (chat
-form): the request is normalised as vLLM does (``baton_engine.tokens.normalize``), rendered
+form): the request is normalised as vLLM does (``baton_hf.normalize``), rendered
 by the real template, and the rendered string is counted with no special tokens added,
 piece by piece (``baton_engine.tokens.pieces``) so a grown conversation re-encodes only its
 new messages, and re-rendered only in its last turns (``baton_hf.incremental``). Both shortcuts
@@ -23,7 +23,7 @@ from baton_engine.tokens.contract import (
     TokenizerBackend,
     TokenizerConfig,
 )
-from baton_engine.tokens.normalize import RequestShapeError, normalize_request, template_supports_developer
+from baton_hf.normalize import RequestShapeError, normalize_request, template_supports_developer
 from baton_engine.tokens.pieces import PieceCounter
 
 from baton_hf.incremental import IncrementalCounter

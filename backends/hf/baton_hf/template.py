@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import jinja2.nodes
 
-from baton_engine.tokens.normalize import ContentFormat
+from baton_hf.normalize import ContentFormat
 
 from baton_hf.jinja_env import parse
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from baton_engine.tokens.contract import ChatRequest, RequestNotCountable
+from baton_engine.tokens.contract import ChatRequest, RequestNotCountable, copy_json
 
 # Fields /tokenize reads in its chat form; the OpenAI client merges extra_body over the request.
 _PROMPT_OPTIONS = (
@@ -61,7 +61,7 @@ def chat_payload(request: ChatRequest, model: str | None) -> dict[str, Any]:
     payload.setdefault("add_generation_prompt", True)
     if payload["add_generation_prompt"] and payload.get("continue_final_message"):
         raise RequestNotCountable("add_generation_prompt and continue_final_message cannot both be true")
-    return _as_json(payload)
+    return copy_json(payload)
 
 
 def text_payload(text: str, model: str | None) -> dict[str, Any]:
@@ -120,12 +120,3 @@ def _fold_template_kwargs(payload: dict[str, Any], reasoning_effort: Any, docume
         merged.setdefault("reasoning_effort", reasoning_effort)
         merged.setdefault("enable_thinking", reasoning_effort != "none")
     payload["chat_template_kwargs"] = merged
-
-
-def _as_json(value: Any) -> Any:
-    """Copy mappings and sequences (tuples, pydantic-free containers) into plain JSON shapes."""
-    if isinstance(value, Mapping):
-        return {str(k): _as_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_as_json(v) for v in value]
-    return value

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from baton_engine.tokens.contract import copy_json
+
 ContentFormat = Literal["string", "openai"]
 
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "refusal", "thinking"})
@@ -124,7 +126,7 @@ def normalize_request(
     forbidden = sorted(_FORBIDDEN_TEMPLATE_KWARGS & kwargs.keys())
     if forbidden:
         raise RequestShapeError(f"chat_template_kwargs may not contain {forbidden}; pass them as request fields")
-    merged_kwargs = _deep_copy(dict(kwargs))
+    merged_kwargs = copy_json(dict(kwargs))
     for key, value in (("add_generation_prompt", add_generation_prompt), ("continue_final_message", continue_final_message)):
         if value is not None and value != "auto":  # vLLM's merge_kwargs ignores unset values
             merged_kwargs[key] = value
@@ -146,7 +148,7 @@ def _normalize_tool(tool: Any, index: int) -> dict[str, Any]:
     out_function: dict[str, Any] = {
         "name": function["name"],
         "description": function.get("description"),
-        "parameters": _deep_copy(function.get("parameters")),
+        "parameters": copy_json(function.get("parameters")),
     }
     if function.get("strict") is not None:
         out_function["strict"] = function["strict"]
@@ -186,7 +188,7 @@ def _normalize_message(message: Mapping[str, Any], index: int, content_format: C
     if isinstance(message.get("task"), str):
         out["task"] = message["task"]
     if role == "developer":
-        out["tools"] = _deep_copy(message.get("tools"))
+        out["tools"] = copy_json(message.get("tools"))
     return out
 
 
@@ -260,7 +262,7 @@ def _copy_tool_call(call: Any) -> Any:
     out: dict[str, Any] = {key: call[key] for key in _TOOL_CALL_KEYS if key in call}
     function = call.get("function")
     if isinstance(function, Mapping):
-        out["function"] = {key: _deep_copy(function[key]) for key in ("name", "arguments") if key in function}
+        out["function"] = {key: copy_json(function[key]) for key in ("name", "arguments") if key in function}
     elif "function" in call:
         out["function"] = function
     return out
@@ -305,12 +307,3 @@ def _consolidate_system_messages(messages: list[dict[str, Any]]) -> list[dict[st
     if not needs_merge:
         return messages
     return [{"role": "system", "content": SYSTEM_MERGE_SEPARATOR.join(system_texts)}, *others]
-
-
-def _deep_copy(value: Any) -> Any:
-    """Copy JSON-like data so callers can never alias our output to their input."""
-    if isinstance(value, Mapping):
-        return {k: _deep_copy(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_deep_copy(v) for v in value]
-    return value
