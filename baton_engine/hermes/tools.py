@@ -1,4 +1,4 @@
-"""The engine's tools: ``baton_capture``, ``baton_resume``, ``baton_status``.
+"""The engine's tools: ``baton_capture``, ``baton_resume``, ``baton_status``, ``baton_recall``.
 
 Why through ``operations``: each tool answers with exactly the JSON the equivalent ``baton ... --json``
 command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
@@ -18,10 +18,11 @@ from typing import Any
 
 from baton_engine import operations
 from baton_engine.handoff.redact import redact_text
+from baton_engine.recall import TOOL_SCHEMA as RECALL_SCHEMA
 
 ITEM_KINDS = ("decision", "evidence", "failed_attempt", "open_item")
 CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
-TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status")
+TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status", "baton_recall")
 
 _ITEM_PROPERTIES: dict[str, Any] = {
     "decision": {"type": "string", "description": "decision: what was decided"},
@@ -74,6 +75,7 @@ SCHEMAS: list[dict[str, Any]] = [
         "description": "Baton project status: record counts, latest ready and draft handoffs, problems.",
         "parameters": {"type": "object", "properties": {}},
     },
+    RECALL_SCHEMA,  # answered by recall.recall_tool over this session lineage (the engine picks the source)
 ]
 
 
@@ -110,6 +112,9 @@ class ToolHost:  # the engine implements this protocol
         raise NotImplementedError
 
     def request_handoff(self) -> None:
+        raise NotImplementedError
+
+    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
 
@@ -167,6 +172,7 @@ def _dispatch(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any
         "baton_capture": lambda: _capture(host, args, messages),
         "baton_resume": lambda: _resume(host, args),
         "baton_status": lambda: _status(host, args),
+        "baton_recall": lambda: host.recall(args),
     }
     handler = handlers.get(name)
     if handler is None:

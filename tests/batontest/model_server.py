@@ -86,13 +86,18 @@ class RecordedRequest:
         return [str((t.get("function") or {}).get("name")) for t in self.tools if isinstance(t, dict)]
 
 
+Step = Reply | Callable[[dict[str, Any]], Reply]
+
+
 class ScriptedPolicy:
     """Plays ``steps`` in order, one per main request; afterwards always answers ``final_answer``.
 
-    Auxiliary (non-streaming) requests never advance the script: they get ``auxiliary_answer``.
+    A step is a ``Reply`` or a function of the request body returning one (a model that reacts to what a
+    tool answered, e.g. expands the ref a ``baton_recall`` search returned). Auxiliary (non-streaming)
+    requests never advance the script: they get ``auxiliary_answer``.
     """
 
-    def __init__(self, steps: Sequence[Reply], *, final_answer: str = "All steps are done.",
+    def __init__(self, steps: Sequence[Step], *, final_answer: str = "All steps are done.",
                  auxiliary_answer: str = "Scripted auxiliary answer") -> None:
         self.steps = list(steps)
         self.final_answer = final_answer
@@ -105,9 +110,9 @@ class ScriptedPolicy:
             return Reply(content=self.auxiliary_answer)
         with self._lock:
             if self.position < len(self.steps):
-                reply = self.steps[self.position]
+                step = self.steps[self.position]
                 self.position += 1
-                return reply
+                return step if isinstance(step, Reply) else step(body)
         return Reply(content=self.final_answer)
 
 
