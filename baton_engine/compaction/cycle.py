@@ -19,7 +19,7 @@ from typing import Any
 
 from baton_engine.compaction import continuity
 from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade, plan_tail
-from baton_engine.compaction.sanitize import is_real_user_request
+from baton_engine.compaction.sanitize import is_real_user_request, own_words
 from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
 from baton_engine.handoff import capture, freshness, ids, render, store, validate
 from baton_engine.handoff.config import load_config
@@ -103,15 +103,11 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-HERMES_TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
-
-
 def latest_user_request(messages: Sequence[Any]) -> str | None:
     """The newest real (non-synthetic) user message text, or None: the objective is never invented."""
     for message in reversed(list(messages)):
         if isinstance(message, dict) and is_real_user_request(message):
-            # Hermes merges its todo snapshot into the user turn before it (role-alternation repair).
-            text = _text_of(message).split(HERMES_TODO_SNAPSHOT, 1)[0].strip()
+            text = own_words(_text_of(message))
             if text and not text.startswith("[Baton "):
                 return text
     return None
