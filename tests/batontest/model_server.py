@@ -178,6 +178,21 @@ def tool_heavy_script(rounds: int, *, planted: Sequence[str] = (), capture_every
     return steps
 
 
+def recall_steps(query: str, *, budget_tokens: int = 120) -> list[Step]:
+    """Two model turns: a ``baton_recall`` search for ``query``, then an expand of the first hit's ref around
+    its line (read from the search answer the request carries, as a model would)."""
+
+    def expand_first_hit(body: dict[str, Any]) -> Reply:
+        tool = [m for m in body.get("messages") or [] if m.get("role") == "tool"][-1]
+        hits = json.loads(tool["content"]).get("hits") or [{"ref": "msg-none", "line": 1}]
+        return Reply(content="Paging the hit back in.", tool_calls=(ToolCall("baton_recall", {
+            "mode": "expand", "ref": hits[0]["ref"], "around": hits[0]["line"], "budget_tokens": budget_tokens}),))
+
+    search = Reply(content="Searching the compacted context.", tool_calls=(
+        ToolCall("baton_recall", {"mode": "search", "query": query}),))
+    return [search, expand_first_hit]
+
+
 class PromptCounter:
     """Counts a chat request with the hf backend on a real tokenizer (Qwen3 by default)."""
 

@@ -22,7 +22,8 @@ import pytest
 
 from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
 from batontest.hermes_run import DRIVER, MODEL, PROJECT_FILES, WINDOW, require_hermes
-from batontest.model_server import ModelServer, RecordedRequest, Reply, ScriptedPolicy, ToolCall, filler_text
+from batontest.model_server import (ModelServer, RecordedRequest, Reply, ScriptedPolicy, ToolCall, filler_text,
+                                    recall_steps)
 from batontest.schemas import assert_conforms
 
 pytestmark = pytest.mark.hermes
@@ -48,18 +49,10 @@ def last_tool_answer(body: dict[str, Any]) -> dict[str, Any]:
     return json.loads(tool["content"])
 
 
-def expand_first_hit(body: dict[str, Any]) -> Reply:
-    hits = last_tool_answer(body).get("hits") or [{"ref": "msg-none", "line": 1}]
-    return Reply(content="Paging the hit back in.", tool_calls=(ToolCall("baton_recall", {
-        "mode": "expand", "ref": hits[0]["ref"], "around": hits[0]["line"], "budget_tokens": 120}),))
-
-
 def script(project: Path) -> ScriptedPolicy:
     steps: list[Any] = [Reply(content=f"Reading design file {n}.", tool_calls=(
         ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),)) for n in range(1, FILES + 1)]
-    steps.append(Reply(content="Searching the compacted context for the checksum.", tool_calls=(
-        ToolCall("baton_recall", {"mode": "search", "query": NEEDLE}),)))
-    steps.append(expand_first_hit)
+    steps += recall_steps(NEEDLE, budget_tokens=120)
     return ScriptedPolicy(steps, final_answer=FINAL_ANSWER)
 
 
