@@ -48,6 +48,16 @@ def hermes_version() -> str:
         return "unknown"
 
 
+class _Borrowed:
+    """A host object the engine uses but never copies: Hermes' SessionDB holds a connection and a lock."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Borrowed:
+        return self
+
+
 class BatonContextEngine(ContextEngine):
     """Exact-budget, handoff-based compaction for Hermes (``context.engine: baton``)."""
 
@@ -61,7 +71,7 @@ class BatonContextEngine(ContextEngine):
         self.route = Route()
         self.session_id: str | None = None
         self.session_rotations = 0
-        self.session_db: Any = None  # Hermes' SessionDB when the host binds one (after its per-agent copy)
+        self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
         self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
         self.objective: str | None = None
         self.session_draft_id: str | None = None
@@ -328,11 +338,22 @@ class BatonContextEngine(ContextEngine):
 
     # ---- recall ----------------------------------------------------------------------------------
 
+    @property
+    def session_db(self) -> Any:
+        return self._session_db.value
+
     def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
         """Hermes hands its session store (or None) and the session id; recall then reads that store."""
-        self.session_db = session_db
+        self._session_db = _Borrowed(session_db)
         if session_id:
             self.session_id = session_id
+
+    def recall_status(self) -> dict[str, Any]:
+        """Where ``baton_recall`` reads (counts only; the index never leaves the process)."""
+        index = get_runtime().recall_index
+        bound = self.session_db is not None and bool(self.session_id)
+        return {"source": "hermes session store" if bound else "in-process index",
+                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
 
     def _lineage(self) -> str:
         if self.lineage_key is None:

@@ -3,6 +3,7 @@ the region's anchors and the lineage's user words (record field ``continuity`` a
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,10 @@ def test_recall_reads_the_bound_session_store(project: Path, qwen3_env: Path, tm
     db.create_session("child", source="cli", parent_session_id="parent")
     engine = _engine(project)
     engine.bind_session_state(session_db=db, session_id="child")
+    assert copy.deepcopy(engine).session_db is db  # a copy borrows the store, never copies its connection
+    assert engine.get_status()["recall"]["source"] == "hermes session store"
     hit = _call(engine, mode="search", query="INV-20931")["hits"][0]
     assert hit["role"] == "user" and "INV-20931" in hit["snippet"]
     engine.bind_session_state(session_db=None, session_id="child")
     assert _call(engine, mode="search", query="INV-20931")["hits"] == []  # the in-process index never saw it
+    assert engine.get_status()["recall"]["source"] == "in-process index"
