@@ -318,7 +318,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     if kept is not None:  # the continuity section's share comes out of the brief budget (module docstring)
         brief_budget = max(brief_budget - kept.tokens - 1, render.MIN_MAX_TOKENS)
     brief = render.render_brief(record, freshness=fresh, max_tokens=brief_budget,
-                                count_tokens=count_text, counter_source=counter_source, verbose=True)
+                                count_tokens=count_text, counter_source=counter_source, verbose=True,
+                                continuity=False)
     brief_text = brief.text if kept is None else f"{brief.text}\n\n{kept.text}"
     brief_tokens = brief.tokens + (kept.tokens + 1 if kept is not None else 0)
     if warnings:

@@ -83,6 +83,10 @@ def test_recall_after_two_compactions_and_a_rotation(project: Path, qwen3_env: P
     brief = block.split("\n\n", 1)[1].rsplit("\n\n", 1)[0]
     assert get_runtime().count_text(brief).tokens <= BRIEF_MAX + 2  # the join newlines
 
+    assert block.count("Also remember the budget code is BX-3310.") == 1  # the cycle's section only
+    resumed = json.loads(engine.handle_tool_call("baton_resume", {"max_tokens": 4000}))
+    assert 'User said: "Never deploy on Fridays; the staging host is stg-7.internal."' in resumed["brief"]["text"]
+
     found = _call(engine, mode="search", query="build-4821")
     assert found["ok"] and found["hits"][0]["tool_name"] == "terminal", found
     assert "make check-0" in found["hits"][0]["arguments"]
