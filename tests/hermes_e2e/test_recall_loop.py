@@ -97,6 +97,8 @@ def test_recall_finds_an_early_tool_result_after_several_compactions(tmp_path: P
     assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
     assert result["recall_source"] == ("SessionStoreSource" if session_db else "MemorySource")
     assert result["turns"][0]["final_response"] == FINAL_ANSWER
+    # Hermes really rotated the session id at every compaction, or really compacted in place
+    assert result["status"]["session_rotations"] == (0 if in_place else result["compression_count"])
 
     search_at, expand_at = recall_call_request(main, "search"), recall_call_request(main, "expand")
     boundaries = compaction_boundaries(main)
