@@ -392,12 +392,13 @@ class BatonContextEngine(ContextEngine):
                 and self.session_id is not None)
             if kwargs.get("model"):
                 self.route = self.route.moved(model=str(kwargs["model"]), why="session start")
-            if rotation:
-                if session_id and self.lineage_key is not None:
+            if rotation:  # Hermes 0.19 also signals an in-place compaction this way, with the same id
+                moved = bool(session_id) and session_id != self.session_id
+                if moved and self.lineage_key is not None:
                     get_runtime().recall_index.carry_over(self.lineage_key, session_id)
                     self.lineage_key = session_id
                 self.session_id = session_id or self.session_id
-                self.session_rotations += 1
+                self.session_rotations += int(moved)
             else:
                 self.session_id = session_id
                 self.lineage_key = None  # a new conversation: a new lineage

@@ -6,7 +6,8 @@ that only the FIRST file holds (long compacted away: the test checks it is in no
 request that asked for it), expands the hit's ref around its line, and the server must receive the line
 verbatim in the next request. Run with Hermes' default session rotation and with
 ``compression.in_place: true``, each with Hermes' session store bound (``state.db``: recall reads
-Hermes' own rows) and without one (recall reads Baton's in-process index).
+Hermes' own rows) and without one (recall reads Baton's in-process index; Hermes 0.19 then keeps the
+session id, since it rotates only in its store).
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ def test_recall_finds_an_early_tool_result_after_several_compactions(tmp_path: P
     assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
     assert result["recall_source"] == ("SessionStoreSource" if session_db else "MemorySource")
     assert result["turns"][0]["final_response"] == FINAL_ANSWER
-    # Hermes really rotated the session id at every compaction, or really compacted in place
-    assert result["status"]["session_rotations"] == (0 if in_place else result["compression_count"])
+    # Hermes 0.19 rotates the session id at every compaction only with a session store and without in_place
+    rotates = session_db and not in_place
+    assert result["status"]["session_rotations"] == (result["compression_count"] if rotates else 0)
 
     search_at, expand_at = recall_call_request(main, "search"), recall_call_request(main, "expand")
     boundaries = compaction_boundaries(main)
