@@ -37,9 +37,9 @@ NEEDLE_LINE = f"RELEASE CHECKSUM of bundle inventory-2.4.1: {NEEDLE} (verified b
 FINAL_ANSWER = "Done: the release checksum is recovered."
 
 
-def design_file(n: int) -> str:
+def design_file(n: int, needle_in: int = 1) -> str:
     body = filler_text(f"d{n:02d}", FILE_WORDS).split("\n")
-    if n == 1:  # the needle sits in the middle of the first file, nowhere else
+    if n == needle_in:  # the needle sits in the middle of one file, nowhere else
         body.insert(len(body) // 2, NEEDLE_LINE)
     return f"DESIGN FILE d{n:02d} BEGIN\n" + "\n".join(body) + f"\nDESIGN FILE d{n:02d} END\n"
 
@@ -50,24 +50,25 @@ def last_tool_answer(body: dict[str, Any]) -> dict[str, Any]:
     return json.loads(tool["content"])
 
 
-def script(project: Path) -> ScriptedPolicy:
+def script(project: Path, files: int = FILES) -> ScriptedPolicy:
     steps: list[Any] = [Reply(content=f"Reading design file {n}.", tool_calls=(
-        ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),)) for n in range(1, FILES + 1)]
+        ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),)) for n in range(1, files + 1)]
     steps += recall_steps(NEEDLE, budget_tokens=120)
     return ScriptedPolicy(steps, final_answer=FINAL_ANSWER)
 
 
-def run(workdir: Path, *, in_place: bool, session_db: bool) -> tuple[dict[str, Any], ModelServer, Path]:
+def run(workdir: Path, *, in_place: bool, session_db: bool, files: int = FILES, trigger: int = TRIGGER,
+        needle_in: int = 1) -> tuple[dict[str, Any], ModelServer, Path]:
     require_hermes()
     project = git_project(workdir / "project", {
-        **PROJECT_FILES, **{f"docs/design_{n:02d}.md": design_file(n) for n in range(1, FILES + 1)}})
+        **PROJECT_FILES, **{f"docs/design_{n:02d}.md": design_file(n, needle_in) for n in range(1, files + 1)}})
     baton_init(project)
-    with ModelServer(script(project), context_window=WINDOW) as server:
+    with ModelServer(script(project, files), context_window=WINDOW) as server:
         config = hermes_config(base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=WINDOW,
-                               baton={"fallback_token_threshold": TRIGGER, "auto_checkpoint_on_end": False})
+                               baton={"fallback_token_threshold": trigger, "auto_checkpoint_on_end": False})
         config["compression"] = {"in_place": in_place}
         home = write_hermes_home(workdir / "hermes-home", config)
-        spec = {"base_url": server.base_url, "model": MODEL, "max_iterations": FILES + 10,
+        spec = {"base_url": server.base_url, "model": MODEL, "max_iterations": files + 10,
                 "turns": ["Read every design file under docs/, then find the release checksum."],
                 "toolsets": ["file", "context_engine"], "session_db": session_db}
         (workdir / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
@@ -142,3 +143,21 @@ def test_recall_finds_an_early_tool_result_after_several_compactions(tmp_path: P
     assert any(path.endswith("docs/design_01.md") for path in read_anchors), read_anchors
     blocks = [m for m in main[boundaries[0]].messages if str(m.get("content", "")).startswith("[Baton handoff")]
     assert blocks and "`baton_recall` call away" in blocks[0]["content"]
+
+
+def test_a_stubbed_in_flight_result_is_one_recall_away(tmp_path: Path) -> None:
+    """With a 12,000-token trigger a whole file cannot ride along (the compacted request aims at 6,000 and the
+    fixed part is ~4,200): the result is stubbed in place, and the stub's promise holds: one search and one
+    expand bring its line back."""
+    result, server, _project = run(tmp_path, in_place=False, session_db=False, files=3, trigger=12_000, needle_in=3)
+    main = server.main_requests
+    assert not server.rejections and result["compression_count"] >= 1
+    stubbed = [m for r in main for m in r.messages if m.get("role") == "tool"
+               and str(m.get("content")).startswith("[Result elided by Baton at compaction: read_file(")]
+    assert stubbed and "`baton_recall`" in stubbed[0]["content"]
+    search_at, expand_at = recall_call_request(main, "search"), recall_call_request(main, "expand")
+    assert NEEDLE not in json.dumps(main[search_at].messages), "the stubbed file was still in the window"
+    hit = last_tool_answer({"messages": main[search_at + 1].messages})["hits"][0]
+    assert "design_03.md" in hit["arguments"] and NEEDLE in hit["snippet"], hit
+    expanded = last_tool_answer({"messages": main[expand_at + 1].messages})
+    assert any(line.split("|", 1)[-1] == NEEDLE_LINE for line in expanded["text"].split("\n")), expanded
