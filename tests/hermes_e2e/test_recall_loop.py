@@ -145,11 +145,14 @@ def test_recall_finds_an_early_tool_result_after_several_compactions(tmp_path: P
     assert blocks and "`baton_recall` call away" in blocks[0]["content"]
 
 
-def test_a_stubbed_in_flight_result_is_one_recall_away(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("in_place", "session_db"), [(False, False), (True, True)],
+                         ids=["rotation-memory", "in_place-state_db"])
+def test_a_stubbed_in_flight_result_is_one_recall_away(tmp_path: Path, in_place: bool, session_db: bool) -> None:
     """With a 12,000-token trigger a whole file cannot ride along (the compacted request aims at 6,000 and the
     fixed part is ~4,200): the result is stubbed in place, and the stub's promise holds: one search and one
     expand bring its line back."""
-    result, server, _project = run(tmp_path, in_place=False, session_db=False, files=3, trigger=12_000, needle_in=3)
+    result, server, _project = run(tmp_path, in_place=in_place, session_db=session_db, files=3, trigger=12_000,
+                                   needle_in=3)
     main = server.main_requests
     assert not server.rejections and result["compression_count"] >= 1
     stubbed = [m for r in main for m in r.messages if m.get("role") == "tool"
