@@ -244,6 +244,11 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
 
         out += anchor_bench.render(results["anchor"])
 
+    if "recall" in results:
+        import recall_bench
+
+        out += recall_bench.render(results["recall"])
+
     growth, flat = _flat(overhead)
     out += ["## Per-turn overhead (should_compress + llm_request middleware)", "",
             "One new message per turn on a long history (counter warm for the earlier history), median of 20 turns; "

@@ -6,7 +6,8 @@ scripted, tool-heavy session and counts every prompt with the real Qwen3 tokeniz
 enabled exactly as a user enables it (``plugins.enabled: [baton]`` + ``context.engine: baton`` in
 config.yaml) and counts with the hf backend on the same Qwen3 tokenizer. The demo prints, per
 model call, the prompt tokens the provider saw against the window and the output budget Baton
-clamped; each compaction with its handoff file; and the resume brief a new session would get.
+clamped; each compaction with its handoff file; a ``baton_recall`` of a line from the first round,
+long compacted away (query, hit, the line back); and the resume brief a new session would get.
 Everything lives in a temporary directory that is removed at the end.
 """
 
@@ -38,7 +39,13 @@ from batontest.hermes_home import (  # noqa: E402
     hermes_config,
     write_hermes_home,
 )
-from batontest.model_server import ModelServer, RecordedRequest, ScriptedPolicy, tool_heavy_script  # noqa: E402
+from batontest.model_server import (  # noqa: E402
+    ModelServer,
+    RecordedRequest,
+    ScriptedPolicy,
+    recall_steps,
+    tool_heavy_script,
+)
 
 MODEL = "qwen3-local"
 WINDOW = 65_536
@@ -47,6 +54,7 @@ THRESHOLD = 12_000  # baton.fallback_token_threshold: compact early so the demo 
 ROUNDS = 16  # with the compacted request at half the trigger, a compaction every ~5 model calls
 REQUEST = "Audit the inventory service logs round by round and keep the task list current."
 FOLLOW_UP = "Thanks. What is left to do?"
+RECALL_QUERY = "r1i0 L003"  # a log line of round 1's first task: compacted away long before the recall
 
 console = Console(file=sys.__stdout__, highlight=False)
 
@@ -96,7 +104,7 @@ def run(workdir: Path) -> int:
         "README.md": "# inventory service\n", "src/parser.py": "def parse(line):\n    return line.split()\n"})
     baton_init(project)
     narrator = Narrator()
-    policy = ScriptedPolicy(tool_heavy_script(ROUNDS, capture_every=4),
+    policy = ScriptedPolicy([*tool_heavy_script(ROUNDS, capture_every=4), *recall_steps(RECALL_QUERY)],
                             final_answer="Done: every round is recorded; the latency benchmark is still open.")
     with ModelServer(policy, context_window=WINDOW, model_name=MODEL, on_request=narrator.on_request) as server:
         home = write_hermes_home(workdir / "hermes-home", hermes_config(
@@ -134,7 +142,38 @@ def run(workdir: Path) -> int:
         with contextlib.redirect_stdout(io.StringIO()):
             agent.shutdown_memory_provider(history)
         rejected = len(server.rejections)
-    return summarize(project, narrator, rejected)
+    # the model read the recall answers in its next requests (the last compaction took them out of history)
+    recalled = show_recall([m for request in server.main_requests for m in request.messages])
+    return summarize(project, narrator, rejected) or (0 if recalled else 1)
+
+
+def show_recall(sent: list[dict[str, Any]]) -> bool:
+    """The model's two ``baton_recall`` answers (search, then expand) as the provider received them: query,
+    first hit, the line back."""
+    answers = []
+    for message in sent:
+        if message.get("role") == "tool":
+            try:
+                answer = json.loads(str(message.get("content")))
+            except ValueError:
+                continue
+            if isinstance(answer, dict) and answer.get("mode") in ("search", "expand"):
+                answers.append(answer)
+    search = next((a for a in answers if a.get("mode") == "search" and a.get("hits")), None)
+    expand = next((a for a in answers if a.get("mode") == "expand" and a.get("ok")), None)
+    console.print(Rule("Recall after the compactions"))
+    if search is None or expand is None:
+        console.print(f"[red]baton_recall found nothing for {RECALL_QUERY!r}[/]")
+        return False
+    hit = search["hits"][0]
+    line = next((x for x in expand["text"].split("\n") if RECALL_QUERY in x), "")
+    console.print(f"baton_recall search {RECALL_QUERY!r}: {len(search['hits'])} hits; first {hit['ref']} "
+                  f"({hit['role']} of {hit['tool_name']}, {hit['tokens']} tokens), snippet:")
+    console.print(Text(hit["snippet"][:160]))  # Text(): tool output is not rich markup
+    console.print(f"baton_recall expand (lines {expand['first_line']}-{expand['last_line']} of "
+                  f"{expand['total_lines']}, {expand['tokens']} tokens), the line back:")
+    console.print(Text(line.strip()))
+    return bool(line)
 
 
 def summarize(project: Path, narrator: Narrator, rejected: int) -> int:

@@ -15,9 +15,11 @@ from baton_engine.compaction.builder import (
     CompactionResult,
     CountTokens,
     DegradeReason,
+    TailPlan,
     build_compacted_messages,
     degrade,
     degrade_messages,
+    plan_tail,
 )
 from baton_engine.compaction.markers import is_baton_message
 
@@ -27,8 +29,10 @@ __all__ = [
     "CompactionResult",
     "CountTokens",
     "DegradeReason",
+    "TailPlan",
     "build_compacted_messages",
     "degrade",
     "degrade_messages",
     "is_baton_message",
+    "plan_tail",
 ]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton_engine.compaction.markers import is_baton_message, message_text
+from baton_engine.compaction.sanitize import own_words
 from baton_engine.handoff.redact import redact_text
 from baton_engine.recall.entry import json_object
 
@@ -268,8 +269,8 @@ def extract_anchors(messages: Iterable[Any]) -> Anchors:
             elif isinstance(data.get("error"), str):
                 collector.error_lines(data["error"])
         elif role == "user":
-            collector.texts.append(text)
-            collector.error_lines(text)
+            collector.texts.append(own_words(text))
+            collector.error_lines(own_words(text))
     files = tuple(
         FileAnchor(path, action, tuple(ranges), pattern)
         for (path, action, pattern), ranges in list(collector.files.items())[-MAX_FILES:]

@@ -135,6 +135,7 @@ def build_compacted_messages(
     count_tokens: CountTokens,
     max_block_tokens: int = DEFAULT_MAX_BLOCK_TOKENS,
     inflight_tokens: int | None = None,
+    plan: TailPlan | None = None,
 ) -> CompactionResult:
     """Replace ``messages`` by the Baton block, a notice and the freshest turns that fit.
 
@@ -148,12 +149,13 @@ def build_compacted_messages(
     top of the fresh tail, verbatim while they fit ``inflight_tokens`` (default: the fresh tail budget);
     each result that does not is replaced in place by a stub that keeps the pair valid and says what it
     was and why it is gone: a compaction never drops a result before the model has seen it, unannounced.
+    ``plan`` (from :func:`plan_tail` with the same arguments) skips choosing the tail again.
     """
     counter = _GuardedCounter(count_tokens)
-    inflight = fresh_tail_tokens if inflight_tokens is None else inflight_tokens
     try:
-        return _build(messages, block, _non_negative(fresh_tail_tokens), counter, _non_negative(max_block_tokens),
-                      _non_negative(inflight))
+        plan = plan or _plan(messages, _non_negative(fresh_tail_tokens), counter,
+                             _inflight_budget(fresh_tail_tokens, inflight_tokens))
+        return _build(plan, block, counter, _non_negative(max_block_tokens))
     except Exception as exc:  # pure and total by contract
         try:
             short_id = str(block.short_id)
@@ -210,17 +212,44 @@ def degrade_messages(
     ).messages
 
 
-def _build(
-    messages: Any, block: BatonBlock, fresh_tail_tokens: int, counter: _GuardedCounter, max_block_tokens: int,
-    inflight_tokens: int,
-) -> CompactionResult:
+@dataclass(frozen=True)
+class TailPlan:
+    """Which messages a compaction keeps (tail, in-flight group) and which leave the context (``region``).
+
+    Why separate from building the list: the tail does not depend on the block, and the cycle needs the
+    region (to index it and to extract its anchors and user words) before it writes the brief.
+    """
+
+    state: Sanitized
+    tail_start: int
+    inflight: list[Unit]
+    elided: int
+    region: list[Message]
+
+
+def plan_tail(messages: Any, *, fresh_tail_tokens: int, count_tokens: CountTokens,
+              inflight_tokens: int | None = None) -> TailPlan:
+    """The tail :func:`build_compacted_messages` keeps for these arguments, and the compacted region:
+    every message it drops (the carried latest request excepted), plus the original of each stubbed
+    in-flight result with the call it answers. May raise (the builder itself is total)."""
+    return _plan(messages, _non_negative(fresh_tail_tokens), _GuardedCounter(count_tokens),
+                 _inflight_budget(fresh_tail_tokens, inflight_tokens))
+
+
+def _inflight_budget(fresh_tail_tokens: int, inflight_tokens: int | None) -> int:
+    return _non_negative(fresh_tail_tokens if inflight_tokens is None else inflight_tokens)
+
+
+def _plan(messages: Any, fresh_tail_tokens: int, counter: _GuardedCounter, inflight_tokens: int) -> TailPlan:
     state = sanitize(messages)
-    block_text, block_tokens, truncated, over_budget = _fit_block(block, counter, max_block_tokens)
     first_inflight = _first_inflight(state.units)
     answered, inflight = state.units[:first_inflight], state.units[first_inflight:]
-    elided = 0
+    elided, stubbed_originals = 0, []
     if inflight:
         kept, elided = _fitted(inflight[0], counter, inflight_tokens)
+        if elided:
+            stubbed_originals = [inflight[0][0], *(m for m, k in zip(inflight[0][1:], kept[1:], strict=True)
+                                                   if m is not k)]
         inflight = [kept]
         state = replace(state, units=[*answered, kept])
 
@@ -228,9 +257,17 @@ def _build(
         return counter(candidate) <= fresh_tail_tokens
 
     tail_start = _longest_fitting_suffix(answered, fits) if fresh_tail_tokens > 0 else len(answered)
-    result = _result(state, block_text, notice_text(block.short_id), tail_start, counter, block_tokens=block_tokens)
+    carried = state.latest_request_unit
+    region = [m for index, unit in enumerate(answered[:tail_start]) if index != carried for m in unit]
+    return TailPlan(state, tail_start, inflight, elided, [*region, *stubbed_originals])
+
+
+def _build(plan: TailPlan, block: BatonBlock, counter: _GuardedCounter, max_block_tokens: int) -> CompactionResult:
+    block_text, block_tokens, truncated, over_budget = _fit_block(block, counter, max_block_tokens)
+    result = _result(plan.state, block_text, notice_text(block.short_id), plan.tail_start, counter,
+                     block_tokens=block_tokens)
     return _with(result, brief_truncated=truncated, block_over_budget=over_budget,
-                 inflight_messages=len(_flatten(inflight)), inflight_elided=elided)
+                 inflight_messages=len(_flatten(plan.inflight)), inflight_elided=plan.elided)
 
 
 def _first_inflight(units: list[Unit]) -> int:

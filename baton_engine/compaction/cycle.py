@@ -17,14 +17,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade
+from baton_engine.compaction import continuity
+from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade, plan_tail
 from baton_engine.compaction.markers import is_baton_text
-from baton_engine.compaction.sanitize import is_real_user_request
+from baton_engine.compaction.sanitize import is_real_user_request, own_words
 from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
 from baton_engine.handoff import capture, freshness, ids, render, store, validate
 from baton_engine.handoff.config import load_config
 from baton_engine.handoff.model import HandoffRecord, transition
 from baton_engine.operations import summary_of
+from baton_engine.tokens.rough import estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.compaction")
 STATE_MESSAGES = 3
@@ -66,6 +68,7 @@ class SessionFacts:
     max_block_tokens: int = 1400
     inflight_tokens: int | None = None  # budget for unanswered tool results (None: the fresh tail's)
     now: datetime | None = None  # the runtime clock's reading; every timestamp and the id of this cycle use it
+    recall: continuity.Recall | None = None  # None: no recall, no anchors or user words in the handoff
 
 
 @dataclass(frozen=True)
@@ -101,15 +104,11 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-HERMES_TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
-
-
 def latest_user_request(messages: Sequence[Any]) -> str | None:
     """The newest real (non-synthetic) user message text, or None: the objective is never invented."""
     for message in reversed(list(messages)):
         if isinstance(message, dict) and is_real_user_request(message):
-            # Hermes merges its todo snapshot into the user turn before it (role-alternation repair).
-            text = _text_of(message).split(HERMES_TODO_SNAPSHOT, 1)[0].strip()
+            text = own_words(_text_of(message))
             if text and not is_baton_text(text):
                 return text
     return None
@@ -280,6 +279,14 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                                          now=now, deterministic_id=True)
     record = _with_free_id(handoffs, record, now)
     record = _with_carried_items(record, session_draft or previous, now)
+    plan = plan_tail(messages, fresh_tail_tokens=facts.fresh_tail_tokens, count_tokens=count_messages,
+                     inflight_tokens=facts.inflight_tokens)
+    kept = None
+    if facts.recall is not None:
+        kept = continuity.collect(plan.region, facts.recall, facts.brief_max_tokens,
+                                  count_text or estimate_tokens_rough)
+        record = capture.redacted(HandoffRecord.model_validate(
+            {**record.to_json_dict(), "continuity": kept.to_state()}))
     report = validate.validate_record(record, paths.root, config)
     fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
     record = record.model_copy(update={"validation": report.to_validation(fresh.to_model(), at=stamp)})
@@ -308,18 +315,24 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
             LOGGER.warning("baton session draft not archived type=%s", type(exc).__name__)
     # verbose: the evidence the session captured must survive compaction (the budget compacts captured
     # records to one line each before leaving any out).
-    brief = render.render_brief(record, freshness=fresh, max_tokens=facts.brief_max_tokens,
-                                count_tokens=count_text, counter_source=counter_source, verbose=True)
-    brief_text = brief.text
+    brief_budget = facts.brief_max_tokens
+    if kept is not None:  # the continuity section's share comes out of the brief budget (module docstring)
+        brief_budget = max(brief_budget - kept.tokens - 1, render.MIN_MAX_TOKENS)
+    brief = render.render_brief(record, freshness=fresh, max_tokens=brief_budget,
+                                count_tokens=count_text, counter_source=counter_source, verbose=True,
+                                continuity=False)
+    brief_text = brief.text if kept is None else f"{brief.text}\n\n{kept.text}"
+    brief_tokens = brief.tokens + (kept.tokens + 1 if kept is not None else 0)
     if warnings:
         brief_text = ("Validation warnings (handoff kept as draft): "
                       + "; ".join(_one_line(w, 160) for w in warnings[:3]) + "\n\n" + brief_text)
     block = BatonBlock.from_record(record, brief_text)
     built = build_compacted_messages(messages, block=block, fresh_tail_tokens=facts.fresh_tail_tokens,
                                      count_tokens=count_messages, max_block_tokens=facts.max_block_tokens,
-                                     inflight_tokens=facts.inflight_tokens)
-    LOGGER.info("baton handoff stored id=%s status=%s brief_tokens=%d block_tokens=%d tail_messages=%d",
-                record.short_id, record.status, brief.tokens, built.block_tokens, built.tail_messages)
+                                     inflight_tokens=facts.inflight_tokens, plan=plan)
+    LOGGER.info("baton handoff stored id=%s status=%s brief_tokens=%d block_tokens=%d tail_messages=%d "
+                "compacted_messages=%d", record.short_id, record.status, brief_tokens, built.block_tokens,
+                built.tail_messages, len(plan.region))
     return CycleOutcome(
         messages=built.messages,
         handoff=summary_of(record),
@@ -329,7 +342,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
         degraded="tokenizer_down" if tokenizer_down else None,
         detail="exact token counting unavailable; budgets used rough estimates plus a margin" if tokenizer_down
         else None,
-        brief_tokens=brief.tokens,
+        brief_tokens=brief_tokens,
         block_tokens=built.block_tokens,
         tail_messages=built.tail_messages,
         archived_draft=archived,

@@ -60,7 +60,8 @@ def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
              if tool in READ_ONLY_TOOLS else
              "It already ran and may have changed state: do NOT run it again; ask the user or check its effect.")
     return (f"[Result elided by Baton at compaction: {tool}({shown}) returned {tokens} tokens; the compacted "
-            f"context keeps {budget} tokens for results not yet answered and this one did not fit. {again}]")
+            f"context keeps {budget} tokens for results not yet answered and this one did not fit. The full "
+            f"result is kept for `baton_recall` (search a word of it or of the call, then expand a range). {again}]")
 
 
 def degraded_notice_text() -> str:

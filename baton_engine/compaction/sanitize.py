@@ -45,6 +45,15 @@ def has_content(message: Message) -> bool:
     return isinstance(content, list) and len(content) > 0
 
 
+HERMES_TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
+
+
+def own_words(text: str) -> str:
+    """A user turn's text without what the host merged into it: Hermes appends its todo snapshot to the
+    user turn before it (role-alternation repair); that list is scaffolding, not the user's words."""
+    return text.split(HERMES_TODO_SNAPSHOT, 1)[0].strip()
+
+
 def is_real_user_request(message: Message) -> bool:
     """A user turn with something in it that no runtime flagged as synthetic scaffolding.
 

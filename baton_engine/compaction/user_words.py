@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_engine.compaction.markers import is_baton_message, message_text
-from baton_engine.compaction.sanitize import is_real_user_request
+from baton_engine.compaction.sanitize import is_real_user_request, own_words
 from baton_engine.handoff.redact import redact_text
 from baton_engine.recall.entry import ref_for
 
@@ -98,7 +98,7 @@ def collect_user_words(messages: Iterable[Any], brief_max_tokens: int, count_tex
     for position, message in enumerate(messages):
         if not isinstance(message, dict) or not is_real_user_request(message) or is_baton_message(message):
             continue
-        text = redact_text(message_text(message).strip())[0]
+        text = redact_text(own_words(message_text(message)))[0]
         if text:
             candidates.pop(text, None)  # a repeat counts once, at its newest position
             candidates[text] = UserWord(ref_for(message), position, text, False)

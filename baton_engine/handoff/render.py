@@ -6,9 +6,10 @@ an exact one); without it the rough ``ceil(chars / 4)`` estimate of ``tokens.rou
 
 Budget policy (deterministic, no clocks):
 
-1. Render every section in the spec's order. The title line, the objective, the STALE section, the
+1. Render every section in the spec's order (plus, for a compaction's record, what its ``continuity`` field
+   holds: the user's words and the anchors of the compacted part). The title line, the objective, the STALE section, the
    first next action and the final "Verify freshness" section are never dropped.
-2. While over budget, cut the low-value sections first (``LOW_VALUE_ORDER``: completed steps,
+2. While over budget, cut the low-value sections first (``LOW_VALUE_ORDER``: compacted detail, completed steps,
    artifacts, risks, lineage); a section whose removal alone would fit is shortened instead.
 3. Captured records (decisions, evidence, failed attempts, further open items) outlive those: they
    are first rendered one line each (id + the decision / claim / attempt / description), then the
@@ -46,7 +47,7 @@ STALE_HEADING = "## STALE: the repository changed since capture; reconcile befor
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
 
 # Sections cut before any captured record is touched, lowest value first. Absent keys are skipped.
-LOW_VALUE_ORDER = ("completed", "artifacts", "risks", "lineage")
+LOW_VALUE_ORDER = ("continuity", "completed", "artifacts", "risks", "lineage")
 # Sections cut after captured records are compacted but before any record is clipped or left out.
 CONTEXT_ORDER = ("current_state", "meta")
 # Sections cut only when even the fewest captured records do not fit.
@@ -189,8 +190,29 @@ def _item_line(item: OpenItem) -> str:
     return text
 
 
+def _continuity_lines(state: object) -> list[str]:
+    """The stored ``continuity`` state (user words, anchors) as brief lines; only what the record holds."""
+    if not isinstance(state, dict):
+        return []
+    words = (state.get("user_words") or {}).get("items") or []
+    lines = [f'User said: "{_inline(str(w.get("text", "")))}"' + ("…" if w.get("clipped") else "")
+             for w in words if isinstance(w, dict) and w.get("text")]
+    anchors = state.get("anchors") or {}
+    for f in anchors.get("files") or []:
+        if isinstance(f, dict) and f.get("path"):
+            ranges = ", ".join(f"{a}-{b}" for a, b in f.get("lines") or [])
+            lines.append(f"{str(f.get('action', 'read')).capitalize()}: {_inline(str(f['path']))}"
+                         + (f" lines {ranges}" if ranges else ""))
+    for c in anchors.get("commands") or []:
+        if isinstance(c, dict) and c.get("command"):
+            code = c.get("exit_code")
+            lines.append(f"Ran: {_inline(str(c['command']))}" + ("" if code is None else f" (exit {code})"))
+    lines += [f"Error seen: {_inline(str(e))}" for e in anchors.get("errors") or [] if e]
+    return lines
+
+
 def _build_sections(
-    record: HandoffRecord, freshness: FreshnessLike | None, verbose: bool
+    record: HandoffRecord, freshness: FreshnessLike | None, verbose: bool, continuity: bool = True
 ) -> list[_Section]:
     sections: list[_Section] = []
 
@@ -311,6 +333,9 @@ def _build_sections(
         "## Further open items",
         [_Entry(i.id, _item_line(i), f"[{i.priority}] {_inline(i.description)}") for i in ordered[1:]],
     )
+    if continuity:
+        add("continuity", "compacted detail", "## From the compacted conversation",
+            _bullets(_continuity_lines((record.model_extra or {}).get("continuity"))))
     add("freshness", "freshness", "## Verify freshness", _freshness_body(record, freshness))
     return sections
 
@@ -532,8 +557,8 @@ def _checked_counter(count: Callable[[str], int]) -> Callable[[str], int]:
 
 
 def _fit(record: HandoffRecord, freshness: FreshnessLike | None, verbose: bool, max_tokens: int,
-         count: Callable[[str], int], source: str) -> Brief:
-    fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose))
+         count: Callable[[str], int], source: str, continuity: bool = True) -> Brief:
+    fitter = _Fitter(record.short_id, max_tokens, count, _build_sections(record, freshness, verbose, continuity))
     text = fitter.fit()
     omitted, shortened = fitter.labels()
     return Brief(
@@ -554,8 +579,12 @@ def render_brief(
     count_tokens: Callable[[str], int] | None = None,
     verbose: bool = False,
     counter_source: str | None = None,
+    continuity: bool = True,
 ) -> Brief:
     """Render the resume brief for ``record`` within ``max_tokens`` as measured by ``count_tokens``.
+
+    ``continuity=False`` leaves out the record's compacted-detail section (the compaction cycle renders
+    its own, with the recall line and shares of the budget).
 
     ``counter_source`` names the counter in the result (e.g. ``tiktoken:o200k_base``); it defaults
     to the rough estimator's name, or ``"caller"`` when a counter is given without a name.
@@ -569,13 +598,13 @@ def render_brief(
             "raise brief.max_tokens in .baton/config.json"
         )
     if count_tokens is None:
-        return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, ROUGH_COUNTER_SOURCE)
+        return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, ROUGH_COUNTER_SOURCE, continuity)
     source = counter_source or "caller"
     try:
-        return _fit(record, freshness, verbose, max_tokens, _checked_counter(count_tokens), source)
+        return _fit(record, freshness, verbose, max_tokens, _checked_counter(count_tokens), source, continuity)
     except _CounterFailed as failure:
         fallback = f"{ROUGH_COUNTER_SOURCE} (fallback: {source} failed, {failure})"
-        return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, fallback)
+        return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, fallback, continuity)
 
 
 def _md_list(title: str, rows: Iterable[str]) -> list[str]:

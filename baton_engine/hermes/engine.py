@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -25,13 +26,15 @@ from agent.context_engine import ContextEngine
 
 from baton_engine import operations, policy
 from baton_engine.budget import apply_output
-from baton_engine.compaction import cycle, is_baton_message, session
+from baton_engine.compaction import continuity, cycle, is_baton_message, session
 from baton_engine.hermes import request_view, status, tools
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, clock_now, get_runtime, usage_value
+from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.rough import estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
@@ -43,6 +46,16 @@ def hermes_version() -> str:
         return metadata.version("hermes-agent")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+class _Borrowed:
+    """A host object the engine uses but never copies: Hermes' SessionDB holds a connection and a lock."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Borrowed:
+        return self
 
 
 class BatonContextEngine(ContextEngine):
@@ -58,6 +71,8 @@ class BatonContextEngine(ContextEngine):
         self.route = Route()
         self.session_id: str | None = None
         self.session_rotations = 0
+        self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
+        self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
         self.objective: str | None = None
         self.session_draft_id: str | None = None
         self.last_handoff: dict[str, Any] | None = None
@@ -290,7 +305,7 @@ class BatonContextEngine(ContextEngine):
             degradation_keep_recent=settings.degradation_keep_recent,
             degradation_max_tokens=settings.degradation_max_tokens or max(self.threshold_tokens // DEFAULT_TAIL_SHARE,
                                                                           1),
-            inflight_tokens=room, now=now,
+            inflight_tokens=room, now=now, recall=self._recall_hooks(),
         )
         outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
                                   count_text=measure.count_text, counter_source=runtime.source(),
@@ -321,6 +336,52 @@ class BatonContextEngine(ContextEngine):
                 LOGGER.warning("Baton is not initialised for this project: run `baton init` in the project root "
                                "so compactions become handoffs (kept recent messages only)")
 
+    # ---- recall ----------------------------------------------------------------------------------
+
+    @property
+    def session_db(self) -> Any:
+        return self._session_db.value
+
+    def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
+        """Hermes hands its session store (or None) and the session id; recall then reads that store."""
+        self._session_db = _Borrowed(session_db)
+        if session_id:
+            self.session_id = session_id
+
+    def recall_status(self) -> dict[str, Any]:
+        """Where ``baton_recall`` reads (counts only; the index never leaves the process)."""
+        index = get_runtime().recall_index
+        bound = self.session_db is not None and bool(self.session_id)
+        return {"source": "hermes session store" if bound else "in-process index",
+                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
+
+    def _lineage(self) -> str:
+        if self.lineage_key is None:
+            self.lineage_key = self.session_id or f"engine-{uuid.uuid4().hex}"
+        return self.lineage_key
+
+    def recall_source(self) -> RecallSource:
+        """Hermes' own store of this lineage when bound, else what Baton compacted (in-process only)."""
+        if self.session_db is not None and self.session_id:
+            return SessionStoreSource(self.session_db, self.session_id)
+        return get_runtime().recall_index.source(self._lineage())
+
+    def _recall_hooks(self) -> continuity.Recall:
+        source = self.recall_source()
+        if isinstance(source, SessionStoreSource):
+            return continuity.Recall(remember=None, lineage=source.entries)
+        index, key = get_runtime().recall_index, self._lineage()
+        return continuity.Recall(remember=lambda region: index.add(key, region), lineage=source.entries)
+
+    def count_text_tokens(self, text: str) -> int:
+        """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
+        counted = get_runtime().count_text(text)
+        return counted.tokens if counted.tokens is not None else estimate_tokens_rough(text)
+
+    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
+        return recall_tool(self.recall_source(), args, self.count_text_tokens)
+
     # ---- session lifecycle -----------------------------------------------------------------------
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
@@ -331,11 +392,16 @@ class BatonContextEngine(ContextEngine):
                 and self.session_id is not None)
             if kwargs.get("model"):
                 self.route = self.route.moved(model=str(kwargs["model"]), why="session start")
-            if rotation:
+            if rotation:  # Hermes 0.19 also signals an in-place compaction this way, with the same id
+                moved = bool(session_id) and session_id != self.session_id
+                if moved and self.lineage_key is not None:
+                    get_runtime().recall_index.carry_over(self.lineage_key, session_id)
+                    self.lineage_key = session_id
                 self.session_id = session_id or self.session_id
-                self.session_rotations += 1
+                self.session_rotations += int(moved)
             else:
                 self.session_id = session_id
+                self.lineage_key = None  # a new conversation: a new lineage
                 self._reset_session_state()
                 # the latest ready handoff's summary only: its brief is rendered by baton_resume when asked,
                 # never at session start (no tokenizer call, no git, no waiting on a tokenizer that is down)

@@ -23,6 +23,7 @@ from typing import Any
 from baton_engine.budget import compression_window
 from baton_engine.hermes.caller import EngineRegistry
 from baton_engine.hermes.config import HermesView
+from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
@@ -48,6 +49,7 @@ class BatonRuntime:
         self.view = view or HermesView()
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
         self.engines = EngineRegistry()
+        self.recall_index = MemoryIndex()  # what Baton compacted, per lineage, for hosts that bind no session store
         self._counter: TokenCounter | None = None
         self._counter_error: str | None = None
         self._lock = threading.Lock()

@@ -37,6 +37,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
             "skipped": [p.skipped for p in patches if p.skipped],
         },
         "latest_handoff": engine.last_handoff,
+        "recall": engine.recall_status(),
         "latest_handoff_path": engine.last_handoff_path,
         "validation_warnings": list(engine.last_validation_warnings),
         "route": {"model": engine.route.model, "base_url": engine.route.base_url,

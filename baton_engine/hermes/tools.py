@@ -1,4 +1,4 @@
-"""The engine's tools: ``baton_capture``, ``baton_resume``, ``baton_status``.
+"""The engine's tools: ``baton_capture``, ``baton_resume``, ``baton_status``, ``baton_recall``.
 
 Why through ``operations``: each tool answers with exactly the JSON the equivalent ``baton ... --json``
 command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
@@ -11,7 +11,6 @@ so for them this changes nothing and parity with the CLI holds).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,11 @@ from baton_engine import operations
 from baton_engine.errors import UserInputError
 from baton_engine.handoff import capture
 from baton_engine.handoff.redact import redact_text
+from baton_engine.recall import TOOL_SCHEMA as RECALL_SCHEMA
 
 ITEM_KINDS = capture.ITEM_KINDS
 CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
-TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status")
+TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status", "baton_recall")
 _ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
 _CAPTURE_KEYS = ("kind", "item", "objective")
 
@@ -63,12 +63,8 @@ SCHEMAS: list[dict[str, Any]] = [
         "description": "Baton project status: record counts, latest ready and draft handoffs, problems.",
         "parameters": {"type": "object", "properties": {}},
     },
+    RECALL_SCHEMA,  # answered by recall.recall_tool over this session lineage (the engine picks the source)
 ]
-
-
-def dumps(result: dict[str, Any]) -> str:
-    """Byte-identical to ``baton ... --json`` (``cli.output.dumps``)."""
-    return json.dumps(result, indent=2, ensure_ascii=False)
 
 
 def redacted(value: Any) -> Any:
@@ -118,6 +114,9 @@ class ToolHost:  # the engine implements this protocol
     def request_handoff(self) -> None:
         raise NotImplementedError
 
+    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
 
 def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]] | None) -> dict[str, Any]:
     kind = args.get("kind")
@@ -163,9 +162,9 @@ def _status(host: ToolHost, _args: dict[str, Any]) -> dict[str, Any]:
 def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None = None) -> str:
     """Dispatch one tool call; always a redacted JSON string, never an exception."""
     try:
-        return dumps(redacted(_dispatch(host, name, args, messages)))
+        return operations.dumps(redacted(_dispatch(host, name, args, messages)))
     except Exception as exc:  # noqa: BLE001 - a tool answer, never a traceback
-        return dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
+        return operations.dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
 
 
 def _dispatch(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -175,6 +174,7 @@ def _dispatch(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any
         "baton_capture": lambda: _capture(host, args, messages),
         "baton_resume": lambda: _resume(host, args),
         "baton_status": lambda: _status(host, args),
+        "baton_recall": lambda: host.recall(args),
     }
     handler = handlers.get(name)
     if handler is None:

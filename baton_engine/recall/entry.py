@@ -75,22 +75,28 @@ def json_object(text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _field_lines(key: str, value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [f"{key}:\n{value}" if "\n" in value else f"{key}: {value}"]
+    if isinstance(value, dict) and value:
+        return [line for name, item in value.items() for line in _field_lines(f"{key}.{name}", item)]
+    if isinstance(value, list) and value:
+        return [line for index, item in enumerate(value) for line in _field_lines(f"{key}[{index}]", item)]
+    return [f"{key}: {json.dumps(value, ensure_ascii=False)}"]
+
+
 def tool_result_text(text: str) -> str:
-    """A JSON tool result as ``key: value`` lines, multi-line strings unescaped.
+    """A JSON tool result as ``key: value`` lines (nested fields as ``key.name`` / ``key[i]``), multi-line
+    strings unescaped at any depth.
 
     Why: ``read_file`` and ``terminal`` answer with one JSON line whose file or output lines are
-    ``\\n`` escapes; decoded, a line of the file is a line of the entry, so ``expand`` can page by line.
+    ``\\n`` escapes, and ``todo`` nests them in a list of items; decoded, a line of the file is a line of
+    the entry (``expand`` pages by line) and an escape never glues a word to the one before it (search).
     """
     data = json_object(text)
     if data is None:
         return text
-    parts = []
-    for key, value in data.items():
-        if isinstance(value, str):
-            parts.append(f"{key}:\n{value}" if "\n" in value else f"{key}: {value}")
-        else:
-            parts.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-    return "\n".join(parts)
+    return "\n".join(line for key, value in data.items() for line in _field_lines(key, value))
 
 
 def ref_for(message: Message) -> str:

@@ -67,7 +67,12 @@ def _scores(entries: list[Entry], terms: tuple[Term, ...]) -> list[tuple[float, 
 
 
 def locate(text: str, terms: tuple[Term, ...]) -> tuple[int, int] | None:
-    """(start, end) of the first match of the heaviest term that occurs in ``text``."""
+    """(start, end) of the first place the terms occur together, in the query's order (``r1i0 L003``
+    means that line, not the first ``r1i0``); else of the first match of the heaviest term in ``text``."""
+    if len(terms) > 1:
+        together = Term("phrase", " ".join(t.text for t in terms)).pattern.search(text)
+        if together:
+            return together.span()
     for term in sorted(terms, key=lambda t: -t.weight):
         found = term.pattern.search(text)
         if found:

@@ -86,13 +86,18 @@ class RecordedRequest:
         return [str((t.get("function") or {}).get("name")) for t in self.tools if isinstance(t, dict)]
 
 
+Step = Reply | Callable[[dict[str, Any]], Reply]
+
+
 class ScriptedPolicy:
     """Plays ``steps`` in order, one per main request; afterwards always answers ``final_answer``.
 
-    Auxiliary (non-streaming) requests never advance the script: they get ``auxiliary_answer``.
+    A step is a ``Reply`` or a function of the request body returning one (a model that reacts to what a
+    tool answered, e.g. expands the ref a ``baton_recall`` search returned). Auxiliary (non-streaming)
+    requests never advance the script: they get ``auxiliary_answer``.
     """
 
-    def __init__(self, steps: Sequence[Reply], *, final_answer: str = "All steps are done.",
+    def __init__(self, steps: Sequence[Step], *, final_answer: str = "All steps are done.",
                  auxiliary_answer: str = "Scripted auxiliary answer") -> None:
         self.steps = list(steps)
         self.final_answer = final_answer
@@ -105,9 +110,9 @@ class ScriptedPolicy:
             return Reply(content=self.auxiliary_answer)
         with self._lock:
             if self.position < len(self.steps):
-                reply = self.steps[self.position]
+                step = self.steps[self.position]
                 self.position += 1
-                return reply
+                return step if isinstance(step, Reply) else step(body)
         return Reply(content=self.final_answer)
 
 
@@ -171,6 +176,21 @@ def tool_heavy_script(rounds: int, *, planted: Sequence[str] = (), capture_every
         if capture_every and n % capture_every == 0:
             steps.append(capture_call(n))
     return steps
+
+
+def recall_steps(query: str, *, budget_tokens: int = 120) -> list[Step]:
+    """Two model turns: a ``baton_recall`` search for ``query``, then an expand of the first hit's ref around
+    its line (read from the search answer the request carries, as a model would)."""
+
+    def expand_first_hit(body: dict[str, Any]) -> Reply:
+        tool = [m for m in body.get("messages") or [] if m.get("role") == "tool"][-1]
+        hits = json.loads(tool["content"]).get("hits") or [{"ref": "msg-none", "line": 1}]
+        return Reply(content="Paging the hit back in.", tool_calls=(ToolCall("baton_recall", {
+            "mode": "expand", "ref": hits[0]["ref"], "around": hits[0]["line"], "budget_tokens": budget_tokens}),))
+
+    search = Reply(content="Searching the compacted context.", tool_calls=(
+        ToolCall("baton_recall", {"mode": "search", "query": query}),))
+    return [search, expand_first_hit]
 
 
 class PromptCounter:

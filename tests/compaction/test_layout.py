@@ -331,3 +331,19 @@ def test_hostile_dicts_and_bad_reasons_never_raise() -> None:
     assert degraded.messages[0]["content"].startswith("[Baton degraded compaction | reason: unspecified]")
     assert degraded.messages[-1] == REQUEST
     assert_valid_openai(degraded.messages)
+
+
+def test_region_is_exactly_what_leaves_the_context() -> None:
+    """plan_tail's region: every input message the new list lacks (the carried request excepted), plus the
+    originals of stubbed in-flight results with their call; a plan passed in builds the same list."""
+    from baton_engine.compaction import plan_tail
+
+    messages = [*session(5), *tool_turn(["zzzzzzzzz"], output="q" * 900)]
+    for budget in (0, 300, 900):
+        plan = plan_tail(messages, fresh_tail_tokens=budget, count_tokens=cl100k_messages, inflight_tokens=50)
+        result = build(messages, budget, inflight_tokens=50)
+        assert build(messages, budget, inflight_tokens=50, plan=plan).messages == result.messages
+        assert result.inflight_elided == 1 and messages[-1] not in result.messages
+        dropped = [m for m in messages[:-2] if m not in result.messages]
+        assert plan.region == [*dropped, messages[-2], messages[-1]]  # the stubbed original, verbatim
+        assert len(dropped) == len(messages) - 2 - result.tail_messages + 2 - (1 if result.latest_request_carried else 0)

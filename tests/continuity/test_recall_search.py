@@ -153,3 +153,23 @@ def test_search_is_deterministic_ordered_and_only_returns_matches(texts, query, 
         assert any(term.pattern.search(index.source("k").get(hit.ref).text) for term in terms)
     matching = sum(any(t.pattern.search(e.text) for t in terms) for e in index.source("k").entries())
     assert len(hits) == min(limit, matching)
+
+
+def test_nested_tool_results_are_searched_and_paged_by_their_own_lines() -> None:
+    """Hermes' ``todo`` answers with a list of items whose texts span lines: ``\\n`` escapes must not glue a
+    line's first word to the previous one (that word was unfindable) nor make the whole list one line."""
+    def todo(round_no: int) -> list[dict]:
+        items = [{"id": f"r{round_no}-t0", "content": "\n".join(f"r{round_no}i0 L{n:03d}: cache span {n}"
+                                                                for n in range(8)), "status": "in_progress"}]
+        call = {"id": f"c{round_no}", "type": "function",
+                "function": {"name": "todo", "arguments": json.dumps({"todos": items})}}
+        return [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{round_no}", "content": json.dumps({"todos": items})}]
+
+    index = MemoryIndex()
+    index.add("lineage", [{"role": "user", "content": "audit"}, *todo(1), *todo(6)])
+    source = index.source("lineage")
+    hit = search(source, "r1i0 L003", 3, rough)[0]
+    assert hit.role == "tool" and "r1i0 L003: cache span 3" in hit.snippet, hit
+    shown = expand(source, hit.ref, 12, rough, around=hit.line)
+    assert "r1i0 L003: cache span 3" in shown.text.split("\n") and shown.total_lines > 8

@@ -109,3 +109,16 @@ def test_at_a_later_compaction_the_lineage_in_the_index_still_holds_the_early_wo
     assert [needle for _, needle in session.facts if needle not in "\n".join(words.lines())] == []
     originals = {ref_for(m) for m in first + second}
     assert {item.ref for item in words.items} <= originals  # the refs point at the original messages
+
+
+def test_a_todo_snapshot_hermes_merged_into_a_user_turn_is_not_the_users_words(qwen_count) -> None:
+    """Hermes appends its todo snapshot to the user turn before it; neither the words nor the anchors
+    may copy that task list (tool payload) into the handoff."""
+    from baton_engine.compaction.anchors import extract_anchors
+    from baton_engine.compaction.sanitize import HERMES_TODO_SNAPSHOT
+
+    merged = {"role": "user", "content": f"Keep the cache keyed by hash.\n\n{HERMES_TODO_SNAPSHOT}\n"
+                                         "- [>] r4i0 L005: parse error in the loader"}
+    words = collect_user_words([merged], 1200, qwen_count)
+    assert [item.text for item in words.items] == ["Keep the cache keyed by hash."]
+    assert extract_anchors([merged]).errors == ()

@@ -93,7 +93,7 @@ def test_status_has_the_standard_fields_plus_baton_fields() -> None:
 def test_tool_schemas_and_unknown_tool_answer_json() -> None:
     engine = BatonContextEngine()
     names = [schema["name"] for schema in engine.get_tool_schemas()]
-    assert names == ["baton_capture", "baton_resume", "baton_status"]
+    assert names == ["baton_capture", "baton_resume", "baton_status", "baton_recall"]
     for schema in engine.get_tool_schemas():
         assert schema["parameters"]["type"] == "object"
     answer = json.loads(engine.handle_tool_call("shell", {"cmd": "ls"}))

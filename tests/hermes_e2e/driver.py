@@ -37,11 +37,16 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     calls = _count_builtin_compressor_calls()
     from run_agent import AIAgent
 
+    extra: dict[str, Any] = {}
+    if spec.get("session_db"):  # what the hermes CLI does: the agent gets $HERMES_HOME/state.db
+        from hermes_state import SessionDB
+
+        extra["session_db"] = SessionDB()
     agent = AIAgent(
         base_url=spec["base_url"], api_key="sk-test", provider="custom", model=spec["model"],
         quiet_mode=True, skip_context_files=True, skip_memory=True,
         enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
-        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0,
+        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0, **extra,
     )
     engine = agent.context_compressor
     history: list[dict[str, Any]] | None = None
@@ -53,11 +58,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                       "completed": result.get("completed"), "messages": len(history or [])})
     status = engine.get_status() if hasattr(engine, "get_status") else {}
     compression_count = engine.compression_count
+    recall_source = type(engine.recall_source()).__name__ if hasattr(engine, "recall_source") else None
     agent.shutdown_memory_provider(history or [])
     return {
         "engine_class": f"{type(engine).__module__}.{type(engine).__qualname__}",
         "engine_name": getattr(engine, "name", None),
         "compression_count": compression_count,
+        "recall_source": recall_source,
         "context_length": engine.context_length,
         "threshold_tokens": engine.threshold_tokens,
         "builtin_compressor_calls": calls,

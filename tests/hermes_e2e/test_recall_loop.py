@@ -1,0 +1,166 @@
+"""``baton_recall`` in the REAL loop: after several compactions the model finds an early tool result's line.
+
+The real Hermes ``AIAgent`` (``driver.py`` in a subprocess) reads design files with its own ``read_file``
+tool; a 12,000-token trigger compacts every few files. Then the scripted model searches for a checksum
+that only the FIRST file holds (long compacted away: the test checks it is in none of the messages of the
+request that asked for it), expands the hit's ref around its line, and the server must receive the line
+verbatim in the next request. Run with Hermes' default session rotation and with
+``compression.in_place: true``, each with Hermes' session store bound (``state.db``: recall reads
+Hermes' own rows) and without one (recall reads Baton's in-process index; Hermes 0.19 then keeps the
+session id, since it rotates only in its store).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
+from batontest.hermes_run import DRIVER, MODEL, PROJECT_FILES, WINDOW, require_hermes
+from batontest.model_server import (ModelServer, RecordedRequest, Reply, ScriptedPolicy, ToolCall, filler_text,
+                                    recall_steps)
+from batontest.schemas import assert_conforms
+
+pytestmark = pytest.mark.hermes
+
+FILES = 14
+FILE_WORDS = 1_300  # ~2.5k Qwen3 tokens per read_file result
+TRIGGER = 20_000  # half of it (the post-compaction aim) leaves room for a whole in-flight file
+NEEDLE = "9f3c2a7b41d8e6f0"
+NEEDLE_LINE = f"RELEASE CHECKSUM of bundle inventory-2.4.1: {NEEDLE} (verified by the release job)"
+FINAL_ANSWER = "Done: the release checksum is recovered."
+
+
+def design_file(n: int, needle_in: int = 1) -> str:
+    body = filler_text(f"d{n:02d}", FILE_WORDS).split("\n")
+    if n == needle_in:  # the needle sits in the middle of one file, nowhere else
+        body.insert(len(body) // 2, NEEDLE_LINE)
+    return f"DESIGN FILE d{n:02d} BEGIN\n" + "\n".join(body) + f"\nDESIGN FILE d{n:02d} END\n"
+
+
+def last_tool_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON answer of the newest tool result in a request (what the scripted model reads)."""
+    tool = [m for m in body["messages"] if m.get("role") == "tool"][-1]
+    return json.loads(tool["content"])
+
+
+def script(project: Path, files: int = FILES) -> ScriptedPolicy:
+    steps: list[Any] = [Reply(content=f"Reading design file {n}.", tool_calls=(
+        ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),)) for n in range(1, files + 1)]
+    steps += recall_steps(NEEDLE, budget_tokens=120)
+    return ScriptedPolicy(steps, final_answer=FINAL_ANSWER)
+
+
+def run(workdir: Path, *, in_place: bool, session_db: bool, files: int = FILES, trigger: int = TRIGGER,
+        needle_in: int = 1) -> tuple[dict[str, Any], ModelServer, Path]:
+    require_hermes()
+    project = git_project(workdir / "project", {
+        **PROJECT_FILES, **{f"docs/design_{n:02d}.md": design_file(n, needle_in) for n in range(1, files + 1)}})
+    baton_init(project)
+    with ModelServer(script(project, files), context_window=WINDOW) as server:
+        config = hermes_config(base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=WINDOW,
+                               baton={"fallback_token_threshold": trigger, "auto_checkpoint_on_end": False})
+        config["compression"] = {"in_place": in_place}
+        home = write_hermes_home(workdir / "hermes-home", config)
+        spec = {"base_url": server.base_url, "model": MODEL, "max_iterations": files + 10,
+                "turns": ["Read every design file under docs/, then find the release checksum."],
+                "toolsets": ["file", "context_engine"], "session_db": session_db}
+        (workdir / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        done = subprocess.run([sys.executable, str(DRIVER), str(workdir / "spec.json"), str(workdir / "out.json")],
+                              cwd=project, env=hermes_env(home), capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads((workdir / "out.json").read_text(encoding="utf-8")), server, project
+
+
+def compaction_boundaries(main: Sequence[RecordedRequest]) -> list[int]:
+    """Main requests whose messages do not extend the previous request's: a compaction rewrote the history."""
+    return [i for i in range(1, len(main)) if main[i].messages[: len(main[i - 1].messages)] != main[i - 1].messages]
+
+
+def recall_call_request(main: Sequence[RecordedRequest], mode: str) -> int:
+    """Index of the main request the model answered with a ``baton_recall`` call of ``mode``."""
+    return next(i for i, r in enumerate(main) if r.reply and any(
+        c.name == "baton_recall" and c.arguments.get("mode") == mode for c in r.reply.tool_calls))
+
+
+@pytest.mark.parametrize(("in_place", "session_db"), [(False, False), (False, True), (True, False), (True, True)],
+                         ids=["rotation-memory", "rotation-state_db", "in_place-memory", "in_place-state_db"])
+def test_recall_finds_an_early_tool_result_after_several_compactions(tmp_path: Path, in_place: bool,
+                                                                      session_db: bool) -> None:
+    result, server, project = run(tmp_path, in_place=in_place, session_db=session_db)
+    main = server.main_requests
+    assert not server.rejections, [(r.index, r.rejection) for r in server.rejections]
+    assert result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
+    assert result["recall_source"] == ("SessionStoreSource" if session_db else "MemorySource")
+    assert result["turns"][0]["final_response"] == FINAL_ANSWER
+    # Hermes 0.19 rotates the session id at every compaction only with a session store and without in_place
+    rotates = session_db and not in_place
+    assert result["status"]["session_rotations"] == (result["compression_count"] if rotates else 0)
+
+    search_at, expand_at = recall_call_request(main, "search"), recall_call_request(main, "expand")
+    boundaries = compaction_boundaries(main)
+    print(f"\n[{in_place=} {session_db=}] main={len(main)} compactions={result['compression_count']} "
+          f"boundaries={boundaries} search_at={search_at} prompts={[r.prompt_tokens for r in main]}")
+    assert len([b for b in boundaries if b <= search_at]) >= 2, boundaries
+    # the needle left the context: the model asking for it could not see it
+    assert NEEDLE not in json.dumps(main[search_at].messages), "the needle was still in the window"
+    assert "baton_recall" in main[search_at].tool_names
+
+    found = last_tool_answer({"messages": main[search_at + 1].messages})
+    assert found["ok"] is True and found["hits"], found
+    hit = found["hits"][0]
+    assert NEEDLE in hit["snippet"] and hit["tool_name"] == "read_file" and hit["role"] == "tool", hit
+    assert "design_01.md" in hit["arguments"] and hit["tokens"] > 1000, hit
+
+    expanded = last_tool_answer({"messages": main[expand_at + 1].messages})
+    assert expanded["ok"] is True and expanded["mode"] == "expand", expanded
+    # the line exactly as read_file returned it (``N|line``)
+    assert any(line.split("|", 1)[-1] == NEEDLE_LINE for line in expanded["text"].split("\n")), expanded["text"]
+    assert expanded["tokens"] <= 120 and not expanded["complete"], expanded
+
+    # the result asked for right before each compaction reached the next request verbatim
+    for boundary in boundaries:
+        (call,) = main[boundary - 1].reply.tool_calls
+        if call.name != "read_file":
+            continue
+        content = Path(call.arguments["path"]).read_text(encoding="utf-8")
+        first, last = content.splitlines()[0], content.splitlines()[-1]
+        assert any(m.get("role") == "tool" and first in str(m.get("content")) and last in str(m.get("content"))
+                   for m in main[boundary].messages), f"read_file result lost at compaction {boundary}"
+
+    records = [json.loads(p.read_text()) for p in sorted((project / ".baton" / "handoffs").glob("*.json"))]
+    assert len(records) >= 2
+    for record in records:
+        assert_conforms(record)
+    read_anchors = [f["path"] for r in records for f in r.get("continuity", {}).get("anchors", {}).get("files", [])
+                    if f["action"] == "read"]
+    assert any(path.endswith("docs/design_01.md") for path in read_anchors), read_anchors
+    blocks = [m for m in main[boundaries[0]].messages if str(m.get("content", "")).startswith("[Baton handoff")]
+    assert blocks and "`baton_recall` call away" in blocks[0]["content"]
+
+
+@pytest.mark.parametrize(("in_place", "session_db"), [(False, False), (True, True)],
+                         ids=["rotation-memory", "in_place-state_db"])
+def test_a_stubbed_in_flight_result_is_one_recall_away(tmp_path: Path, in_place: bool, session_db: bool) -> None:
+    """With a 12,000-token trigger a whole file cannot ride along (the compacted request aims at 6,000 and the
+    fixed part is ~4,200): the result is stubbed in place, and the stub's promise holds: one search and one
+    expand bring its line back."""
+    result, server, _project = run(tmp_path, in_place=in_place, session_db=session_db, files=3, trigger=12_000,
+                                   needle_in=3)
+    main = server.main_requests
+    assert not server.rejections and result["compression_count"] >= 1
+    stubbed = [m for r in main for m in r.messages if m.get("role") == "tool"
+               and str(m.get("content")).startswith("[Result elided by Baton at compaction: read_file(")]
+    assert stubbed and "`baton_recall`" in stubbed[0]["content"]
+    search_at, expand_at = recall_call_request(main, "search"), recall_call_request(main, "expand")
+    assert NEEDLE not in json.dumps(main[search_at].messages), "the stubbed file was still in the window"
+    hit = last_tool_answer({"messages": main[search_at + 1].messages})["hits"][0]
+    assert "design_03.md" in hit["arguments"] and NEEDLE in hit["snippet"], hit
+    expanded = last_tool_answer({"messages": main[expand_at + 1].messages})
+    assert any(line.split("|", 1)[-1] == NEEDLE_LINE for line in expanded["text"].split("\n")), expanded
