@@ -6,12 +6,13 @@ Why its own step of the cycle: the cycle is host-neutral, so the host passes rec
 own session store already keeps it) and what earlier compactions of this lineage took out (so from the
 second compaction on, the user's words come from the whole lineage, not only the newest region).
 
-Brief budget ``B`` (``brief_max_tokens``): the recall line always; the user's words up to
-``USER_WORDS_SHARE`` of B; anchors up to ``ANCHORS_SHARE`` of B and never into the last
-``render.MIN_MAX_TOKENS`` the handoff brief keeps; the handoff brief gets the rest. Drop order when it
-is tight: anchors first (their own order: recurring ids, searches, files read, commands, error lines,
-files written), then the user's words (acknowledgements, then by tier, oldest first, clipped with a
-recall ref), then the handoff brief's own sections (``handoff.render``).
+Brief budget ``B`` (``brief_max_tokens``): the recall line always; the handoff brief (objective, state and
+every captured decision / evidence / failed attempt / open item) first, then, in what it leaves, the
+user's words up to ``USER_WORDS_SHARE`` of B and anchors up to ``ANCHORS_SHARE`` of B (``fitted``): what
+the model recorded on purpose is never pushed out by what Baton extracted. The record keeps the whole
+selection; the brief drops, when tight, anchors first (their own order: recurring ids, searches, files
+read, commands, error lines, files written), then the user's words from the oldest (all of them stay in
+the record and are one ``baton_recall`` away).
 """
 
 from __future__ import annotations
@@ -52,6 +53,21 @@ class Continuity:
     words: UserWords
     text: str  # the brief's section, within its budget
     tokens: int
+    lines: tuple[str, ...] = ()  # the section's lines in keep order (heading and recall line first)
+
+    def fitted(self, budget: int, count_text: CountText) -> tuple[str, int]:
+        """The section within ``budget`` tokens: heading and recall line always, then as many of the user's
+        words (newest first, as selected) and anchors as fit, dropping from the end."""
+        kept = list(self.lines)
+        text = "\n".join(kept)
+        tokens = count_text(text)
+        while len(kept) > 2 and tokens > budget:
+            kept.pop()
+            if kept[-1] == ANCHORS_HEADER:
+                kept.pop()
+            text = "\n".join(kept)
+            tokens = count_text(text)
+        return text, tokens
 
     def to_state(self) -> dict[str, Any]:
         """The record's ``continuity`` field: verbatim, redacted strings; no chat shape."""
@@ -81,4 +97,4 @@ def collect(region: list[Message], recall: Recall, brief_max_tokens: int, count_
     anchor_lines = anchors.render(anchor_budget, count_text) if anchor_budget > 0 else []
     lines = [HEADING, RECALL_LINE, *words.lines(), *([ANCHORS_HEADER, *anchor_lines] if anchor_lines else [])]
     text = "\n".join(lines)
-    return Continuity(anchors, words, text, count_text(text))
+    return Continuity(anchors, words, text, count_text(text), tuple(lines))

@@ -315,14 +315,16 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
             LOGGER.warning("baton session draft not archived type=%s", type(exc).__name__)
     # verbose: the evidence the session captured must survive compaction (the budget compacts captured
     # records to one line each before leaving any out).
-    brief_budget = facts.brief_max_tokens
-    if kept is not None:  # the continuity section's share comes out of the brief budget (module docstring)
-        brief_budget = max(brief_budget - kept.tokens - 1, render.MIN_MAX_TOKENS)
-    brief = render.render_brief(record, freshness=fresh, max_tokens=brief_budget,
+    recall_line = (count_text or estimate_tokens_rough)(continuity.RECALL_LINE) + 8 if kept is not None else 0
+    brief = render.render_brief(record, freshness=fresh,
+                                max_tokens=max(facts.brief_max_tokens - recall_line, render.MIN_MAX_TOKENS),
                                 count_tokens=count_text, counter_source=counter_source, verbose=True,
                                 continuity=False)
-    brief_text = brief.text if kept is None else f"{brief.text}\n\n{kept.text}"
-    brief_tokens = brief.tokens + (kept.tokens + 1 if kept is not None else 0)
+    brief_text, brief_tokens = brief.text, brief.tokens
+    if kept is not None:  # the captured state first; the continuity section fits into what is left
+        section, section_tokens = kept.fitted(facts.brief_max_tokens - brief.tokens - 1,
+                                              count_text or estimate_tokens_rough)
+        brief_text, brief_tokens = f"{brief.text}\n\n{section}", brief.tokens + section_tokens + 1
     if warnings:
         brief_text = ("Validation warnings (handoff kept as draft): "
                       + "; ".join(_one_line(w, 160) for w in warnings[:3]) + "\n\n" + brief_text)
