@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -25,16 +24,13 @@ from typing import Any
 from agent.context_engine import ContextEngine
 
 from baton_engine import operations, policy
-from baton_engine.budget import apply_output
-from baton_engine.compaction import continuity, cycle, is_baton_message, session
-from baton_engine.hermes import request_view, status, tools
+from baton_engine.compaction import cycle, is_baton_message, session
+from baton_engine.hermes import status, tools
 from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
+from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
-from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, clock_now, get_runtime, usage_value
-from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
-from baton_engine.request import ProviderRequest
-from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.rough import estimate_tokens_rough
+from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, clock_now, get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
@@ -48,17 +44,7 @@ def hermes_version() -> str:
         return "unknown"
 
 
-class _Borrowed:
-    """A host object the engine uses but never copies: Hermes' SessionDB holds a connection and a lock."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Borrowed:
-        return self
-
-
-class BatonContextEngine(ContextEngine):
+class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     """Exact-budget, handoff-based compaction for Hermes (``context.engine: baton``)."""
 
     def __init__(self, *, project_dir: str | os.PathLike[str] | None = None) -> None:
@@ -138,71 +124,6 @@ class BatonContextEngine(ContextEngine):
             self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(server))
             return server
         return self.context_length
-
-    def update_from_response(self, usage: dict[str, Any]) -> None:
-        """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor)."""
-        if not isinstance(usage, dict):
-            return
-        self.last_prompt_tokens = usage_value(usage, "prompt_tokens", "input_tokens")
-        self.last_completion_tokens = usage_value(usage, "completion_tokens", "output_tokens")
-        total = usage_value(usage, "total_tokens")
-        self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
-        self.turns += 1
-        self.ledger.observe_usage(self.last_prompt_tokens)
-
-    def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
-        """Hermes 0.20+: the turn's usage, when the host has not reported it through update_from_response."""
-        if isinstance(usage, dict):
-            self.ledger.observe_usage(usage_value(usage, "prompt_tokens", "input_tokens"))
-
-    def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
-                       incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> None:
-        """Hermes 0.20+ asks on EVERY provider request (retries too): count it in this agent's frame, so
-        the middleware's count of the same request is a repeat. Returns None: Baton changes what the
-        model sees only through ``compress()``, where the handoff makes the change auditable."""
-        try:
-            if isinstance(request_messages, list):
-                self.count(self.ledger.view_of(request_messages))
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton select_context failed type=%s", type(exc).__name__)
-        return None
-
-    # ---- counting: one request view, one count ----------------------------------------------------
-
-    def count(self, view: ProviderRequest) -> TokenCount:
-        """The view's provider-visible size: exact, anchored on real usage, or rough + margin."""
-        return self.ledger.count(view, get_runtime())
-
-    def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
-        """An estimator's arguments, counted as the request the transport will send (shares its count)."""
-        return self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
-                                                     frame=self.ledger.frame))
-
-    def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
-                   provider: Any = None, auxiliary: bool = False) -> dict[str, Any] | None:
-        """A provider request about to be sent: its output budget, applied in the field it already uses.
-
-        Returns the rewritten request, or None to leave it unchanged."""
-        view = request_view.from_provider_kwargs(request, api_mode)
-        if view is None:
-            return None
-        if not auxiliary:
-            self.route = self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
-                                          why="request")
-            self.ledger.sent_request(view)
-        counted = self.count(view)
-        settings = get_runtime().settings
-        decision, rewritten = apply_output(request, counted, window=self.effective_window(), cap=view.cap,
-                                           min_output_tokens=settings.min_output_tokens,
-                                           fallback_margin_tokens=settings.fallback_margin_tokens)
-        self.ledger.decided(decision, auxiliary=auxiliary)
-        LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,
-                    counted.source, auxiliary)
-        return rewritten
-
-    def aux_matches_route(self, model: Any, base_url: Any) -> bool:
-        """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""
-        return self.route.serves(model, base_url)
 
     # ---- when to compact -------------------------------------------------------------------------
 
@@ -335,52 +256,6 @@ class BatonContextEngine(ContextEngine):
                 self.not_initialised_notified = True
                 LOGGER.warning("Baton is not initialised for this project: run `baton init` in the project root "
                                "so compactions become handoffs (kept recent messages only)")
-
-    # ---- recall ----------------------------------------------------------------------------------
-
-    @property
-    def session_db(self) -> Any:
-        return self._session_db.value
-
-    def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
-        """Hermes hands its session store (or None) and the session id; recall then reads that store."""
-        self._session_db = _Borrowed(session_db)
-        if session_id:
-            self.session_id = session_id
-
-    def recall_status(self) -> dict[str, Any]:
-        """Where ``baton_recall`` reads (counts only; the index never leaves the process)."""
-        index = get_runtime().recall_index
-        bound = self.session_db is not None and bool(self.session_id)
-        return {"source": "hermes session store" if bound else "in-process index",
-                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
-
-    def _lineage(self) -> str:
-        if self.lineage_key is None:
-            self.lineage_key = self.session_id or f"engine-{uuid.uuid4().hex}"
-        return self.lineage_key
-
-    def recall_source(self) -> RecallSource:
-        """Hermes' own store of this lineage when bound, else what Baton compacted (in-process only)."""
-        if self.session_db is not None and self.session_id:
-            return SessionStoreSource(self.session_db, self.session_id)
-        return get_runtime().recall_index.source(self._lineage())
-
-    def _recall_hooks(self) -> continuity.Recall:
-        source = self.recall_source()
-        if isinstance(source, SessionStoreSource):
-            return continuity.Recall(remember=None, lineage=source.entries)
-        index, key = get_runtime().recall_index, self._lineage()
-        return continuity.Recall(remember=lambda region: index.add(key, region), lineage=source.entries)
-
-    def count_text_tokens(self, text: str) -> int:
-        """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
-        counted = get_runtime().count_text(text)
-        return counted.tokens if counted.tokens is not None else estimate_tokens_rough(text)
-
-    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
-        """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
-        return recall_tool(self.recall_source(), args, self.count_text_tokens)
 
     # ---- session lifecycle -----------------------------------------------------------------------
 

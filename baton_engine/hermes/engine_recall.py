@@ -1,0 +1,74 @@
+"""The engine's recall side: where ``baton_recall`` reads and what a compaction remembers for it.
+
+Why a module of its own: recall binds a host object (Hermes' SessionDB) the engine must never copy,
+and picks the source — Hermes' own store of this lineage when bound, else Baton's in-process index
+(bounded, never on disk) — which the cycle only sees as plain callables (``continuity.Recall``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from baton_engine.compaction import continuity
+from baton_engine.hermes.runtime import get_runtime
+from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
+from baton_engine.tokens.rough import estimate_tokens_rough
+
+
+class _Borrowed:
+    """A host object the engine uses but never copies: Hermes' SessionDB holds a connection and a lock."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Borrowed:
+        return self
+
+
+class RecallBinding:
+    """Mixed into ``BatonContextEngine``: needs ``session_id``, ``lineage_key`` and ``_session_db``."""
+
+    @property
+    def session_db(self) -> Any:
+        return self._session_db.value
+
+    def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
+        """Hermes hands its session store (or None) and the session id; recall then reads that store."""
+        self._session_db = _Borrowed(session_db)
+        if session_id:
+            self.session_id = session_id
+
+    def recall_status(self) -> dict[str, Any]:
+        """Where ``baton_recall`` reads (counts only; the index never leaves the process)."""
+        index = get_runtime().recall_index
+        bound = self.session_db is not None and bool(self.session_id)
+        return {"source": "hermes session store" if bound else "in-process index",
+                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
+
+    def _lineage(self) -> str:
+        if self.lineage_key is None:
+            self.lineage_key = self.session_id or f"engine-{uuid.uuid4().hex}"
+        return self.lineage_key
+
+    def recall_source(self) -> RecallSource:
+        """Hermes' own store of this lineage when bound, else what Baton compacted (in-process only)."""
+        if self.session_db is not None and self.session_id:
+            return SessionStoreSource(self.session_db, self.session_id)
+        return get_runtime().recall_index.source(self._lineage())
+
+    def _recall_hooks(self) -> continuity.Recall:
+        source = self.recall_source()
+        if isinstance(source, SessionStoreSource):
+            return continuity.Recall(remember=None, lineage=source.entries)
+        index, key = get_runtime().recall_index, self._lineage()
+        return continuity.Recall(remember=lambda region: index.add(key, region), lineage=source.entries)
+
+    def count_text_tokens(self, text: str) -> int:
+        """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
+        counted = get_runtime().count_text(text)
+        return counted.tokens if counted.tokens is not None else estimate_tokens_rough(text)
+
+    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
+        return recall_tool(self.recall_source(), args, self.count_text_tokens)
