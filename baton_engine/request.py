@@ -13,12 +13,12 @@ apply a decision in the field the request already uses.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from baton_engine.tokens.counter import request_key
 
 OUTPUT_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 # Request options that change the rendered prompt on some servers (vLLM folds them into the template).
@@ -82,11 +82,10 @@ class ProviderRequest:
                                self.cap, self.model, self.output_limit)
 
     @cached_property
-    def key(self) -> str:
-        """sha256 of the canonical count request: equal keys mean one provider-visible prompt."""
-        text = json.dumps(self.count_request(), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=str)
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    def key(self) -> str | None:
+        """The counter's cache key of the count request (one definition, computed once per request): equal
+        keys mean one provider-visible prompt; None when the request is not JSON (then never cached)."""
+        return request_key(self.count_request())
 
 
 def positive_int(value: Any) -> int | None:

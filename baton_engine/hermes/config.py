@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from baton_engine.request import positive_int
 from baton_engine.settings import BatonSettings, SettingsError, load_settings
 
 ENGINE_NAME = "baton"
@@ -48,10 +49,6 @@ def read_config_file(home: Path) -> dict[str, Any]:
 def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = config.get(name)
     return value if isinstance(value, Mapping) else {}
-
-
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 @dataclass(frozen=True)
@@ -90,8 +87,8 @@ def hermes_view(config: Mapping[str, Any]) -> HermesView:
         model=str(model["default"]) if model.get("default") else None,
         provider=str(model["provider"]) if model.get("provider") else None,
         base_url=str(model["base_url"]).rstrip("/") if model.get("base_url") else None,
-        max_tokens=_positive_int(model.get("max_tokens")),
-        context_length=_positive_int(model.get("context_length")),
+        max_tokens=positive_int(model.get("max_tokens")),
+        context_length=positive_int(model.get("context_length")),
         baton_block=block if block is None or isinstance(block, Mapping) else {"__invalid__": block},
     )
 

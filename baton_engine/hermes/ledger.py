@@ -76,10 +76,11 @@ class Ledger:
 
     def count(self, view: ProviderRequest, runtime: Any) -> TokenCount:
         """One count per distinct view; the same view again (a retry) is answered from the memo."""
-        if view.key == self.memo_key and self.memo is not None:
+        key = view.key
+        if key is not None and key == self.memo_key and self.memo is not None:
             self.memo_hits += 1
             return self.memo
-        counted = runtime.count_chat(view.count_request(), anchor=self.anchor)
+        counted = runtime.count_chat(view.count_request(), anchor=self.anchor, key=key)
         self.counted += 1
         self.memo_key, self.memo = view.key, counted
         return counted

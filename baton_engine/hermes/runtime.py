@@ -82,11 +82,12 @@ class BatonRuntime:
     def counter_error(self) -> str | None:
         return self._counter_error
 
-    def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None) -> TokenCount:
+    def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None,
+                   key: str | None = None) -> TokenCount:
         """Exact provider-visible tokens, anchored on real usage, or rough + margin; never raises."""
         counter = self.counter()
         if counter is not None:
-            return counter.count_chat(request, anchor=anchor)
+            return counter.count_chat(request, anchor=anchor, key=key)
         estimate = anchor.estimate(request) if anchor is not None else None
         if estimate is not None:
             return replace(estimate, fallback_reason=self._counter_error)

@@ -63,7 +63,7 @@ class CounterStats:
     last_max_model_len: int | None = None
 
 
-def _request_key(request: ChatRequest) -> str | None:
+def request_key(request: ChatRequest) -> str | None:
     """sha256 of the canonical JSON of the request; None when it is not JSON (then it is not cached)."""
     try:
         canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -150,11 +150,13 @@ class TokenCounter:
         }
         self._stats = replace(self._stats, **updates)
 
-    def count_chat(self, request: ChatRequest, anchor: UsageAnchor | None = None) -> TokenCount:
+    def count_chat(self, request: ChatRequest, anchor: UsageAnchor | None = None, *,
+                   key: str | None = None) -> TokenCount:
         """Exact count when the backend can (and ``anchor`` observes it); else ``anchor``'s estimate when it has
-        one; else rough + margin; else ``tokens=None``. Never raises."""
+        one; else rough + margin; else ``tokens=None``. Never raises.
+        ``key`` is ``request_key(request)`` when the caller already computed it (one hash per request)."""
         counted = self._count(
-            _request_key(request), "chat", lambda: self._breaker.count_chat(request),
+            key if key is not None else request_key(request), "chat", lambda: self._breaker.count_chat(request),
             lambda: estimate_chat_request(request), self._margin,
         )
         if anchor is None:
