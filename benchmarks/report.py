@@ -136,6 +136,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         ("per-turn overhead flat (history 200 -> 4000 messages, p50 within 3x)", _flat(overhead)[1],
          f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
     ]
+    if "store" in results:
+        import store_bench
+
+        targets.append(store_bench.target(results["store"]))
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
@@ -248,6 +252,11 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         import recall_bench
 
         out += recall_bench.render(results["recall"])
+
+    if "store" in results:
+        import store_bench
+
+        out += store_bench.render(results["store"])
 
     growth, flat = _flat(overhead)
     out += ["## Per-turn overhead (should_compress + llm_request middleware)", "",

@@ -40,6 +40,7 @@ os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 import anchor_bench  # noqa: E402
 import loop_bench  # noqa: E402
 import recall_bench  # noqa: E402
+import store_bench  # noqa: E402
 import arms  # noqa: E402
 import workload  # noqa: E402
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
@@ -454,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     results["anchor"] = anchor_bench.run(args.quick)
     results["loop"] = loop_bench.run(args.quick)
     results["recall"] = recall_bench.run(args.quick)
+    results["store"] = store_bench.run(args.quick)
     overhead_session = workload.session_of_turns(120 if args.quick else 820, seed=5, scale=0.3)
     results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
                                          [200, 600] if args.quick else [200, 1000, 4000], turns=20)

@@ -8,16 +8,20 @@ Nothing here raises for a missing or broken project: it answers None (no detecto
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cachetools import LRUCache
+
 from baton_engine import operations
 from baton_engine.compaction import cycle
 from baton_engine.errors import BatonError
 from baton_engine.handoff import capture, detector, lineage, store
-from baton_engine.handoff.config import load_config
+from baton_engine.handoff.config import CONFIG_FILE_NAME, load_config
+from baton_engine.handoff.filememo import FileMemo
 
 LOGGER = logging.getLogger("baton_engine.compaction")
 NO_OBJECTIVE = {"ok": False, "error": {
@@ -28,13 +32,33 @@ def _paths(project_dir: Path) -> store.ProjectPaths | None:
     return store.find_project_root(project_dir.resolve())
 
 
+# Bounds of the hot path's memos: a process holds a few sessions (one draft each) in a few projects.
+DRAFT_MEMO_ENTRIES = 64
+CONFIG_MEMO_ENTRIES = 16
+_DRAFT_PATHS: LRUCache[tuple[Path, str], Path] = LRUCache(maxsize=DRAFT_MEMO_ENTRIES)
+_DRAFT_PATHS_LOCK = threading.Lock()
+_DRAFT_READINESS = FileMemo(DRAFT_MEMO_ENTRIES)
+_CONFIGS = FileMemo(CONFIG_MEMO_ENTRIES)
+
+
 def readiness(project_dir: Path, draft_id: str | None) -> float | None:
-    """How complete the session draft is for a handoff (None without a draft or project)."""
+    """How complete the session draft is for a handoff (None without a draft or project).
+
+    Asked below the threshold at every check, so it lists the store only once per draft (to find its
+    file) and then re-reads the file only when it changed (``filememo``)."""
     paths = _paths(project_dir) if draft_id else None
     if paths is None:
         return None
     try:
-        return detector.readiness(store.HandoffStore(paths).load(draft_id))  # type: ignore[arg-type]
+        handoffs = store.HandoffStore(paths)
+        key = (paths.data_dir, draft_id)
+        with _DRAFT_PATHS_LOCK:
+            path = _DRAFT_PATHS.get(key)  # type: ignore[arg-type]
+        if path is None:
+            path = handoffs.path_of(draft_id)  # type: ignore[arg-type]
+            with _DRAFT_PATHS_LOCK:
+                _DRAFT_PATHS[key] = path  # type: ignore[index]
+        return _DRAFT_READINESS.get(path, lambda: detector.readiness(handoffs.load(str(path))))
     except Exception:  # noqa: BLE001 - a broken draft never breaks the agent loop
         return None
 
@@ -47,7 +71,7 @@ def evaluate_detector(project_dir: Path, *, tokens: int, window: int, turns: int
     if paths is None:
         return None
     try:
-        config = load_config(paths.data_dir).detector
+        config = _CONFIGS.get(paths.data_dir / CONFIG_FILE_NAME, lambda: load_config(paths.data_dir)).detector
     except Exception:  # noqa: BLE001 - a broken project config never breaks the agent loop
         return None
     signals = detector.DetectorSignals(context_tokens=max(tokens, 0), context_window=max(window, 1), turns=turns,
