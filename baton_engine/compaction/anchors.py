@@ -41,7 +41,8 @@ _ERROR_RE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic")  # cheap filter before _ERROR_RE
-_TOKEN_RE = re.compile(r"\w[\w.#-]*")
+_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")  # str.splitlines
+_TOKEN_RE = re.compile(r"\w(?:[\w.#-]*\w)?")  # never ends in . # -
 _IDENTIFIER_RE = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # UUID
     r"|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}"  # hex hash
@@ -152,10 +153,37 @@ class _Collector:
             ranges.append(lines)
 
     def error_lines(self, text: str) -> None:
-        for line in text.splitlines():
+        if not _may_hold_error(text):
+            return  # most tool output: one lower() and a few substring scans instead of a loop over lines
+        for line in _candidate_lines(text):
             lowered = line.lower()
             if (line.startswith("E ") or any(w in lowered for w in _ERROR_WORDS)) and _ERROR_RE.search(line):
                 self.errors.setdefault(line.strip(), None)
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """The lines of ``text`` (as ``str.splitlines`` cuts them) that hold an error word or start with ``E ``:
+    found by substring search, so a long output costs a few scans, not a loop over its lines. Texts with
+    other line breaks than ``\n``, or whose lower case changes length, take every line."""
+    lowered = text.lower()
+    if len(lowered) != len(text) or any(separator in text for separator in _LINE_BREAKS[1:]):
+        return text.splitlines()
+    hits = [0] if text.startswith("E ") else []
+    for needle, haystack in [*((word, lowered) for word in _ERROR_WORDS), ("\nE ", text)]:
+        at = haystack.find(needle)
+        while at != -1:
+            hits.append(at + 1 if needle == "\nE " else at)
+            at = haystack.find(needle, at + 1)
+    starts = sorted({text.rfind("\n", 0, at) + 1 for at in hits})
+    return [text[start:end if (end := text.find("\n", start)) != -1 else len(text)] for start in starts]
+
+
+def _may_hold_error(text: str) -> bool:
+    """False only when no line of ``text`` can match ``_ERROR_RE`` (no error word, no ``E `` line start)."""
+    lowered = text.lower()
+    if any(word in lowered for word in _ERROR_WORDS) or text.startswith("E "):
+        return True
+    return "E " in text and any(separator + "E " in text for separator in _LINE_BREAKS)
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
@@ -225,17 +253,19 @@ def _tool_call(name: str, args: dict[str, Any], result: dict[str, Any] | None, c
 
 
 def _recurring(texts: list[str], excluded: set[str]) -> tuple[tuple[str, int], ...]:
-    """Identifier-shaped tokens found in at least two messages, most frequent first; secrets never."""
+    """Identifier-shaped tokens found in at least two messages, most frequent first; secrets never.
+
+    Counting and first-appearance order are kept by C-level dict/Counter updates (the transcript can
+    hold ~100k tokens); the identifier shape is tested once per distinct token that recurs."""
     seen_in: Counter[str] = Counter()
-    first: dict[str, int] = {}
-    shape: dict[str, bool] = {}
+    first: dict[str, None] = {}  # insertion order = first appearance (update never moves a key)
     for text in texts:
-        for token in dict.fromkeys(t.rstrip(".-#") for t in _TOKEN_RE.findall(text)):
-            if shape.setdefault(token, _IDENTIFIER_RE.fullmatch(token) is not None):
-                first.setdefault(token, len(first))
-                seen_in[token] += 1
-    candidates = (t for t, n in seen_in.items() if n >= 2 and t not in excluded)
-    ranked = sorted(candidates, key=lambda t: (-seen_in[t], first[t]))
+        unique = dict.fromkeys(_TOKEN_RE.findall(text))
+        seen_in.update(unique.keys())
+        first.update(unique)
+    rank = {token: index for index, token in enumerate(first)}
+    candidates = [t for t, n in seen_in.items() if n >= 2 and t not in excluded and _IDENTIFIER_RE.fullmatch(t)]
+    ranked = sorted(candidates, key=lambda t: (-seen_in[t], rank[t]))
     kept: list[tuple[str, int]] = []
     for token in ranked:
         if len(kept) == MAX_IDENTIFIERS:

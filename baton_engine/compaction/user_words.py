@@ -12,6 +12,7 @@ stays recallable). Lines are shown oldest first, redacted. Pure: no I/O; costs c
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -103,23 +104,49 @@ def collect_user_words(messages: Iterable[Any], brief_max_tokens: int, count_tex
             candidates.pop(text, None)  # a repeat counts once, at its newest position
             candidates[text] = UserWord(ref_for(message), position, text, False)
     pool = list(candidates.values())
+    exact = _exact_cost(count_text)
+    whole = exact(pool)
+    if whole <= budget:
+        return UserWords(tuple(sorted(pool, key=lambda w: w.position)), len(pool), budget, whole)
+    # Choose with line costs scaled to the pool's exact total (one count, not one per candidate and step),
+    # then make the choice exact.
+    scale = whole / max(_rough_cost(pool), 1)
 
+    def estimate(items: list[UserWord]) -> int:
+        return math.ceil(scale * _rough_cost(items))
+
+    kept: list[UserWord] = []
+    for word in sorted((w for w in pool if tier(w.text) < 3), key=lambda w: (tier(w.text), -w.position)):
+        if estimate([*kept, word]) <= budget:
+            kept.append(word)
+            continue
+        clipped = _clip(word, kept, budget, estimate)
+        if clipped is not None:
+            kept.append(clipped)
+    original = {(w.ref, w.position): w for w in pool}
+    tokens = exact(kept)
+    while kept and tokens > budget:  # the estimate was short: clip the last chosen exactly, or drop it
+        last = kept.pop()
+        clipped = _clip(original[(last.ref, last.position)], kept, budget, exact)
+        if clipped is not None:
+            kept.append(clipped)
+        tokens = exact(kept)
+    return UserWords(tuple(sorted(kept, key=lambda w: w.position)), len(pool), budget, tokens)
+
+
+def _exact_cost(count_text: Callable[[str], int]) -> Callable[[list[UserWord]], int]:
     def cost(items: list[UserWord]) -> int:
         lines = _render(items)
         return count_text("\n".join(lines)) if lines else 0
 
-    if cost(pool) <= budget:
-        return UserWords(tuple(sorted(pool, key=lambda w: w.position)), len(pool), budget, cost(pool))
-    kept: list[UserWord] = []
-    for word in sorted((w for w in pool if tier(w.text) < 3), key=lambda w: (tier(w.text), -w.position)):
-        if cost([*kept, word]) <= budget:
-            kept.append(word)
-            continue
-        clipped = _clip(word, kept, budget, cost)
-        if clipped is not None:
-            kept.append(clipped)
-    items = tuple(sorted(kept, key=lambda w: w.position))
-    return UserWords(items, len(pool), budget, cost(list(items)))
+    return cost
+
+
+def _rough_cost(items: list[UserWord]) -> int:
+    """Characters / 4 of the rendered lines, one more per line for its newline (the estimate's shape only:
+    ``collect_user_words`` scales it by an exact count)."""
+    lines = _render(items)
+    return sum(len(line) for line in lines) // 4 + len(lines)
 
 
 def _clip(word: UserWord, kept: list[UserWord], budget: int, cost: Callable[[list[UserWord]], int]) -> UserWord | None:

@@ -153,3 +153,24 @@ def test_the_rarest_recurring_id_is_dropped_first(qwen_count) -> None:
     assert anchors.identifiers == (("9f2c3a1b", 3), ("PROJ-4821", 2))
     full = anchors.render(1000, qwen_count)
     assert anchors.render(qwen_count("\n".join(full)) - 1, qwen_count) == ["Recurring id: 9f2c3a1b (x3)"]
+
+
+_LINE_TEXT = st.lists(st.sampled_from(["E   assert 1 == 2", "all good", "Traceback (most recent call last):",
+                                       "KestrelLedgerError: boom", "3 FAILED", "İstanbul error", "fatal: x",
+                                       "", "  E  spaced", "E x"]), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=_LINE_TEXT, separator=st.sampled_from(["\n", "\r\n", "\x85", "\n\n"]), tail=st.booleans())
+def test_error_lines_found_by_search_equal_a_line_by_line_scan(lines, separator, tail) -> None:
+    """The substring search of candidate lines picks exactly the lines a scan of every line would."""
+    from baton_engine.compaction import anchors
+
+    text = separator.join(lines) + (separator if tail else "")
+    collector = anchors._Collector()
+    collector.error_lines(text)
+    expected = {}
+    for line in text.splitlines():
+        if anchors._ERROR_RE.search(line):
+            expected.setdefault(line.strip(), None)
+    assert list(collector.errors) == list(expected)
