@@ -22,7 +22,7 @@ from baton_engine.compaction.builder import BatonBlock, build_compacted_messages
 from baton_engine.compaction.markers import is_baton_text
 from baton_engine.compaction.sanitize import is_real_user_request, own_words
 from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
-from baton_engine.handoff import capture, freshness, ids, render, store, validate
+from baton_engine.handoff import capture, freshness, gitinfo, ids, render, store, validate
 from baton_engine.handoff.config import load_config
 from baton_engine.handoff.model import HandoffRecord, transition
 from baton_engine.operations import summary_of
@@ -275,8 +275,9 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     now = facts.now or datetime.now(UTC)
     stamp = ids.format_timestamp(now)
     payload = _payload(facts, messages, objective, focus_topic, paths.root)
+    repo = gitinfo.snapshot(paths.root)  # one git read for capture, validation and freshness
     record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation,
-                                         now=now, deterministic_id=True)
+                                         now=now, deterministic_id=True, repo=repo)
     record = _with_free_id(handoffs, record, now)
     record = _with_carried_items(record, session_draft or previous, now)
     plan = plan_tail(messages, fresh_tail_tokens=facts.fresh_tail_tokens, count_tokens=count_messages,
@@ -287,8 +288,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                                   count_text or estimate_tokens_rough)
         record = capture.redacted(HandoffRecord.model_validate(
             {**record.to_json_dict(), "continuity": kept.to_state()}))
-    report = validate.validate_record(record, paths.root, config)
-    fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
+    report = validate.validate_record(record, paths.root, config, repo=repo)
+    fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots, repo=repo)
     record = record.model_copy(update={"validation": report.to_validation(fresh.to_model(), at=stamp)})
     warnings = tuple(f"{c.name}: {c.detail}" for c in report.checks if c.status == "warn")
     if report.status == "fail":

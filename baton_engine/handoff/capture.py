@@ -367,8 +367,8 @@ def _items(
     return _with_ids(kind, dicts, existing), found
 
 
-def _repository(root: Path) -> dict[str, Any] | None:
-    info = gitinfo.repository_info(root)
+def _repository(repo: gitinfo.RepoState) -> dict[str, Any] | None:
+    info = repo.repository()
     return None if info is None else info.model_dump(mode="json")
 
 
@@ -380,8 +380,10 @@ def build_draft(
     automation: Automation | dict[str, Any] | None = None,
     now: datetime | None = None,
     deterministic_id: bool = False,
+    repo: gitinfo.RepoState | None = None,
 ) -> tuple[HandoffRecord, list[Redaction]]:
-    """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's.
+    """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's;
+    ``repo`` is git's view of ``root`` when the caller already read it.
 
     ``deterministic_id`` derives the id from the draft's content and ``now`` (see ``content_record_id``)
     instead of random bits, so a compaction repeated on the same state and clock writes the same bytes.
@@ -395,7 +397,7 @@ def build_draft(
     root = Path(root)
     moment = datetime.now(UTC) if now is None else now
     stamp = ids.format_timestamp(moment)
-    repository = _repository(root)
+    repository = _repository(repo if repo is not None else gitinfo.snapshot(root))
     head = (repository or {}).get("head")
     origin_data = parsed.origin.model_dump()
     origin_data["session_id"] = hash_session_id(origin_data["session_id"])

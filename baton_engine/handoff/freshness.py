@@ -51,14 +51,15 @@ def _short(sha: str | None) -> str:
     return sha[:12] if sha else "none"
 
 
-def _head_reasons(record: HandoffRecord, root: Path) -> tuple[str | None, str | None, list[str]]:
+def _head_reasons(record: HandoffRecord, root: Path,
+                  repo: gitinfo.RepoState) -> tuple[str | None, str | None, list[str]]:
     repository = record.project.repository
     at_capture = repository.head if repository is not None else None
-    now = gitinfo.git_head(root)
+    now = repo.head
     if repository is None or repository.vcs not in (None, "git"):
         return at_capture, now, []
     if at_capture and now is None:
-        if gitinfo.is_git_repo(root):
+        if repo.in_repo:
             return at_capture, now, [f"git head was {_short(at_capture)} at capture; the repository has no HEAD now"]
         return at_capture, now, [f"git head was {_short(at_capture)} at capture; {root.name or root} is not a git "
                                  "repository now"]
@@ -97,13 +98,16 @@ def _artifact_drift(record: HandoffRecord, root: Path, allowed_roots: list[str])
 
 
 def check_freshness(
-    record: HandoffRecord | Mapping[str, Any], root: Path, *, allowed_roots: list[str] | None = None
+    record: HandoffRecord | Mapping[str, Any], root: Path, *, allowed_roots: list[str] | None = None,
+    repo: gitinfo.RepoState | None = None,
 ) -> FreshnessReport:
-    """Compare the record's git head and artifact hashes with ``root`` now."""
+    """Compare the record's git head and artifact hashes with ``root`` now (``repo``: git's view of ``root``
+    when the caller already read it)."""
     if not isinstance(record, HandoffRecord):
         record = HandoffRecord.model_validate(record)
     root = Path(root)
-    at_capture, now, reasons = _head_reasons(record, root)
+    at_capture, now, reasons = _head_reasons(
+        record, root, repo if repo is not None else gitinfo.snapshot(root, remote=False))
     drifted, checked = _artifact_drift(record, root, list(allowed_roots or []))
     reasons += [f"artifact {d.path} {d.reason} since capture" for d in drifted]
     notes = () if now is not None else ("no git head available: only artifact hashes were compared",)

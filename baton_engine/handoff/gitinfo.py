@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -62,25 +63,40 @@ def is_git_repo(root: Path) -> bool:
     return run_git(root, "rev-parse", "--is-inside-work-tree") == "true"
 
 
-def git_toplevel(root: Path) -> Path | None:
-    """The work tree's top directory, or None outside git."""
-    out = run_git(root, "rev-parse", "--show-toplevel")
-    return Path(out) if out else None
+@dataclass(frozen=True)
+class RepoState:
+    """What a capture, its validation and its freshness check need from git, read at once (``snapshot``)."""
+
+    in_repo: bool
+    head: str | None = None  # None in a repository without commits
+    dirty: bool | None = None
+    remote_hint: str | None = None
+
+    def repository(self) -> Repository | None:
+        """The record's ``project.repository`` block; None outside a git work tree."""
+        if not self.in_repo:
+            return None
+        return Repository(vcs="git", remote_hint=self.remote_hint, head=self.head, dirty=self.dirty)
 
 
-def git_head(root: Path) -> str | None:
-    """Full sha of HEAD; None outside git or in a repository without commits."""
-    out = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    return out or None
+OUTSIDE = RepoState(in_repo=False)
 
 
-def git_dirty(root: Path) -> bool | None:
-    """True when tracked or untracked changes exist outside the store directories; None outside git."""
+def snapshot(root: Path, *, remote: bool = True) -> RepoState:
+    """Head, dirty state and (when ``remote``) the remote hint from one ``git status --porcelain=v2 --branch``
+    and one ``git remote -v``: a compaction asks git once, not once per fact and per step."""
     pathspec = [f":(exclude,top){name}" for name in STORE_DIR_NAMES]
-    out = run_git(root, "status", "--porcelain", "--untracked-files=normal", "--", ":(top)", *pathspec)
+    out = run_git(root, "status", "--porcelain=v2", "--branch", "--untracked-files=normal", "--", ":(top)", *pathspec)
     if out is None:
-        return None
-    return bool(out.strip())
+        return OUTSIDE
+    head, dirty = None, False
+    for line in out.splitlines():
+        if line.startswith("# branch.oid "):
+            oid = line.removeprefix("# branch.oid ").strip()
+            head = oid if oid != "(initial)" else None
+        elif line and not line.startswith("#"):
+            dirty = True
+    return RepoState(True, head, dirty, remote_hint(root) if remote else None)
 
 
 def strip_credentials(url: str) -> str:
@@ -104,21 +120,17 @@ def strip_credentials(url: str) -> str:
 
 
 def remote_hint(root: Path) -> str | None:
-    """The ``origin`` URL (else the first remote's), credentials stripped; None when there is none."""
-    remotes = run_git(root, "remote")
-    if not remotes:
+    """The ``origin`` fetch URL (else the first remote's), credentials stripped; None when there is none."""
+    out = run_git(root, "remote", "-v")
+    urls: dict[str, str] = {}
+    for line in (out or "").splitlines():
+        name, _, rest = line.partition("\t")
+        url, _, kind = rest.rpartition(" ")
+        if name and url and kind == "(fetch)":
+            urls.setdefault(name, url)
+    if not urls:
         return None
-    names = remotes.split()
-    name = "origin" if "origin" in names else names[0]
-    url = run_git(root, "remote", "get-url", name)
-    return strip_credentials(url) if url else None
-
-
-def repository_info(root: Path) -> Repository | None:
-    """The record's ``project.repository`` block, or None when ``root`` is not in a git work tree."""
-    if not is_git_repo(root):
-        return None
-    return Repository(vcs="git", remote_hint=remote_hint(root), head=git_head(root), dirty=git_dirty(root))
+    return strip_credentials(urls.get("origin") or next(iter(urls.values())))
 
 
 def sha256_file(path: Path) -> str:

@@ -382,11 +382,11 @@ def _check_artifacts(record: HandoffRecord, root: Path, allowed_roots: Collectio
     return result.to_check("artifacts", f"{len(record.artifacts)} artifact(s) present and matching their hashes")
 
 
-def _check_repository(record: HandoffRecord, root: Path) -> Check:
+def _check_repository(record: HandoffRecord, repo: gitinfo.RepoState) -> Check:
     repository = record.project.repository
-    now_head = gitinfo.git_head(root)
+    now_head = repo.head
     if repository is None:
-        if gitinfo.is_git_repo(root):
+        if repo.in_repo:
             return Check(name="repository", status="warn",
                          detail="project.repository is null but the project is a git repository; re-capture so the "
                                 "head and dirty state are recorded")
@@ -603,11 +603,13 @@ def validate_record(
     recheck: list[str] | None = None,
     known_ids: Collection[str] | None = None,
     runner: Callable[[str, Path], RecheckOutcome] = run_recheck,
+    repo: gitinfo.RepoState | None = None,
 ) -> ValidationReport:
     """Run the ten checks in order over a record (model or raw JSON dict) in project ``root``.
 
     ``known_ids`` (ids of stored records) defaults to reading the project's store; ``runner``
-    executes allowlisted rechecks (the default runs the real command).
+    executes allowlisted rechecks (the default runs the real command); ``repo`` is git's view of
+    ``root`` when the caller already read it (a compaction reads it once), else it is read here.
     """
     root = Path(root)
     policy = config.policy
@@ -634,7 +636,8 @@ def validate_record(
 
     checks.append(_guarded("policy.paths", paths))
     checks.append(_guarded("artifacts", lambda: _check_artifacts(model, root, policy.allowed_roots, rejected_paths)))
-    checks.append(_guarded("repository", lambda: _check_repository(model, root)))
+    checks.append(_guarded("repository", lambda: _check_repository(
+        model, repo if repo is not None else gitinfo.snapshot(root, remote=False))))
     recheck_log: dict[str, tuple[Any, ...]] = {}
 
     def evidence() -> Check:

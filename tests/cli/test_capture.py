@@ -29,7 +29,7 @@ def test_fills_identity_ids_timestamps_and_repository(git_project: Path, assert_
                 failed_attempts=[{"attempt": "bump the framework", "outcome": "breaks CI"}],
                 artifacts=[{"path": "src/app.py"}]),
         git_project, now=NOW)
-    head = gitinfo.git_head(git_project)
+    head = gitinfo.snapshot(git_project).head
     assert is_uuid7(record.id)
     assert record.status == "draft" and redactions == []
     assert record.created_at == record.updated_at == "2026-01-02T03:04:05Z"

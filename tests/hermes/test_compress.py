@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from batontest import assets
 from batontest.faulty_servers import refused_url
+from batontest.gitrepo import git
 from batontest.secrets_corpus import SAMPLES
 
 from baton_engine.compaction import is_baton_message
@@ -209,3 +210,24 @@ def test_captured_items_survive_later_compactions(project: Path) -> None:
         chain.append(node["lineage"]["relation"])
         node = by_id[node["lineage"]["parents"][0]]
     assert chain == ["continue", "continue"] and engine.compression_count == 3
+
+
+def test_one_compaction_reads_git_once(project: Path, qwen3_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capture, validation and freshness share one read of git: `status --porcelain=v2` + `remote -v`."""
+    from baton_engine.handoff import gitinfo
+
+    asked: list[str] = []
+    real = gitinfo.run_git
+
+    def counted(root: Path, *args: str, **kwargs: Any) -> str | None:
+        asked.append(args[0])
+        return real(root, *args, **kwargs)
+
+    monkeypatch.setattr(gitinfo, "run_git", counted)
+    engine = _engine(project)
+    out = engine.compress(_conversation("Refactor the app.", 6))
+    assert _block(out) and engine.degradation_reason is None
+    assert asked == ["status", "remote"]
+    record = _records(project)[-1]
+    assert record["project"]["repository"]["head"] == git(project, "rev-parse", "HEAD")
+    assert record["project"]["repository"]["dirty"] is False and record["status"] == "ready"

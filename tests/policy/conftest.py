@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from baton_engine.handoff.config import BatonConfig
-from baton_engine.handoff.gitinfo import git_head, sha256_file
+from baton_engine.handoff.gitinfo import sha256_file, snapshot
 from batontest.gitrepo import commit_all, git
 
 RECORD_ID = "0190b7f2-8c1d-7a3e-9f42-6b1c2d3e4f50"
@@ -31,7 +31,7 @@ def make_project(root: Path, *, use_git: bool = True) -> Path:
 
 def record_data(root: Path) -> dict[str, Any]:
     """A complete, valid v0.1 record describing ``root`` as it is now."""
-    head = git_head(root)
+    head = snapshot(root).head
     return {
         "$schema": "https://baton.dev/schemas/handoff/v0.1.json",
         "schema_version": "0.1",

@@ -23,14 +23,14 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_head_dirty_and_remote_in_a_real_repo(repo: Path) -> None:
-    info = gitinfo.repository_info(repo)
+    info = gitinfo.snapshot(repo).repository()
     assert info is not None
     assert info.vcs == "git"
     assert info.head == git(repo, "rev-parse", "HEAD")
     assert info.dirty is False
     assert info.remote_hint is None
     (repo / "a.txt").write_text("two\n")
-    assert gitinfo.git_dirty(repo) is True
+    assert gitinfo.snapshot(repo).dirty is True
 
 
 def test_store_directories_do_not_make_the_tree_dirty(repo: Path) -> None:
@@ -38,17 +38,16 @@ def test_store_directories_do_not_make_the_tree_dirty(repo: Path) -> None:
     (repo / ".baton" / "handoffs" / "x.json").write_text("{}")
     (repo / ".threadline").mkdir()
     (repo / ".threadline" / "y.json").write_text("{}")
-    assert gitinfo.git_dirty(repo) is False
+    assert gitinfo.snapshot(repo).dirty is False
     (repo / "new.txt").write_text("untracked")
-    assert gitinfo.git_dirty(repo) is True
+    assert gitinfo.snapshot(repo).dirty is True
 
 
 def test_dirty_is_seen_from_a_subdirectory(repo: Path) -> None:
     sub = repo / "sub"
     sub.mkdir()
     (repo / "a.txt").write_text("changed\n")
-    assert gitinfo.git_dirty(sub) is True
-    assert gitinfo.git_toplevel(sub) == repo.resolve()
+    assert gitinfo.snapshot(sub).dirty is True
 
 
 def test_remote_hint_has_credentials_stripped(repo: Path) -> None:
@@ -74,7 +73,7 @@ def test_strip_credentials(url: str, expected: str) -> None:
 
 def test_repo_without_commits_has_no_head(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
-    info = gitinfo.repository_info(tmp_path)
+    info = gitinfo.snapshot(tmp_path).repository()
     assert info is not None and info.head is None
 
 
@@ -82,16 +81,15 @@ def test_non_git_directory_gives_none(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / ".git").write_text("gitdir: /nonexistent\n")  # broken marker must not confuse us
-    assert gitinfo.repository_info(plain) is None
-    assert gitinfo.git_head(plain) is None
-    assert gitinfo.git_dirty(plain) is None
+    assert gitinfo.snapshot(plain).repository() is None
+    assert gitinfo.snapshot(plain).head is None
+    assert gitinfo.snapshot(plain) == gitinfo.OUTSIDE
     assert gitinfo.remote_hint(plain) is None
-    assert gitinfo.git_toplevel(plain) is None
 
 
 def test_missing_git_binary_degrades_to_none(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(repo / "no-bin-here"))
-    assert gitinfo.repository_info(repo) is None
+    assert gitinfo.snapshot(repo).repository() is None
     assert gitinfo.run_git(repo, "status") is None
 
 
