@@ -51,8 +51,13 @@ class ProviderRequest:
     output_limit: int | None = None  # the provider's own output ceiling for this model, when known
 
     def count_request(self) -> dict[str, Any]:
-        """The canonical chat request the tokenizer backends count (keys omitted when empty)."""
-        request: dict[str, Any] = {"messages": [dict(m) for m in self.messages]}
+        """The canonical chat request the tokenizer backends count (keys omitted when empty); built once per
+        view and shared: callers never change it."""
+        return self._count_request
+
+    @cached_property
+    def _count_request(self) -> dict[str, Any]:
+        request: dict[str, Any] = {"messages": [m if type(m) is dict else dict(m) for m in self.messages]}
         if self.tools:
             request["tools"] = [dict(t) for t in self.tools]
         if self.template_kwargs:

@@ -76,7 +76,7 @@ class Continuity:
 
 def _lineage_user_messages(recall: Recall, region: list[Message]) -> list[Message]:
     """User messages of earlier compactions (oldest first) followed by the region itself."""
-    in_region = {ref_for(m) for m in region if isinstance(m, dict)}
+    in_region = {ref_for(m) for m in region if isinstance(m, dict) and m.get("role") == "user"}  # only users match
     earlier = [{"role": "user", "content": e.text} for e in recall.lineage()
                if e.role == "user" and e.ref not in in_region]
     return [*earlier, *region]

@@ -225,7 +225,7 @@ def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None, now
             items["work"] = record.work.model_copy(update={"constraints": constraints})
     updated = record.model_copy(update=items)
     if not updated.open_items:
-        updated = capture.add_item(updated, "open_item", dict(CONTINUE_ITEM), now=now)
+        updated = capture.add_item(updated, "open_item", dict(CONTINUE_ITEM), now=now, trusted=True)
     return HandoffRecord.model_validate(updated.to_json_dict())
 
 
@@ -275,20 +275,21 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     now = facts.now or datetime.now(UTC)
     stamp = ids.format_timestamp(now)
     payload = _payload(facts, messages, objective, focus_topic, paths.root)
-    repo = gitinfo.snapshot(paths.root)  # one git read for capture, validation and freshness
-    record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation,
-                                         now=now, deterministic_id=True, repo=repo)
-    record = _with_free_id(handoffs, record, now)
-    record = _with_carried_items(record, session_draft or previous, now)
     plan = plan_tail(messages, fresh_tail_tokens=facts.fresh_tail_tokens, count_tokens=count_messages,
                      inflight_tokens=facts.inflight_tokens)
     kept = None
     if facts.recall is not None:
         kept = continuity.collect(plan.region, facts.recall, facts.brief_max_tokens,
                                   count_text or estimate_tokens_rough)
-        record = capture.redacted(HandoffRecord.model_validate(
-            {**record.to_json_dict(), "continuity": kept.to_state()}))
-    report = validate.validate_record(record, paths.root, config, repo=repo)
+    repo = gitinfo.snapshot(paths.root)  # one git read for capture, validation and freshness
+    # The record's one redaction pass: build_draft redacts everything, the continuity state included; the
+    # carried items come from stored (redacted) records, so validation and the save trust it.
+    record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation,
+                                         now=now, deterministic_id=True, repo=repo,
+                                         extra={"continuity": kept.to_state()} if kept is not None else None)
+    record = _with_free_id(handoffs, record, now)
+    record = _with_carried_items(record, session_draft or previous, now)
+    report = validate.validate_record(record, paths.root, config, repo=repo, redacted=True)
     fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots, repo=repo)
     record = record.model_copy(update={"validation": report.to_validation(fresh.to_model(), at=stamp)})
     warnings = tuple(f"{c.name}: {c.detail}" for c in report.checks if c.status == "warn")
@@ -302,7 +303,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     if report.status == "pass":
         record = transition(record, "ready", reason="validation pass at pre_compaction", at=stamp)
     try:
-        written = handoffs.save(record)
+        written = handoffs.save(record, redacted=True)
     except (OSError, PolicyBlocked) as exc:
         reason = "disk_not_writable" if isinstance(exc, OSError) else "validation_failed"
         return _degraded(messages, facts, reason, count_messages,
@@ -375,7 +376,7 @@ def _load(handoffs: store.HandoffStore, ref: str | None, statuses: tuple[str, ..
 
 def _save_quietly(handoffs: store.HandoffStore, record: HandoffRecord) -> bool:
     try:
-        handoffs.save(record)
+        handoffs.save(record, redacted=True)  # the cycle's record: redacted once, by build_draft
     except (BatonError, OSError):
         return False
     return True

@@ -381,9 +381,11 @@ def build_draft(
     now: datetime | None = None,
     deterministic_id: bool = False,
     repo: gitinfo.RepoState | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[HandoffRecord, list[Redaction]]:
     """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's;
-    ``repo`` is git's view of ``root`` when the caller already read it.
+    ``repo`` is git's view of ``root`` when the caller already read it; ``extra`` holds more top-level
+    fields (state the schema allows as extra fields), redacted in the same single pass as the rest.
 
     ``deterministic_id`` derives the id from the draft's content and ``now`` (see ``content_record_id``)
     instead of random bits, so a compaction repeated on the same state and clock writes the same bytes.
@@ -418,6 +420,7 @@ def build_draft(
         "artifacts": [_artifact(item, root, head) for item in parsed.artifacts],
         "lineage": parsed.lineage.model_dump(),
         "automation": automation or {"trigger": "manual", "score": None, "reasons": []},
+        **(extra or {}),
     }
     summarised = [redaction for _entries, found in items.values() for redaction in found]
     record, found = _redacted_record(data, summarised)
@@ -452,11 +455,13 @@ def _redacted_record(data: dict[str, Any], previous: list[Redaction]) -> tuple[H
 
 
 def add_item(
-    record: HandoffRecord, kind: ItemKind, item: dict[str, Any], *, now: datetime | None = None
+    record: HandoffRecord, kind: ItemKind, item: dict[str, Any], *, now: datetime | None = None,
+    trusted: bool = False,
 ) -> HandoffRecord:
     """A copy of a draft with one more decision/evidence/failed attempt/open item (id assigned, redacted).
 
-    New redactions are appended to ``record.redactions`` (compare lengths to report them).
+    New redactions are appended to ``record.redactions`` (compare lengths to report them). ``trusted``:
+    ``record`` is already redacted and ``item`` is Baton's own text, so the record is not scanned again.
     """
     _check_kind(kind)  # before the status check: a bad kind is the caller's first problem
     if record.status in IMMUTABLE_STATUSES:
@@ -471,6 +476,9 @@ def add_item(
     added, summarised = _items(kind, [parsed], stamp, existing)
     data[field] = data[field] + added
     data["updated_at"] = stamp
+    if trusted:
+        data["redactions"] = [r.model_dump(mode="json") for r in [*record.redactions, *summarised]]
+        return HandoffRecord.model_validate(data)
     updated, _found = _redacted_record(data, [*record.redactions, *summarised])
     return updated
 

@@ -459,8 +459,11 @@ class HandoffStore:
                 "(`amend` or `continue`)"
             )
 
-    def save(self, record: HandoffRecord) -> Path:
-        """Write ``record`` atomically; returns its file. Ready and later records change only in status."""
+    def save(self, record: HandoffRecord, *, redacted: bool = False) -> Path:
+        """Write ``record`` atomically; returns its file. Ready and later records change only in status.
+
+        ``redacted``: the caller attests the record went through capture's redaction in this process and
+        holds no text added since (the compaction cycle), so the leftover-secret scan is skipped."""
         if not isinstance(record, HandoffRecord):
             raise UserInputError(f"save() takes a HandoffRecord, not {type(record).__name__}")
         data = record.to_json_dict()
@@ -471,7 +474,7 @@ class HandoffStore:
                 f"handoff {record.short_id} is {len(payload)} bytes; records are at most {MAX_RECORD_BYTES} bytes. "
                 "Keep evidence output as digests and short summaries"
             )
-        leaks = contains_secret({k: v for k, v in data.items() if k != "redactions"})
+        leaks = [] if redacted else contains_secret({k: v for k, v in data.items() if k != "redactions"})
         if leaks:
             raise PolicyBlocked(f"handoff {record.short_id} still holds secret-like values at: {', '.join(leaks)}; "
                                 "redact before saving")

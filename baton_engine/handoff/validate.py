@@ -306,10 +306,10 @@ def _check_transcript(data: Mapping[str, Any], max_chars: int) -> Check:
     return result.to_check("policy.transcript", "no transcript-bearing field")
 
 
-def _check_secrets(data: Mapping[str, Any], record: HandoffRecord | None) -> Check:
+def _check_secrets(data: Mapping[str, Any], record: HandoffRecord | None, redacted: bool) -> Check:
     result = _Result()
     content = {k: v for k, v in data.items() if k != "redactions"}
-    _, found = redact.redact_record(content)
+    found = [] if redacted else redact.redact_record(content)[1]
     by_field: dict[str, list[str]] = {}
     for item in found:
         by_field.setdefault(item.field, []).append(item.reason)
@@ -320,7 +320,8 @@ def _check_secrets(data: Mapping[str, Any], record: HandoffRecord | None) -> Che
         if CREDENTIAL_FILE_RE.search(artifact.path.replace("\\", "/")) and not artifact.sensitive:
             result.warn(f"artifacts[{index}] looks like a credential file; set \"sensitive\": true (only its hash "
                         "is kept) or drop it from the handoff")
-    return result.to_check("policy.secrets", "no secret-like value outside the redaction log")
+    return result.to_check("policy.secrets", "redacted by capture in this process; not scanned again" if redacted
+                           else "no secret-like value outside the redaction log")
 
 
 def _referenced_paths(record: HandoffRecord) -> Iterator[tuple[str, str]]:
@@ -604,12 +605,15 @@ def validate_record(
     known_ids: Collection[str] | None = None,
     runner: Callable[[str, Path], RecheckOutcome] = run_recheck,
     repo: gitinfo.RepoState | None = None,
+    redacted: bool = False,
 ) -> ValidationReport:
     """Run the ten checks in order over a record (model or raw JSON dict) in project ``root``.
 
     ``known_ids`` (ids of stored records) defaults to reading the project's store; ``runner``
     executes allowlisted rechecks (the default runs the real command); ``repo`` is git's view of
-    ``root`` when the caller already read it (a compaction reads it once), else it is read here.
+    ``root`` when the caller already read it (a compaction reads it once), else it is read here;
+    ``redacted``: the caller built the record through capture's redaction in this process and added no
+    text since (the compaction cycle), so the secrets check trusts it instead of scanning it again.
     """
     root = Path(root)
     policy = config.policy
@@ -622,7 +626,7 @@ def validate_record(
     else:
         checks.append(_guarded("references", lambda: _check_references(model)))
     checks.append(_guarded("policy.transcript", lambda: _check_transcript(data, policy.max_field_chars)))
-    checks.append(_guarded("policy.secrets", lambda: _check_secrets(data, model)))
+    checks.append(_guarded("policy.secrets", lambda: _check_secrets(data, model, redacted)))
     if model is None:
         checks += [_skipped(name, "skipped: the schema check failed; fix it first") for name in CHECK_NAMES[4:]]
         return ValidationReport(tuple(checks), rejected_rechecks=tuple(refused_rechecks(recheck or [],

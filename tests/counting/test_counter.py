@@ -55,11 +55,16 @@ def test_exact_count_passes_through_and_is_cached() -> None:
     backend = WordBackend(max_model_len=32768)
     counter = TokenCounter(backend)
     first = counter.count_chat(REQUEST)
-    again = counter.count_chat({"messages": [{"content": "count these four words", "role": "user"}]})
+    again = counter.count_chat({"messages": [{"role": "user", "content": "count these four words"}]})  # a copy
     assert first == again == TokenCount(4, True, "words", 32768)
     assert backend.calls == 1
     stats = counter.stats()
     assert (stats.calls, stats.cache_hits, stats.backend_calls, stats.fallbacks) == (2, 1, 1, 0)
+    # The key is the request's bytes: the same content with its keys in another order is counted again
+    # (a miss, never a wrong answer); different content never shares a key.
+    reordered = counter.count_chat({"messages": [{"content": "count these four words", "role": "user"}]})
+    assert reordered == first and backend.calls == 2
+    assert counter.count_chat({"messages": [{"role": "user", "content": "count these five words now"}]}).tokens == 5
     assert stats.last_max_model_len == 32768
 
 

@@ -231,3 +231,32 @@ def test_one_compaction_reads_git_once(project: Path, qwen3_env: Path, monkeypat
     record = _records(project)[-1]
     assert record["project"]["repository"]["head"] == git(project, "rev-parse", "HEAD")
     assert record["project"]["repository"]["dirty"] is False and record["status"] == "ready"
+
+
+def test_one_compaction_redacts_its_record_once(project: Path, qwen3_env: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The new handoff is redacted once (by capture, before its content id is set); validation and the save
+    trust it and never scan it again. The session draft it folds is a record of its own: archiving it scans
+    it once. (``contains_secret`` and validation both scan through ``redact_record``.)"""
+    from baton_engine.handoff import redact
+
+    scans: list[str] = []
+    real = redact.redact_record
+
+    def redact_record(data: Any, *args: Any, **kwargs: Any) -> Any:
+        scans.append(str(data.get("id")))
+        return real(data, *args, **kwargs)
+
+    engine = _engine(project)
+    messages = _conversation("Refactor the app.", 6)
+    assert json.loads(engine.handle_tool_call(
+        "baton_capture", {"kind": "decision", "decision": f"keep {SECRET_SAMPLE.text} out of logs"}, messages=messages))["ok"]
+    draft_id = engine.session_draft_id
+    monkeypatch.setattr(redact, "redact_record", redact_record)
+    engine.compress(messages)
+    handoff_id = engine.last_handoff["id"]
+    assert engine.degradation_reason is None and handoff_id != draft_id
+    assert len(scans) == 2 and scans.count(draft_id) == 1 and handoff_id not in scans, scans
+    stored = next(r for r in _records(project) if r["id"] == handoff_id)
+    assert not any(secret in json.dumps(_records(project)) for secret in SECRET_SAMPLE.secrets)
+    assert "[REDACTED:" in json.dumps(stored["decisions"])
