@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-TARGET_P50_MS = 100.0
+# compress() targets (issue 13): p50 at 200k tokens <= 50 ms wall and <= 40 ms thread CPU, at 500k <= 80 ms wall
+TARGET_P50_MS = {200_000: 50.0, 500_000: 80.0}
+TARGET_CPU_200K_MS = 40.0
 
 
 def _plots(results: dict[str, Any], out: Path) -> list[str]:
@@ -29,7 +31,9 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
                       label=f"{arm} (local time; p50, bar to p95)")
         axis.plot([r["tokens"] for r in rows], [r["cpu_p50_ms"] for r in rows], linestyle="--", linewidth=0.8,
                   color=axis.lines[-1].get_color(), label=f"{arm} thread CPU p50")
-    axis.axhline(TARGET_P50_MS, color="grey", linestyle=":", label="target p50 100 ms")
+    for size, target in TARGET_P50_MS.items():
+        axis.plot([size * 1.2], [target], marker="_", markersize=18, color="grey", linestyle="none",
+                  label=f"target p50 at {size // 1000}k: {target:.0f} ms")
     axis.set_xscale("log")
     axis.set_yscale("log")
     axis.set_xlabel("conversation size (Qwen3 tokens)")
@@ -56,6 +60,23 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
         figure.savefig(out / name, dpi=110)
         plt.close(figure)
         names.append(name)
+    overhead = results.get("overhead") or []
+    if overhead:
+        figure, axis = plt.subplots(figsize=(7, 4.2))
+        history = [r["messages"] for r in overhead]
+        axis.plot(history, [r["baton_p50_ms"] for r in overhead], marker="o", label="Baton p50 (should_compress + middleware)")
+        axis.plot(history, [r["baton_p95_ms"] for r in overhead], marker=".", linestyle="--", label="Baton p95")
+        axis.plot(history, [r["hermes_rough_p50_ms"] for r in overhead], marker="s", label="Hermes rough estimate p50")
+        axis.axhline(3 * overhead[0]["baton_p50_ms"], color="grey", linestyle=":", label="flat target: 3x the shortest")
+        axis.set_xscale("log")
+        axis.set_xlabel("history (messages)")
+        axis.set_ylabel("ms per turn")
+        axis.set_title("Per-turn counting overhead by history length")
+        axis.legend(fontsize=7)
+        figure.tight_layout()
+        figure.savefig(out / "overhead_vs_history.png", dpi=110)
+        plt.close(figure)
+        names.append("overhead_vs_history.png")
     return names
 
 
@@ -65,8 +86,8 @@ def _flat(overhead: list[dict[str, Any]]) -> tuple[float, bool]:
     return growth, growth <= 3
 
 
-def _verdict(ok: bool) -> str:
-    return "**met**" if ok else "**NOT met**"
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else "**met**" if ok else "**NOT met**"
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
@@ -107,6 +128,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
 
     out += ["## Targets", ""]
     p50_200k = [r for r in baton_sizes if r["size"] == 200_000 and r["arm"] == "baton"]
+    p50_500k = [r for r in baton_sizes if r["size"] == 500_000 and r["arm"] == "baton"]
     overflow_exact = sum(1 for r in budgets["requests"] for key in ("baton_hf", "baton_vllm")
                          if r[key] is not None and r["prompt"] + r[key] > budgets["window"])
     overflow_anchored = sum(1 for r in budgets["requests"] for key in ("anchored_lost", "anchored_usage")
@@ -123,9 +145,14 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
          ", ".join(f"{r['arm']}@{r['window'] // 1024}K peak {r['peak']}" for r in baton_long)),
         ("no every-turn compaction (600-turn runs)", all(r["back_to_back"] == 0 for r in baton_long),
          ", ".join(f"{r['arm']}@{r['window'] // 1024}K min gap {r['min_gap_turns']} turns" for r in baton_long)),
-        ("compress() p50 at 200k tokens < 100 ms (local hf backend)",
-         bool(p50_200k) and p50_200k[0]["p50_ms"] < TARGET_P50_MS,
+        ("compress() p50 at 200k tokens <= 50 ms wall, <= 40 ms thread CPU (local hf backend)",
+         (p50_200k[0]["p50_ms"] <= TARGET_P50_MS[200_000] and p50_200k[0]["cpu_p50_ms"] <= TARGET_CPU_200K_MS)
+         if p50_200k else None,
          f"wall p50 {p50_200k[0]['p50_ms']:.0f} ms{cpu_200k}" if p50_200k else "200k not run (quick mode)"),
+        ("compress() p50 at 500k tokens <= 80 ms wall (local hf backend)",
+         p50_500k[0]["p50_ms"] <= TARGET_P50_MS[500_000] if p50_500k else None,
+         f"wall p50 {p50_500k[0]['p50_ms']:.0f} ms, CPU p50 {p50_500k[0]['cpu_p50_ms']:.0f} ms" if p50_500k
+         else "500k not run (quick mode)"),
         ("byte-identical repeats (same input and state)", all(r["identical_bytes"] for r in baton_sizes),
          "raw bytes identical in every Baton repeat: " + str(all(r["identical_bytes"] for r in baton_sizes))
          + " (each repeat restores the project store and pins the clock: the state includes both)"),
@@ -133,13 +160,16 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
          all(r["captured_in_window"] == r["captured"] for r in baton_sizes),
          ", ".join(f"{r['arm']}@{r['size'] // 1000}k {_share(r['captured_in_window'], r['captured'])}"
                    for r in baton_sizes if r["arm"] == "baton" and r["captured"])),
-        ("per-turn overhead flat (history 200 -> 4000 messages, p50 within 3x)", _flat(overhead)[1],
+        (f"per-turn overhead flat (history {overhead[0]['messages']} -> {overhead[-1]['messages']} messages, "
+         "p50 within 3x)", _flat(overhead)[1],
          f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
     ]
     if "store" in results:
         import store_bench
 
         targets.append(store_bench.target(results["store"]))
+    for target, figure, met in (results.get("tokens") or {}).get("targets", []):
+        targets.append((f"{target} (`tokens_bench.py`)", met, figure))
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
@@ -159,6 +189,19 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                     r["llm_calls"], f"{r['llm_ms']:.0f}",
                     r["tokens_after"], r["headroom"], r["tool_pair_errors"],
                     f"{r['identical_bytes']} ({r['identical_masked']})"] for r in sizes])
+    out += ["", "Baton against the built-in on the same transcripts (ratios of p50; the built-in's local time "
+            "excludes its summary LLM call, which a real provider answers in seconds; Baton makes none):", ""]
+    ratio_rows = []
+    for size in sorted({r["size"] for r in sizes}):
+        baton = next((r for r in sizes if r["size"] == size and r["arm"] == "baton"), None)
+        builtin = next((r for r in sizes if r["size"] == size and r["arm"] == "hermes-builtin"), None)
+        if baton and builtin:
+            ratio_rows.append([f"{size // 1000}k", f"{baton['p50_ms'] / max(builtin['p50_ms'], 1e-9):.1f}x",
+                               f"{baton['cpu_p50_ms'] / max(builtin['cpu_p50_ms'], 1e-9):.1f}x",
+                               f"{baton['tokens_after'] / max(builtin['tokens_after'], 1):.2f}",
+                               f"{builtin['llm_calls']:g} vs 0"])
+    out += _table(["size", "wall p50 Baton / built-in local", "CPU p50 Baton / built-in", "tokens after, Baton / built-in",
+                   "LLM calls per compaction, built-in vs Baton"], ratio_rows)
     out += ["", f"![latency vs size]({plots[0]})", ""]
 
     out += ["## Retention", "",
@@ -258,6 +301,12 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
 
         out += store_bench.render(results["store"])
 
+    if "tokens" in results:
+        out += ["## Token counting (`benchmarks/tokens_bench.py`, same run)", "",
+                # the sections print their own '## n.' headings: one level down inside this report
+                *[("#" + line if line.startswith("## ") else line) for line in results["tokens"]["text"].splitlines()],
+                ""]
+
     growth, flat = _flat(overhead)
     out += ["## Per-turn overhead (should_compress + llm_request middleware)", "",
             "One new message per turn on a long history (counter warm for the earlier history), median of 20 turns; "
@@ -268,6 +317,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     out += _table(["history messages", "Qwen3 tokens", "Baton p50 ms", "Baton p95 ms", "Hermes rough estimate p50 ms"],
                   [[r["messages"], r["tokens"], f"{r['baton_p50_ms']:.1f}", f"{r['baton_p95_ms']:.1f}",
                     f"{r['hermes_rough_p50_ms']:.1f}"] for r in overhead])
+    if "overhead_vs_history.png" in plots:
+        out += ["", "![per-turn overhead vs history](overhead_vs_history.png)"]
     out += ["", "## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
     return "\n".join(out)
 

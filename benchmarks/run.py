@@ -41,6 +41,7 @@ import anchor_bench  # noqa: E402
 import loop_bench  # noqa: E402
 import recall_bench  # noqa: E402
 import store_bench  # noqa: E402
+import tokens_bench  # noqa: E402
 import arms  # noqa: E402
 import workload  # noqa: E402
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
@@ -456,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     results["loop"] = loop_bench.run(args.quick)
     results["recall"] = recall_bench.run(args.quick)
     results["store"] = store_bench.run(args.quick)
+    results["tokens"] = tokens_bench.run(args.quick)
     overhead_session = workload.session_of_turns(120 if args.quick else 820, seed=5, scale=0.3)
     results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
                                          [200, 600] if args.quick else [200, 1000, 4000], turns=20)

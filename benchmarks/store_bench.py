@@ -17,8 +17,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from batontest.hermes_home import git_project
-
 from baton_engine import operations
 from baton_engine.handoff import ids, store
 
@@ -51,6 +49,8 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def run(quick: bool, records: int = 1000) -> dict[str, Any]:
+    from batontest.hermes_home import git_project
+
     from baton_engine.hermes.engine import BatonContextEngine
 
     records = 100 if quick else records

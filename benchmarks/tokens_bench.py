@@ -18,7 +18,9 @@ machine is shared, so compare ratios within one run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import os
 import random
 import statistics
@@ -282,24 +284,37 @@ def section_rough_error() -> None:
               f"{min(errors):+.1%} | {max(errors):+.1%} | {short}/{len(requests)} |")
 
 
+def run_sections(quick: bool, only: str | None = None) -> None:
+    repeats = 3 if quick else 7
+    print(f"\nbackends installed: {', '.join(REGISTRY.backends)}"
+          + "".join(f"; broken: {b.describe()}" for b in REGISTRY.broken))
+    if only in (None, "throughput"):
+        section_throughput(5 if quick else 15)  # each try is short: more of them tame the machine's noise
+    if only is None:
+        section_growth(repeats)
+    if only in (None, "per-turn"):
+        section_per_turn(8 if quick else 20)
+    if only is None:
+        section_round_trips()
+        section_rough_error()
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Every section, for the head-to-head run (``run.py``): the printed tables and the targets."""
+    RESULTS.clear()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run_sections(quick)
+    return {"text": printed.getvalue().strip(), "targets": [list(row) for row in RESULTS]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
     parser.add_argument("--only", choices=("throughput", "per-turn"), help="run one section")
     args = parser.parse_args()
-    repeats = 3 if args.quick else 7
     print("# Baton token-counting benchmark")
-    print(f"\nbackends installed: {', '.join(REGISTRY.backends)}"
-          + "".join(f"; broken: {b.describe()}" for b in REGISTRY.broken))
-    if args.only in (None, "throughput"):
-        section_throughput(5 if args.quick else 15)  # each try is short: more of them tame the machine's noise
-    if args.only is None:
-        section_growth(repeats)
-    if args.only in (None, "per-turn"):
-        section_per_turn(8 if args.quick else 20)
-    if args.only is None:
-        section_round_trips()
-        section_rough_error()
+    run_sections(args.quick, args.only)
     print("\n## Targets\n")
     print("| target | figure | met? |")
     print("|---|---|---|")
