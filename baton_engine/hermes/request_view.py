@@ -57,7 +57,7 @@ def _sent_call(call: Mapping[str, Any]) -> dict[str, Any]:
 def _mappings(items: Any) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         return ()
-    return tuple(item for item in items if isinstance(item, Mapping))
+    return tuple(item for item in items if type(item) is dict or isinstance(item, Mapping))  # dict: no ABC check
 
 
 def _template_kwargs(request: Mapping[str, Any]) -> dict[str, Any]:
