@@ -36,14 +36,8 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
                   label=f"target p50 at {size // 1000}k: {target:.0f} ms")
     axis.set_xscale("log")
     axis.set_yscale("log")
-    axis.set_xlabel("conversation size (Qwen3 tokens)")
-    axis.set_ylabel("compress() ms")
-    axis.set_title("compress() latency by conversation size")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(out / "latency_vs_size.png", dpi=110)
-    plt.close(figure)
-    names.append("latency_vs_size.png")
+    names.append(_saved(figure, axis, out / "latency_vs_size.png", "conversation size (Qwen3 tokens)",
+                        "compress() ms", "compress() latency by conversation size"))
     for window in sorted({r["window"] for r in results["long"]}):
         figure, axis = plt.subplots(figsize=(8, 4.2))
         for run in [r for r in results["long"] if r["window"] == window]:
@@ -51,15 +45,9 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
             axis.plot([i / 2 for i in range(len(series))], [p for _, p in series], linewidth=0.8,
                       label=f"{run['arm']} ({run['compactions']} compactions)")
         axis.axhline(window, color="red", linestyle="--", label=f"window {window}")
-        axis.set_xlabel("turn")
-        axis.set_ylabel("prompt tokens sent (Qwen3)")
-        axis.set_title(f"Prompt tokens over a {results['long'][0]['turns']}-turn session, {window // 1024}K window")
-        axis.legend(fontsize=7)
-        figure.tight_layout()
-        name = f"tokens_over_turns_{window // 1024}k.png"
-        figure.savefig(out / name, dpi=110)
-        plt.close(figure)
-        names.append(name)
+        names.append(_saved(figure, axis, out / f"tokens_over_turns_{window // 1024}k.png", "turn",
+                            "prompt tokens sent (Qwen3)",
+                            f"Prompt tokens over a {results['long'][0]['turns']}-turn session, {window // 1024}K window"))
     overhead = results.get("overhead") or []
     if overhead:
         figure, axis = plt.subplots(figsize=(7, 4.2))
@@ -69,15 +57,23 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
         axis.plot(history, [r["hermes_rough_p50_ms"] for r in overhead], marker="s", label="Hermes rough estimate p50")
         axis.axhline(3 * overhead[0]["baton_p50_ms"], color="grey", linestyle=":", label="flat target: 3x the shortest")
         axis.set_xscale("log")
-        axis.set_xlabel("history (messages)")
-        axis.set_ylabel("ms per turn")
-        axis.set_title("Per-turn counting overhead by history length")
-        axis.legend(fontsize=7)
-        figure.tight_layout()
-        figure.savefig(out / "overhead_vs_history.png", dpi=110)
-        plt.close(figure)
-        names.append("overhead_vs_history.png")
+        names.append(_saved(figure, axis, out / "overhead_vs_history.png", "history (messages)", "ms per turn",
+                            "Per-turn counting overhead by history length"))
     return names
+
+
+def _saved(figure: Any, axis: Any, path: Path, xlabel: str, ylabel: str, title: str) -> str:
+    """Label, lay out, write and close one plot; its file name."""
+    import matplotlib.pyplot as plt
+
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path.name
 
 
 def _flat(overhead: list[dict[str, Any]]) -> tuple[float, bool]:
