@@ -279,7 +279,8 @@ def extract_anchors(messages: Iterable[Any]) -> Anchors:
     """The anchors of a compacted region (OpenAI-format messages); pure and deterministic."""
     collector = _Collector()
     conversation = [m for m in messages if isinstance(m, dict) and not is_baton_message(m)]
-    results = {m.get("tool_call_id"): m for m in conversation if m.get("role") == "tool"}
+    decoded = {id(m): json_object(message_text(m)) for m in conversation if m.get("role") == "tool"}  # once each
+    results = {m.get("tool_call_id"): decoded[id(m)] for m in conversation if m.get("role") == "tool"}
     for message in conversation:
         role, text = message.get("role"), message_text(message)
         if role == "assistant":
@@ -288,11 +289,9 @@ def extract_anchors(messages: Iterable[Any]) -> Anchors:
             arguments = [_arguments(call) for call in calls]
             collector.texts.append("\n".join([text, *(s for args in arguments for s in _string_leaves(args))]))
             for call, args in zip(calls, arguments, strict=True):
-                result = results.get(call.get("id"))
-                _tool_call(call["function"]["name"], args, json_object(message_text(result)) if result else None,
-                           collector)
+                _tool_call(call["function"]["name"], args, results.get(call.get("id")), collector)
         elif role == "tool":
-            data = json_object(text)
+            data = decoded[id(message)]
             collector.texts.append("\n".join(_string_leaves(data)) if data is not None else text)
             if data is None:
                 collector.error_lines(text)
