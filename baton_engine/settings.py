@@ -1,9 +1,10 @@
 """One frozen settings object: BATON_* environment (INCONTEXT_* accepted as aliases) + Hermes ``baton:`` block
-+ the project's ``.baton/config.json`` ``tokenizer``: the ONE place that decides which value wins.
++ the project's ``.baton/config.json``: the ONE place that decides which value wins.
 
 Precedence, per setting: ``BATON_*`` env > ``INCONTEXT_*`` env alias > Hermes ``config.yaml`` ``baton:`` block
-> the project's ``.baton/config.json`` ``tokenizer`` (backend, path, url, model) > default. The environment wins because it is how an operator overrides a shared config file for one
-process or deployment without editing it. Blank or malformed values fail with a ``SettingsError`` that
+> the project's ``.baton/config.json`` (``PROJECT_KEYS``: ``tokenizer.{backend,path,url,model}``,
+``brief.max_tokens``) > default. The environment wins because it is how an operator overrides a shared config
+file for one process or deployment without editing it. Blank or malformed values fail with a ``SettingsError`` that
 names the variable (or config key) and says what is expected. Every call reads the environment afresh
 (skelet's class-level ``EnvSource`` snapshots ``os.environ`` once per process; we build a new source per call).
 """
@@ -19,6 +20,8 @@ from urllib.parse import urlsplit
 from skelet import EnvSource, Field, Storage
 
 from baton_engine.errors import UserInputError
+from baton_engine.handoff.config import BatonConfig
+from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS
 from baton_engine.tokens.contract import TokenizerConfig
 
 # Environment variables cannot contain NUL, so this default can only mean "not set".
@@ -92,7 +95,7 @@ class BatonSettings:
     fallback_token_threshold: int | None = None
     degradation_keep_recent: int = 6
     degradation_max_tokens: int | None = None
-    brief_max_tokens: int = 1200
+    brief_max_tokens: int = DEFAULT_MAX_TOKENS  # every brief: the compaction's and ``baton resume``'s
     fresh_tail_tokens: int | None = None
     origins: tuple[tuple[str, str], ...] = ()
 
@@ -171,7 +174,7 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "fallback_token_threshold": _int(1),
     "degradation_keep_recent": _int(0),
     "degradation_max_tokens": _int(1),
-    "brief_max_tokens": _int(1),
+    "brief_max_tokens": _int(MIN_MAX_TOKENS),  # below it no brief can be rendered
     "fresh_tail_tokens": _int(1),
 }
 
@@ -217,22 +220,33 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[An
     return found
 
 
-PROJECT_TOKENIZER_KEYS = ("backend", "path", "url", "model")
+# setting -> its key in the project's ``.baton/config.json`` (the layer below config.yaml)
+PROJECT_KEYS: dict[str, tuple[str, str]] = {
+    "backend": ("tokenizer", "backend"),
+    "path": ("tokenizer", "path"),
+    "url": ("tokenizer", "url"),
+    "model": ("tokenizer", "model"),
+    "brief_max_tokens": ("brief", "max_tokens"),
+}
 
 
-def _project_values(project: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
-    """setting -> (value, key) from ``.baton/config.json``'s ``tokenizer`` (already validated by its model)."""
-    return {key: (value, f"tokenizer.{key} in .baton/config.json") for key, value in (project or {}).items()
-            if key in PROJECT_TOKENIZER_KEYS and value is not None}
+def _project_values(project: BatonConfig | None) -> dict[str, tuple[Any, str]]:
+    """setting -> (value, key) from ``.baton/config.json`` (already type-checked by its model); null = unset."""
+    found: dict[str, tuple[Any, str]] = {}
+    for setting, (section, key) in PROJECT_KEYS.items():
+        value = getattr(getattr(project, section), key) if project is not None else None
+        if value is not None:
+            found[setting] = (value, f"{section}.{key} in .baton/config.json")
+    return found
 
 
 def load_settings(
     env: Mapping[str, str] | None = None,
     hermes_block: Mapping[str, Any] | None = None,
-    project: Mapping[str, Any] | None = None,
+    project: BatonConfig | None = None,
 ) -> BatonSettings:
     """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``;
-    ``project`` is ``.baton/config.json``'s ``tokenizer`` mapping."""
+    ``project`` is the project's ``.baton/config.json``."""
     from_env = _env_values(env)
     hermes = {key: chosen for key, chosen in _config_values(hermes_block).items() if chosen[0] is not None}
     from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through
