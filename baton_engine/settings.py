@@ -12,6 +12,7 @@ names the variable (or config key) and says what is expected. Every call reads t
 from __future__ import annotations
 
 import math
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,29 +51,19 @@ ENV_VARIABLES: dict[str, tuple[str, str | None]] = {
 TOKENIZER_KEYS = ("backend", "url", "model", "path", "timeout_seconds", "user_agent", "api_key")
 
 
-class _RawEnvironment(
-    Storage,
-    sources=[],
-):
-    """Raw strings of every variable Baton reads; parsing and messages are ours (they name the variable)."""
+SECRET_VARIABLES = frozenset({"BATON_TOKENIZER_API_KEY"})  # never in a repr, a log or doctor's output
 
-    baton_tokenizer_backend: str = Field(_UNSET, read_only=True)
-    incontext_backend: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_url: str = Field(_UNSET, read_only=True)
-    incontext_tokenizer_url: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_model: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_path: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_timeout_seconds: str = Field(_UNSET, read_only=True)
-    incontext_tokenizer_timeout_seconds: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_user_agent: str = Field(_UNSET, read_only=True)
-    incontext_tokenizer_user_agent: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_api_key: str = Field(_UNSET, read_only=True, hide=True)
-    baton_fallback_margin_tokens: str = Field(_UNSET, read_only=True)
-    incontext_fallback_margin_tokens: str = Field(_UNSET, read_only=True)
-    baton_min_output_tokens: str = Field(_UNSET, read_only=True)
-    incontext_min_output_tokens: str = Field(_UNSET, read_only=True)
-    baton_compression_window_tokens: str = Field(_UNSET, read_only=True)
-    incontext_compression_window_tokens: str = Field(_UNSET, read_only=True)
+
+def _raw_fields(namespace: dict[str, Any]) -> None:
+    variables = [name for names in ENV_VARIABLES.values() for name in names if name is not None]
+    namespace["__annotations__"] = {name.lower(): str for name in variables}
+    for name in variables:
+        namespace[name.lower()] = Field(_UNSET, read_only=True, hide=name in SECRET_VARIABLES)
+
+
+# The raw strings of every variable in ENV_VARIABLES (one list: the fields are made from it); parsing and the
+# messages are ours, so that they name the variable.
+_RawEnvironment = types.new_class("_RawEnvironment", (Storage,), {"sources": []}, _raw_fields)
 
 
 class _MappingEnvSource(EnvSource):  # type: ignore[type-arg]

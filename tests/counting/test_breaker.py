@@ -31,6 +31,15 @@ def breaker(backend: WordBackend, clock: Clock, cool_off: float = 30.0, max_cool
     return CircuitBreaker(backend, cool_off_seconds=cool_off, max_cool_off_seconds=max_cool_off, clock=clock)
 
 
+def tripped(clock: Clock) -> tuple[WordBackend, CircuitBreaker]:
+    """A breaker that has just opened on one ``CannotCount`` from its backend (which still fails)."""
+    backend = WordBackend(fail=CannotCount("down"))
+    wrapped = breaker(backend, clock)
+    with pytest.raises(CannotCount):
+        wrapped.count_text("a")
+    return backend, wrapped
+
+
 def test_closed_breaker_passes_counts_and_delegates() -> None:
     backend = WordBackend(max_model_len=4096)
     wrapped = breaker(backend, Clock())
@@ -59,10 +68,7 @@ def test_a_failure_opens_the_circuit_and_calls_fail_fast_with_a_safe_message() -
 
 def test_one_probe_after_the_cool_off_success_closes() -> None:
     clock = Clock()
-    backend = WordBackend(fail=CannotCount("down"))
-    wrapped = breaker(backend, clock)
-    with pytest.raises(CannotCount):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock)
     clock.now += 30
     backend.fail = None
     assert wrapped.count_text("a b c").tokens == 3  # the probe
@@ -86,10 +92,7 @@ def test_a_failed_probe_reopens_with_doubling_back_off_up_to_the_bound() -> None
 
 def test_concurrent_callers_fail_fast_while_the_probe_runs() -> None:
     clock = Clock()
-    backend = WordBackend(fail=CannotCount("down"))
-    wrapped = breaker(backend, clock)
-    with pytest.raises(CannotCount):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock)
     clock.now += 31
     backend.fail, backend.gate = None, threading.Event()
     backend.entered.clear()
