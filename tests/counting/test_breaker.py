@@ -31,11 +31,13 @@ def breaker(backend: WordBackend, clock: Clock, cool_off: float = 30.0, max_cool
     return CircuitBreaker(backend, cool_off_seconds=cool_off, max_cool_off_seconds=max_cool_off, clock=clock)
 
 
-def tripped(clock: Clock) -> tuple[WordBackend, CircuitBreaker]:
-    """A breaker that has just opened on one ``CannotCount`` from its backend (which still fails)."""
-    backend = WordBackend(fail=CannotCount("down"))
+def tripped(clock: Clock, failure: BaseException | None = None) -> tuple[WordBackend, CircuitBreaker]:
+    """A breaker that has just opened on one ``failure`` (default ``CannotCount``) of its backend, which still
+    fails."""
+    failure = failure if failure is not None else CannotCount("down")
+    backend = WordBackend(fail=failure)
     wrapped = breaker(backend, clock)
-    with pytest.raises(CannotCount):
+    with pytest.raises(type(failure)):
         wrapped.count_text("a")
     return backend, wrapped
 
@@ -127,10 +129,7 @@ def test_vllm_tool_history_refusal_is_request_not_countable() -> None:
 
 def test_a_request_not_countable_probe_closes_the_circuit() -> None:
     clock = Clock()
-    backend = WordBackend(fail=OSError())
-    wrapped = breaker(backend, clock)
-    with pytest.raises(OSError):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock, OSError())
     clock.now += 30
     backend.fail = RequestNotCountable("this one cannot be rendered")
     with pytest.raises(RequestNotCountable):
@@ -154,10 +153,7 @@ def test_calls_in_flight_when_the_circuit_opened_do_not_extend_it() -> None:
 
 def test_an_interrupted_probe_lets_a_later_call_probe() -> None:
     clock = Clock()
-    backend = WordBackend(fail=OSError())
-    wrapped = breaker(backend, clock)
-    with pytest.raises(OSError):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock, OSError())
     clock.now += 30
     backend.fail = KeyboardInterrupt()
     with pytest.raises(KeyboardInterrupt):
