@@ -74,9 +74,14 @@ def dumps(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
 
 
+def error_dict(kind: str, message: str) -> dict[str, Any]:
+    """The shape of every error answer: ``{"ok": false, "error": {"kind", "message"}}``."""
+    return {"ok": False, "error": {"kind": kind, "message": message}}
+
+
 def error_result(exc: BatonError) -> dict[str, Any]:
     """The error dict every surface prints for a BatonError (message only: never a traceback or a value)."""
-    result: dict[str, Any] = {"ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+    result = error_dict(exc.kind, str(exc))
     result.update(getattr(exc, "details", None) or {})
     return result
 
@@ -96,7 +101,7 @@ def call(operation: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) ->
         return error_result(exc), exc.exit_code
     except Exception as exc:  # noqa: BLE001 - the surfaces promise a JSON answer, never a traceback
         message = f"unexpected {type(exc).__name__}; run `baton doctor` and report it if it persists"
-        return {"ok": False, "error": {"kind": "internal_error", "message": message}}, INTERNAL_ERROR_EXIT_CODE
+        return error_dict("internal_error", message), INTERNAL_ERROR_EXIT_CODE
     return result, 0 if result.get("ok", True) else ValidationFailed.exit_code
 
 
@@ -355,19 +360,26 @@ def host_counting(settings: BatonSettings, counter: Callable[[], TokenCounter | 
         _HOST_COUNTING.reset(token)
 
 
+def project_config(start: Path | str | None) -> BatonConfig | None:
+    """The ``.baton/config.json`` of the project at or above ``start`` (default: the working directory, where
+    the engine looks for its project too); None outside a project. A broken file raises ``UserInputError``."""
+    paths = store.find_project_root(Path(start or ".").resolve())
+    return load_config(paths.data_dir) if paths is not None else None
+
+
 def effective_settings(config: BatonConfig | None = None) -> BatonSettings:
     """The settings an operation uses: the host's when one is set, else ``settings.load_settings`` with the
-    project's ``.baton/config.json`` tokenizer as its lowest layer (the one precedence, see ``settings``)."""
+    project's ``.baton/config.json`` as its lowest layer (the one precedence, see ``settings``)."""
     host = _HOST_COUNTING.get()
     if host is not None:
         return host[0]
-    return load_settings(project=config.tokenizer.model_dump() if config is not None else None)
+    return load_settings(project=config)
 
 
 @contextmanager
-def _brief_counter(config: BatonConfig) -> Iterator[tuple[Callable[[str], int] | None, str | None]]:
+def _brief_counter(settings: BatonSettings) -> Iterator[tuple[Callable[[str], int] | None, str | None]]:
     """The configured exact text counter for brief budgets: the host's counter, else one built from
-    ``effective_settings`` for this call.
+    ``settings`` for this call.
 
     With no exact backend configured this yields ``(None, None)``: the renderer's own chars/4 estimate. The
     agent-loop safety margin is not added here (it is sized for whole prompts, not a 1,200-token brief); a
@@ -382,7 +394,7 @@ def _brief_counter(config: BatonConfig) -> Iterator[tuple[Callable[[str], int] |
             yield _text_counter(shared), shared.source
         return
     try:
-        backend, selection = build_backend(effective_settings(config).tokenizer)
+        backend, selection = build_backend(settings.tokenizer)
     except BackendConfigError as exc:
         raise UserInputError(f"tokenizer: {exc}") from None
     if selection.name == ROUGH_SOURCE:
@@ -412,11 +424,12 @@ def _brief(
     max_tokens: int | None,
 ) -> dict[str, Any]:
     fresh = fresh if fresh is not None else freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
-    with _brief_counter(config) as (count, source):
+    settings = effective_settings(config)
+    with _brief_counter(settings) as (count, source):
         brief = render.render_brief(
             record,
             freshness=fresh,
-            max_tokens=max_tokens or config.brief.max_tokens,
+            max_tokens=max_tokens or settings.brief_max_tokens,
             count_tokens=count,
             verbose=config.brief.verbose,
             counter_source=source,
@@ -633,10 +646,8 @@ def _check_records(start: Path) -> dict[str, str]:
 
 
 def _check_tokenizer(start: Path) -> dict[str, str]:
-    paths = store.find_project_root(start)
     try:
-        config = load_config(paths.data_dir) if paths is not None else BatonConfig()
-        with _brief_counter(config) as (_count, source):
+        with _brief_counter(effective_settings(project_config(start))) as (_count, source):
             chosen = source or "rough estimate (no exact tokenizer configured)"
     except BatonError as exc:
         return _check("tokenizer", "fail", str(exc))
@@ -649,10 +660,8 @@ def _check_tokenizer(start: Path) -> dict[str, str]:
 
 def _check_settings(start: Path) -> dict[str, str]:
     """Every effective setting and where it came from (env variable, config file key or default)."""
-    paths = store.find_project_root(start)
     try:
-        config = load_config(paths.data_dir) if paths is not None else None
-        settings = effective_settings(config)
+        settings = effective_settings(project_config(start))
     except BatonError as exc:
         return _check("settings", "fail", str(exc))
     return _check("settings", "pass", describe_line(settings))

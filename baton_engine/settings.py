@@ -1,9 +1,10 @@
 """One frozen settings object: BATON_* environment (INCONTEXT_* accepted as aliases) + Hermes ``baton:`` block
-+ the project's ``.baton/config.json`` ``tokenizer``: the ONE place that decides which value wins.
++ the project's ``.baton/config.json``: the ONE place that decides which value wins.
 
 Precedence, per setting: ``BATON_*`` env > ``INCONTEXT_*`` env alias > Hermes ``config.yaml`` ``baton:`` block
-> the project's ``.baton/config.json`` ``tokenizer`` (backend, path, url, model) > default. The environment wins because it is how an operator overrides a shared config file for one
-process or deployment without editing it. Blank or malformed values fail with a ``SettingsError`` that
+> the project's ``.baton/config.json`` (``PROJECT_KEYS``: ``tokenizer.{backend,path,url,model}``,
+``brief.max_tokens``) > default. The environment wins because it is how an operator overrides a shared config
+file for one process or deployment without editing it. Blank or malformed values fail with a ``SettingsError`` that
 names the variable (or config key) and says what is expected. Every call reads the environment afresh
 (skelet's class-level ``EnvSource`` snapshots ``os.environ`` once per process; we build a new source per call).
 """
@@ -11,6 +12,7 @@ names the variable (or config key) and says what is expected. Every call reads t
 from __future__ import annotations
 
 import math
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,8 @@ from urllib.parse import urlsplit
 from skelet import EnvSource, Field, Storage
 
 from baton_engine.errors import UserInputError
+from baton_engine.handoff.config import BatonConfig
+from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS
 from baton_engine.tokens.contract import TokenizerConfig
 
 # Environment variables cannot contain NUL, so this default can only mean "not set".
@@ -47,29 +51,19 @@ ENV_VARIABLES: dict[str, tuple[str, str | None]] = {
 TOKENIZER_KEYS = ("backend", "url", "model", "path", "timeout_seconds", "user_agent", "api_key")
 
 
-class _RawEnvironment(
-    Storage,
-    sources=[],
-):
-    """Raw strings of every variable Baton reads; parsing and messages are ours (they name the variable)."""
+SECRET_VARIABLES = frozenset({"BATON_TOKENIZER_API_KEY"})  # never in a repr, a log or doctor's output
 
-    baton_tokenizer_backend: str = Field(_UNSET, read_only=True)
-    incontext_backend: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_url: str = Field(_UNSET, read_only=True)
-    incontext_tokenizer_url: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_model: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_path: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_timeout_seconds: str = Field(_UNSET, read_only=True)
-    incontext_tokenizer_timeout_seconds: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_user_agent: str = Field(_UNSET, read_only=True)
-    incontext_tokenizer_user_agent: str = Field(_UNSET, read_only=True)
-    baton_tokenizer_api_key: str = Field(_UNSET, read_only=True, hide=True)
-    baton_fallback_margin_tokens: str = Field(_UNSET, read_only=True)
-    incontext_fallback_margin_tokens: str = Field(_UNSET, read_only=True)
-    baton_min_output_tokens: str = Field(_UNSET, read_only=True)
-    incontext_min_output_tokens: str = Field(_UNSET, read_only=True)
-    baton_compression_window_tokens: str = Field(_UNSET, read_only=True)
-    incontext_compression_window_tokens: str = Field(_UNSET, read_only=True)
+
+def _raw_fields(namespace: dict[str, Any]) -> None:
+    variables = [name for names in ENV_VARIABLES.values() for name in names if name is not None]
+    namespace["__annotations__"] = {name.lower(): str for name in variables}
+    for name in variables:
+        namespace[name.lower()] = Field(_UNSET, read_only=True, hide=name in SECRET_VARIABLES)
+
+
+# The raw strings of every variable in ENV_VARIABLES (one list: the fields are made from it); parsing and the
+# messages are ours, so that they name the variable.
+_RawEnvironment = types.new_class("_RawEnvironment", (Storage,), {"sources": []}, _raw_fields)
 
 
 class _MappingEnvSource(EnvSource):  # type: ignore[type-arg]
@@ -92,7 +86,7 @@ class BatonSettings:
     fallback_token_threshold: int | None = None
     degradation_keep_recent: int = 6
     degradation_max_tokens: int | None = None
-    brief_max_tokens: int = 1200
+    brief_max_tokens: int = DEFAULT_MAX_TOKENS  # every brief: the compaction's and ``baton resume``'s
     fresh_tail_tokens: int | None = None
     origins: tuple[tuple[str, str], ...] = ()
 
@@ -171,7 +165,7 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "fallback_token_threshold": _int(1),
     "degradation_keep_recent": _int(0),
     "degradation_max_tokens": _int(1),
-    "brief_max_tokens": _int(1),
+    "brief_max_tokens": _int(MIN_MAX_TOKENS),  # below it no brief can be rendered
     "fresh_tail_tokens": _int(1),
 }
 
@@ -217,22 +211,33 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[An
     return found
 
 
-PROJECT_TOKENIZER_KEYS = ("backend", "path", "url", "model")
+# setting -> its key in the project's ``.baton/config.json`` (the layer below config.yaml)
+PROJECT_KEYS: dict[str, tuple[str, str]] = {
+    "backend": ("tokenizer", "backend"),
+    "path": ("tokenizer", "path"),
+    "url": ("tokenizer", "url"),
+    "model": ("tokenizer", "model"),
+    "brief_max_tokens": ("brief", "max_tokens"),
+}
 
 
-def _project_values(project: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
-    """setting -> (value, key) from ``.baton/config.json``'s ``tokenizer`` (already validated by its model)."""
-    return {key: (value, f"tokenizer.{key} in .baton/config.json") for key, value in (project or {}).items()
-            if key in PROJECT_TOKENIZER_KEYS and value is not None}
+def _project_values(project: BatonConfig | None) -> dict[str, tuple[Any, str]]:
+    """setting -> (value, key) from ``.baton/config.json`` (already type-checked by its model); null = unset."""
+    found: dict[str, tuple[Any, str]] = {}
+    for setting, (section, key) in PROJECT_KEYS.items():
+        value = getattr(getattr(project, section), key) if project is not None else None
+        if value is not None:
+            found[setting] = (value, f"{section}.{key} in .baton/config.json")
+    return found
 
 
 def load_settings(
     env: Mapping[str, str] | None = None,
     hermes_block: Mapping[str, Any] | None = None,
-    project: Mapping[str, Any] | None = None,
+    project: BatonConfig | None = None,
 ) -> BatonSettings:
     """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``;
-    ``project`` is ``.baton/config.json``'s ``tokenizer`` mapping."""
+    ``project`` is the project's ``.baton/config.json``."""
     from_env = _env_values(env)
     hermes = {key: chosen for key, chosen in _config_values(hermes_block).items() if chosen[0] is not None}
     from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through

@@ -42,9 +42,10 @@ from baton_engine.tokens.anchor import (  # noqa: E402
     RECENT_OBSERVATIONS,
     UsageAnchor,
 )
-from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend  # noqa: E402
+from baton_engine.tokens.contract import TokenCount, TokenizerBackend  # noqa: E402
 from baton_engine.tokens.counter import TokenCounter  # noqa: E402
 from baton_engine.tokens.rough import RoughBackend  # noqa: E402
+from batontest.faulty_backends import LostTokenizer  # noqa: E402
 
 SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}
 Request = dict[str, Any]
@@ -54,26 +55,6 @@ SHARES = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6]
 FLOORS = [0, 32, 64, 128]
 CHECKPOINTS = (1, 5, 20)
 RECENT_CHOICES = (1, 32)  # besides the default: the latest ratio only, and a long memory
-
-
-class LostTokenizer(TokenizerBackend):
-    """A real backend that stops answering after ``calls`` counts (the tokenizer lost mid-session)."""
-
-    def __init__(self, inner: TokenizerBackend, calls: int) -> None:
-        self._inner, self._left = inner, calls
-
-    @property
-    def source(self) -> str:
-        return self._inner.source
-
-    def count_chat(self, request: ChatRequest) -> TokenCount:
-        self._left -= 1
-        if self._left < 0:
-            raise CannotCount("tokenizer lost")
-        return self._inner.count_chat(request)
-
-    def count_text(self, text: str) -> TokenCount:
-        return self._inner.count_text(text)
 
 
 def request_of(messages: Sequence[dict[str, Any]]) -> Request:

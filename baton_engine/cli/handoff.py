@@ -294,7 +294,7 @@ def handoff_show(root: Path | None, as_json: bool, ref: str, fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(list(operations.RESUME_FORMATS)), default="prompt",
               show_default=True)
 @click.option("--mark-resumed", is_flag=True, help="Mark the handoff resumed after rendering.")
-@click.option("--max-tokens", type=int, help="Token budget of the brief (default: brief.max_tokens).")
+@click.option("--max-tokens", type=int, help="Token budget of the brief (default: the brief_max_tokens setting).")
 @root_option
 @json_option
 def resume_command(root: Path | None, as_json: bool, ref: str | None, fmt: str, mark_resumed: bool,

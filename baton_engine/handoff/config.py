@@ -49,7 +49,9 @@ class DetectorConfig(_Settings):
 
 
 class BriefConfig(_Settings):
-    max_tokens: int = Field(default=1200, gt=0)
+    """``max_tokens`` None means "the ``brief_max_tokens`` setting" (``settings.load_settings`` resolves it)."""
+
+    max_tokens: int | None = Field(default=None, gt=0)
     verbose: bool = False
 
 

@@ -37,7 +37,9 @@ from baton_engine.errors import UserInputError
 from baton_engine.handoff.model import HandoffRecord, OpenItem
 from baton_engine.tokens.rough import estimate_tokens_rough
 
-DEFAULT_MAX_TOKENS = 1200
+DEFAULT_MAX_TOKENS = 1200  # the ``brief_max_tokens`` setting's default (``settings.BatonSettings``)
+RAISE_BUDGET = ("raise --max-tokens or the brief_max_tokens setting (brief.max_tokens in .baton/config.json, "
+                "baton.brief_max_tokens in Hermes' config.yaml; `baton doctor` shows which one applies)")
 # Below this the protected sections plus the truncation marker cannot be shown meaningfully.
 MIN_MAX_TOKENS = 128
 ROUGH_COUNTER_SOURCE = "rough:chars/4"
@@ -533,8 +535,7 @@ class _Fitter:
                 hi = mid - 1
         if best is None:
             raise UserInputError(
-                f"a resume brief cannot fit in {self.max_tokens} tokens with this counter; "
-                "raise brief.max_tokens in .baton/config.json"
+                f"a resume brief cannot fit in {self.max_tokens} tokens with this counter; {RAISE_BUDGET}"
             )
         return best
 
@@ -594,8 +595,7 @@ def render_brief(
     """
     if max_tokens < MIN_MAX_TOKENS:
         raise UserInputError(
-            f"brief max_tokens must be at least {MIN_MAX_TOKENS} (got {max_tokens}); "
-            "raise brief.max_tokens in .baton/config.json"
+            f"brief max_tokens must be at least {MIN_MAX_TOKENS} (got {max_tokens}); {RAISE_BUDGET}"
         )
     if count_tokens is None:
         return _fit(record, freshness, verbose, max_tokens, estimate_tokens_rough, ROUGH_COUNTER_SOURCE, continuity)

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from baton_engine.operations import project_config
 from baton_engine.request import positive_int
 from baton_engine.settings import BatonSettings, SettingsError, load_settings
 
@@ -94,11 +95,14 @@ def hermes_view(config: Mapping[str, Any]) -> HermesView:
 
 
 def load_hermes_settings(
-    home: Path | None = None, env: Mapping[str, str] | None = None
+    home: Path | None = None, env: Mapping[str, str] | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[BatonSettings, HermesView]:
-    """Settings (BATON_* env over the ``baton:`` block) and the host view; bad values raise SettingsError."""
+    """The engine's settings in the one precedence (``settings.load_settings``: BATON_* env > the ``baton:``
+    block > the ``.baton/config.json`` of the project at or above ``project_dir``, default the working directory
+    where the engine finds its project) and the host view; bad values raise SettingsError / UserInputError."""
     view = hermes_view(read_config_file(hermes_home(home)))
     block = view.baton_block
     if block is not None and "__invalid__" in block:
         raise SettingsError("baton: in config.yaml must be a mapping of settings")
-    return load_settings(env=env, hermes_block=block), view
+    return load_settings(env=env, hermes_block=block, project=project_config(project_dir)), view

@@ -14,9 +14,16 @@ from importlib import metadata
 from pathlib import Path
 
 from baton_engine.errors import BatonError
-from baton_engine.hermes.config import ENGINE_NAME, PLUGIN_NAME, hermes_home, hermes_view, read_config_file
+from baton_engine.hermes.config import (
+    ENGINE_NAME,
+    PLUGIN_NAME,
+    hermes_home,
+    hermes_view,
+    load_hermes_settings,
+    read_config_file,
+)
 from baton_engine.hermes.install import plugin_target
-from baton_engine.settings import describe_line, load_settings
+from baton_engine.settings import describe_line
 
 FALLBACK = "Hermes silently falls back to its built-in compressor"
 
@@ -67,15 +74,14 @@ def check_selection(home: Path) -> dict[str, str]:
     return _check("hermes.selection", "pass", f"context.engine: {ENGINE_NAME} and plugin enabled in {home}")
 
 
-def check_settings(home: Path) -> dict[str, str]:
+def check_settings(home: Path, start: Path | None = None) -> dict[str, str]:
+    """The settings the engine would start with for the project at or above ``start``, each with its origin."""
     try:
-        block = hermes_view(read_config_file(home)).baton_block
-        if block is not None and "__invalid__" in block:
-            return _check("hermes.settings", "fail", "baton: in config.yaml must be a mapping of settings")
-        settings = load_settings(hermes_block=block)
+        settings, _view = load_hermes_settings(home, project_dir=start)
     except BatonError as exc:
         return _check("hermes.settings", "fail", f"{exc}; the plugin refuses to start until this is fixed")
-    return _check("hermes.settings", "pass", f"baton: block and BATON_* settings valid; in Hermes: {describe_line(settings)}")
+    return _check("hermes.settings", "pass",
+                  f"baton: block, BATON_* and project settings valid; in Hermes: {describe_line(settings)}")
 
 
 def check_engine_copy() -> dict[str, str]:
@@ -100,8 +106,8 @@ def _doctor_hermes_selection(_start: Path) -> dict[str, str]:
     return check_selection(hermes_home())
 
 
-def _doctor_hermes_settings(_start: Path) -> dict[str, str]:
-    return check_settings(hermes_home())
+def _doctor_hermes_settings(start: Path) -> dict[str, str]:
+    return check_settings(hermes_home(), start)
 
 
 def _doctor_hermes_engine(_start: Path) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Hermes plugin entry: ``register(ctx)`` wires Baton into the host (entry point ``hermes_agent.plugins``).
 
 Registers the engine (a real ``ContextEngine`` subclass), the bundled skill, the ``llm_request``
-middleware, and the guarded estimator/auxiliary patches. Settings are validated HERE, at start-up:
-a bad ``baton:`` key or BATON_* value raises a ``SettingsError`` naming it (Hermes reports the plugin
+middleware, and the guarded estimator/auxiliary patches. Settings are validated HERE, at start-up, in
+the one precedence (``settings.load_settings``, the working directory's ``.baton/config.json`` lowest): a
+bad ``baton:`` key, BATON_* value or project config raises an error naming it (Hermes reports the plugin
 as failed with that message). Registration never selects the engine: the user's ``context.engine:
 baton`` does. Patches are installed only when that selection is made, and the log says which.
 """
@@ -13,10 +14,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from baton_engine.hermes.config import ENGINE_NAME, load_hermes_settings
+from baton_engine.errors import UserInputError
+from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
-from baton_engine.settings import SettingsError
+from baton_engine.hermes.runtime import host_runtime, set_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 SKILL_PATH = Path(__file__).with_name("SKILL.md")
@@ -46,11 +47,12 @@ def register(ctx: Any) -> None:
     """Called by Hermes' PluginManager when ``baton`` is in ``plugins.enabled``."""
     global _ACTIVATION
     try:
-        settings, view = load_hermes_settings(_host_home())
-    except SettingsError as exc:
+        runtime = host_runtime(_host_home())
+    except UserInputError as exc:  # a bad BATON_* value, baton: key or .baton/config.json: named, not guessed
         LOGGER.error("Baton not started: %s", exc)
         raise
-    previous = set_runtime(BatonRuntime(settings, view))
+    view = runtime.view
+    previous = set_runtime(runtime)
     if previous is not None:
         previous.close()
     if _ACTIVATION is not None:

@@ -4,8 +4,9 @@ Why module state and not engine attributes: Hermes deep-copies the registered en
 and a live tokenizer client or lock must not be copied (a copy failure silently falls back to the
 built-in compressor). The counter (backend behind a circuit breaker and a content-keyed cache) is
 shared; everything per request — frame, route, window, anchor, the last count — is per agent, on the
-agent's engine (``hermes/ledger.py``). ``engines`` finds an agent's engine by session id when the
-calling frame does not name it.
+agent's engine (``hermes/ledger.py``). The settings are those of the working directory's project (where
+the engine looks for ``.baton/``), in ``settings.load_settings``' one precedence. ``engines`` finds an
+agent's engine by session id when the calling frame does not name it.
 
 Time comes from ONE injectable clock (``clock``, default real UTC time): a compaction reads it once,
 so a test or benchmark that pins it gets the same record ids and timestamps for the same input.
@@ -18,11 +19,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from baton_engine.budget import compression_window
 from baton_engine.hermes.caller import EngineRegistry
-from baton_engine.hermes.config import HermesView
+from baton_engine.hermes.config import HermesView, load_hermes_settings
 from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.anchor import UsageAnchor
@@ -37,6 +39,11 @@ DEFAULT_CONTEXT_LENGTH = 131072
 
 def _utc_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def _remote(counter: TokenCounter | None) -> bool:
+    """Whether ``counter``'s backend is a server (``TokenizerBackend.remote``, a contract fact)."""
+    return counter is not None and counter.backend.remote
 
 
 class BatonRuntime:
@@ -119,8 +126,7 @@ class BatonRuntime:
 
     def remote_tokenizer(self) -> bool:
         """True when every count is a network round trip (a tokenizer server), a fact of the backend."""
-        counter = self.counter()
-        return bool(counter is not None and getattr(counter.backend, "remote", False))
+        return _remote(self.counter())
 
     def source(self) -> str:
         counter = self.counter()
@@ -134,8 +140,7 @@ class BatonRuntime:
         server enforces. No I/O: known after one count."""
         with self._lock:
             counter = self._counter
-        remote = counter is not None and getattr(counter.backend, "remote", False)
-        server = counter.stats().last_max_model_len if remote else None
+        server = counter.stats().last_max_model_len if counter is not None and _remote(counter) else None
         return server if isinstance(server, int) and not isinstance(server, bool) and server > 0 else None
 
     def reserved_output_tokens(self) -> int:
@@ -176,14 +181,19 @@ def clock_now() -> datetime:
     return active.now() if active is not None else _utc_clock()
 
 
+def host_runtime(home: Path | None = None) -> BatonRuntime:
+    """A runtime with the settings the plugin starts with (``load_hermes_settings``: env > the ``baton:`` block >
+    the working directory's project config > default) and the host view; bad values raise a UserInputError."""
+    settings, view = load_hermes_settings(home)
+    return BatonRuntime(settings, view)
+
+
 def get_runtime() -> BatonRuntime:
-    """The installed runtime, or one from the environment alone (an engine used outside the plugin)."""
+    """The installed runtime, or one built as the plugin builds it (an engine used outside the plugin)."""
     global _ACTIVE
     with _ACTIVE_LOCK:
         if _ACTIVE is None:
-            from baton_engine.settings import load_settings
-
-            _ACTIVE = BatonRuntime(load_settings())
+            _ACTIVE = host_runtime()
         return _ACTIVE
 
 

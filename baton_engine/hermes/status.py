@@ -11,6 +11,7 @@ from typing import Any
 
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.runtime import get_runtime
+from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
 
 
@@ -75,4 +76,5 @@ def engine_status(engine: Any) -> dict[str, Any]:
         "degradation": {"reason": engine.degradation_reason, "detail": engine.degradation_detail,
                         "count": engine.degraded_count},
         "session_rotations": engine.session_rotations,
+        "settings": describe(runtime.settings),  # each effective value and where it came from
     }

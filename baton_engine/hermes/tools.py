@@ -2,7 +2,7 @@
 
 Why through ``operations``: each tool answers with exactly the JSON the equivalent ``baton ... --json``
 command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
-call the same operation through ``operations.call`` and serialise with ``cli.output.dumps``'s format.
+call the same operation through ``operations.call`` and serialise it with ``operations.dumps``.
 The answer is always a JSON string; no exception reaches Hermes. There is no generic shell tool.
 Every answer goes into the transcript, so every string in it is redacted first: an echoed objective,
 ref or tool name must not carry a pasted secret back to the model (stored records are already redacted,
@@ -26,6 +26,7 @@ CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
 TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status", "baton_recall")
 _ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
 _CAPTURE_KEYS = ("kind", "item", "objective")
+_error = operations.error_dict
 
 SCHEMAS: list[dict[str, Any]] = [
     {
@@ -76,10 +77,6 @@ def redacted(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redacted(item) for item in value]
     return value
-
-
-def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"kind": kind, "message": message}}
 
 
 def _item_args(kind: str, args: dict[str, Any]) -> dict[str, Any]:

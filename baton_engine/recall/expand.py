@@ -9,7 +9,7 @@ applies to the returned ``text``, which is redacted before it is counted.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from baton_engine.errors import NotFoundError, UserInputError
 from baton_engine.handoff.redact import redact_text
@@ -37,11 +37,7 @@ class Expansion:
     complete: bool
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "ref": self.ref, "role": self.role, "tool_name": self.tool_name, "arguments": self.arguments,
-            "text": self.text, "tokens": self.tokens, "first_line": self.first_line, "last_line": self.last_line,
-            "total_lines": self.total_lines, "complete": self.complete,
-        }
+        return asdict(self)
 
 
 def _window(anchor: int, size: int, total: int) -> tuple[int, int]:

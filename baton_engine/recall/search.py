@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
@@ -41,10 +41,8 @@ class Hit:
     tokens: int
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "ref": self.ref, "score": self.score, "role": self.role, "tool_name": self.tool_name,
-            "arguments": self.arguments, "line": self.line, "snippet": self.snippet, "tokens": self.tokens,
-        }
+        """Every field but ``position``, which only orders the hits (``ref`` names the message)."""
+        return {key: value for key, value in asdict(self).items() if key != "position"}
 
 
 def _scores(entries: list[Entry], terms: tuple[Term, ...]) -> list[tuple[float, Entry]]:

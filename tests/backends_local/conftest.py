@@ -12,14 +12,12 @@ import pytest  # noqa: E402  (after the offline switches)
 from baton_hf.backend import HfBackend  # noqa: E402
 from batontest import assets  # noqa: E402
 
-from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
-
 
 @pytest.fixture(scope="module")
 def qwen() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+    return assets.hf_backend(assets.qwen3_dir())
 
 
 @pytest.fixture(scope="module")
 def nemo() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.mistral_nemo_dir())))
+    return assets.hf_backend(assets.mistral_nemo_dir())

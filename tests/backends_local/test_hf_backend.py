@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from importlib.metadata import entry_points
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from baton_engine.tokens.contract import BackendConfigError, CannotCount, TokenizerConfig
 from baton_hf.normalize import normalize_request
 from batontest import assets
+from batontest.threads import run_in_threads
 
 from baton_hf.backend import HfBackend
 
@@ -181,11 +181,7 @@ def test_concurrent_counts_equal_sequential_counts(qwen: HfBackend) -> None:
         for _ in range(5):
             results[index] = qwen.count_chat(requests[index]).tokens
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(requests))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(work, len(requests))
     assert [results[i] for i in range(len(requests))] == expected
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from baton_engine.tokens.contract import TokenizerConfig
 from baton_hf.normalize import normalize_request
 from baton_engine.tokens.pieces import PieceCounter
 from batontest import assets
@@ -84,7 +83,7 @@ def test_real_tokenizers_keep_piecewise_counting(qwen: HfBackend, nemo: HfBacken
 
 
 def test_sentencepiece_metaspace_switches_piecewise_off() -> None:
-    backend = HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.sentencepiece_dir())))
+    backend = assets.hf_backend(assets.sentencepiece_dir())
     assert not backend.piecewise and not backend.incremental
     encoder = _private_encoder(backend._tokenizer)
     tokens = _split_tokens(encoder)

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baton_engine.tokens.contract import TokenizerConfig
 from baton_hf.normalize import normalize_request
 from batontest import assets
 
@@ -30,7 +29,7 @@ SNIPPETS = ["東京", "🚀", "naïve café", "  ", "\n\n", "\t", "<|im_start|>"
 
 @pytest.fixture(scope="module")
 def sentencepiece() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.sentencepiece_dir())))
+    return assets.hf_backend(assets.sentencepiece_dir())
 
 
 _encoders: dict[int, Any] = {}

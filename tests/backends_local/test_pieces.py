@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from batontest.threads import run_in_threads
 
 from baton_engine.tokens.pieces import PieceCounter
 
@@ -157,11 +157,7 @@ def test_concurrent_counting_shares_one_cache_safely(qwen: HfBackend) -> None:
         for _ in range(3):
             got[i] = counter.count(texts_[i])
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts_))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(work, len(texts_))
     assert [got[i] for i in range(len(texts_))] == expected
 
 

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ASSETS_DIR = REPO_ROOT / "assets" / "tokenizers"
@@ -54,6 +55,15 @@ def qwen3_dir() -> Path:
     if digest != QWEN3_TOKENIZER_SHA256:
         raise RuntimeError(f"{target}/tokenizer.json has sha256 {digest}, expected {QWEN3_TOKENIZER_SHA256}; delete {target} and rerun")
     return target
+
+
+def hf_backend(directory: Path) -> Any:
+    """The hf backend over a tokenizer directory, built as ``backend: hf, path: <directory>`` builds it."""
+    from baton_hf.backend import HfBackend
+
+    from baton_engine.tokens.contract import TokenizerConfig
+
+    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(directory)))
 
 
 @cache

@@ -77,6 +77,19 @@ def git_project(root: Path, files: Mapping[str, str] | None = None) -> Path:
     return init_repo(root, files or {"README.md": "# demo project\n"})
 
 
+DEMO_FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}
+
+
+def initialised_project(root: Path, files: Mapping[str, str] | None = None) -> Path:
+    """A git project (``files``, default ``DEMO_FILES``) with ``baton init`` done in-process through the
+    operations layer, as the CLI does it (``baton_init`` runs the real CLI instead)."""
+    from baton_engine import operations
+
+    git_project(root, files or DEMO_FILES)
+    operations.init(root)
+    return root
+
+
 def baton_init(project: Path, python: str | None = None) -> None:
     """Run ``baton init`` in ``project`` through the installed CLI entry (as a user would)."""
     command = "from baton_engine.cli import main; main()"

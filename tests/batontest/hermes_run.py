@@ -22,6 +22,7 @@ import pytest
 
 from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
 from batontest.model_server import ModelServer
+from batontest.records import handoff_files, handoff_records
 
 DRIVER = Path(__file__).resolve().parents[1] / "hermes_e2e" / "driver.py"
 MODEL = "qwen3-local"
@@ -55,10 +56,10 @@ class Scenario:
 
     @property
     def handoff_files(self) -> list[Path]:
-        return sorted((self.project / ".baton" / "handoffs").glob("*.json"))
+        return handoff_files(self.project)
 
     def handoffs(self) -> list[dict[str, Any]]:
-        return [json.loads(path.read_text(encoding="utf-8")) for path in self.handoff_files]
+        return handoff_records(self.project)
 
     def baton_bytes(self) -> list[tuple[Path, bytes]]:
         """Every file under ``.baton/`` (records, index, cache, config), as bytes."""

@@ -11,12 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from baton_hf.backend import HfBackend
 from brief.records import minimal_data, record
 
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, render_brief
-from baton_engine.tokens.contract import TokenizerConfig
 from batontest import assets
 
 BENCH_RECORD = Path(__file__).parent / "data" / "bench-500k-handoff.json"
@@ -24,7 +22,7 @@ BENCH_RECORD = Path(__file__).parent / "data" / "bench-500k-handoff.json"
 
 @pytest.fixture(scope="module")
 def qwen3_count() -> Callable[[str], int]:
-    backend = HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+    backend = assets.hf_backend(assets.qwen3_dir())
 
     def count(text: str) -> int:
         tokens = backend.count_text(text).tokens

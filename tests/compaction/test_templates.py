@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baton_engine.compaction import build_compacted_messages, degrade
-from baton_engine.tokens.contract import TokenizerConfig
 from baton_hf.backend import HfBackend
 from batontest import assets
 from compaction.conversations import (
@@ -29,12 +28,12 @@ TEMPLATES = settings(
 
 @pytest.fixture(scope="module")
 def qwen3() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+    return assets.hf_backend(assets.qwen3_dir())
 
 
 @pytest.fixture(scope="module")
 def nemo() -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.mistral_nemo_dir())))
+    return assets.hf_backend(assets.mistral_nemo_dir())
 
 
 def as_hermes_sends(messages: list[dict]) -> dict:

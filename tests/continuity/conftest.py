@@ -13,13 +13,21 @@ from collections.abc import Callable  # noqa: E402
 import pytest  # noqa: E402
 from batontest import assets  # noqa: E402
 
-from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
+from continuity.transcripts import coding_session  # noqa: E402
+
+from baton_engine.recall import MemoryIndex, RecallSource  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def qwen_count() -> Callable[[str], int]:
     """Exact Qwen3 token count of plain text (the hf backend, as the engine would inject it)."""
-    from baton_hf.backend import HfBackend
-
-    backend = HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+    backend = assets.hf_backend(assets.qwen3_dir())
     return lambda text: backend.count_text(text).tokens
+
+
+@pytest.fixture()
+def source() -> RecallSource:
+    """The in-process index's source over one lineage holding ``transcripts.coding_session()``."""
+    index = MemoryIndex()
+    index.add("lineage", coding_session())
+    return index.source("lineage")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-import threading
+
+from batontest.threads import run_in_threads
 
 from baton_engine.recall import MemoryIndex
 
@@ -67,10 +68,6 @@ def test_concurrent_adds_keep_the_size_consistent() -> None:
             index.add(f"k{worker % 3}", [user(f"worker {worker} message {n}")])
             index.source(f"k{(worker + 1) % 3}").entries()
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_in_threads(work, 6)
     stored = sum(e.size_bytes for key in index.keys() for e in index.source(key).entries())
     assert stored == index.size_bytes <= 5_000

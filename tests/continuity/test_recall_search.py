@@ -12,17 +12,7 @@ from continuity.transcripts import SECRET, coding_session
 from baton_engine.errors import NotFoundError, UserInputError
 from baton_engine.recall import MAX_BUDGET_TOKENS, MemoryIndex, expand, parse_query, ref_for, search
 from baton_engine.recall.search import MAX_LIMIT
-
-
-def rough(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-@pytest.fixture()
-def source():
-    index = MemoryIndex()
-    index.add("lineage", coding_session())
-    return index.source("lineage")
+from baton_engine.tokens.rough import estimate_tokens_rough as rough
 
 
 def test_query_keeps_paths_identifiers_and_phrases_whole() -> None:

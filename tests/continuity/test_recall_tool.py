@@ -5,20 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from continuity.transcripts import SECRET, coding_session
+from continuity.transcripts import SECRET
 
-from baton_engine.recall import TOOL_NAME, TOOL_SCHEMA, MemoryIndex, RecallArgs, recall_tool
-
-
-def rough(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-@pytest.fixture()
-def source():
-    index = MemoryIndex()
-    index.add("k", coding_session())
-    return index.source("k")
+from baton_engine.recall import TOOL_NAME, TOOL_SCHEMA, RecallArgs, recall_tool
+from baton_engine.tokens.rough import estimate_tokens_rough as rough
 
 
 def test_the_schema_is_generated_from_the_arguments_model() -> None:

@@ -9,12 +9,9 @@ import pytest
 from continuity.transcripts import coding_session
 
 from baton_engine.recall import MemoryIndex, SessionStoreSource, build_entries, search
+from baton_engine.tokens.rough import estimate_tokens_rough as rough
 
 pytestmark = pytest.mark.hermes
-
-
-def rough(text: str) -> int:
-    return (len(text) + 3) // 4
 
 
 @pytest.fixture()

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, example, given, settings, target
 from hypothesis import strategies as st
 
 from baton_engine.tokens.anchor import UsageAnchor
-from baton_engine.tokens.contract import ChatRequest, TokenCount, TokenizerBackend, TokenizerConfig
+from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.counter import TokenCounter, counting_mode
 from baton_engine.tokens.rough import RoughBackend
+from batontest.faulty_backends import LostTokenizer
 from conversations import TOOLS, _sentence, conversation
 
 pytest.importorskip("baton_hf")
@@ -106,26 +107,6 @@ def test_anchored_estimate_with_the_default_margin_stays_within_the_measured_bou
     assert worst <= MAX_UNDERCOUNT_SHARE
 
 
-class LostAfter(TokenizerBackend):
-    """The real Qwen3 backend, gone after ``calls`` counts (a tokenizer lost mid-session)."""
-
-    def __init__(self, inner: TokenizerBackend, calls: int) -> None:
-        self.inner, self.left = inner, calls
-
-    @property
-    def source(self) -> str:
-        return self.inner.source
-
-    def count_chat(self, request: ChatRequest) -> TokenCount:
-        self.left -= 1
-        if self.left < 0:
-            raise ConnectionError("tokenizer gone")
-        return self.inner.count_chat(request)
-
-    def count_text(self, text: str) -> TokenCount:
-        return self.inner.count_text(text)
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_tokenizer_lost_mid_session_anchored_counts_cover_qwen3(qwen3: Any, seed: int) -> None:
     """The counting test corpus (prose with non-Latin text, tool calls): exact until the tokenizer goes, then
@@ -134,7 +115,7 @@ def test_tokenizer_lost_mid_session_anchored_counts_cover_qwen3(qwen3: Any, seed
     messages = conversation_request["messages"]
     requests = [{"messages": messages[:n], "tools": TOOLS} for n in range(2, len(messages) + 1)
                 if not messages[n - 1].get("tool_calls")]
-    lost = LostAfter(qwen3, len(requests) // 2)
+    lost = LostTokenizer(qwen3, len(requests) // 2)
     counter = TokenCounter(lost, cache_size=0, clock=lambda: 0.0)  # the breaker stays open: no probe
     anchor = UsageAnchor()
     modes = []

@@ -31,6 +31,17 @@ def breaker(backend: WordBackend, clock: Clock, cool_off: float = 30.0, max_cool
     return CircuitBreaker(backend, cool_off_seconds=cool_off, max_cool_off_seconds=max_cool_off, clock=clock)
 
 
+def tripped(clock: Clock, failure: BaseException | None = None) -> tuple[WordBackend, CircuitBreaker]:
+    """A breaker that has just opened on one ``failure`` (default ``CannotCount``) of its backend, which still
+    fails."""
+    failure = failure if failure is not None else CannotCount("down")
+    backend = WordBackend(fail=failure)
+    wrapped = breaker(backend, clock)
+    with pytest.raises(type(failure)):
+        wrapped.count_text("a")
+    return backend, wrapped
+
+
 def test_closed_breaker_passes_counts_and_delegates() -> None:
     backend = WordBackend(max_model_len=4096)
     wrapped = breaker(backend, Clock())
@@ -59,10 +70,7 @@ def test_a_failure_opens_the_circuit_and_calls_fail_fast_with_a_safe_message() -
 
 def test_one_probe_after_the_cool_off_success_closes() -> None:
     clock = Clock()
-    backend = WordBackend(fail=CannotCount("down"))
-    wrapped = breaker(backend, clock)
-    with pytest.raises(CannotCount):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock)
     clock.now += 30
     backend.fail = None
     assert wrapped.count_text("a b c").tokens == 3  # the probe
@@ -86,10 +94,7 @@ def test_a_failed_probe_reopens_with_doubling_back_off_up_to_the_bound() -> None
 
 def test_concurrent_callers_fail_fast_while_the_probe_runs() -> None:
     clock = Clock()
-    backend = WordBackend(fail=CannotCount("down"))
-    wrapped = breaker(backend, clock)
-    with pytest.raises(CannotCount):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock)
     clock.now += 31
     backend.fail, backend.gate = None, threading.Event()
     backend.entered.clear()
@@ -124,10 +129,7 @@ def test_vllm_tool_history_refusal_is_request_not_countable() -> None:
 
 def test_a_request_not_countable_probe_closes_the_circuit() -> None:
     clock = Clock()
-    backend = WordBackend(fail=OSError())
-    wrapped = breaker(backend, clock)
-    with pytest.raises(OSError):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock, OSError())
     clock.now += 30
     backend.fail = RequestNotCountable("this one cannot be rendered")
     with pytest.raises(RequestNotCountable):
@@ -151,10 +153,7 @@ def test_calls_in_flight_when_the_circuit_opened_do_not_extend_it() -> None:
 
 def test_an_interrupted_probe_lets_a_later_call_probe() -> None:
     clock = Clock()
-    backend = WordBackend(fail=OSError())
-    wrapped = breaker(backend, clock)
-    with pytest.raises(OSError):
-        wrapped.count_text("a")
+    backend, wrapped = tripped(clock, OSError())
     clock.now += 30
     backend.fail = KeyboardInterrupt()
     with pytest.raises(KeyboardInterrupt):

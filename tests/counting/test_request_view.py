@@ -14,7 +14,6 @@ from batontest import assets
 
 from baton_engine.hermes import request_view
 from baton_engine.request import OutputCap, ProviderRequest, find_cap
-from baton_engine.tokens.contract import TokenizerConfig
 
 SYSTEM = ("You are Hermes. " * 400).strip()  # a long system prompt (~1,600 tokens); Hermes strips text
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
@@ -29,9 +28,7 @@ CHAT = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Read
 
 @pytest.fixture(scope="module")
 def qwen3() -> Any:
-    from baton_hf.backend import HfBackend
-
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(assets.qwen3_dir())))
+    return assets.hf_backend(assets.qwen3_dir())
 
 
 def count(backend: Any, view: ProviderRequest) -> int:

@@ -6,7 +6,9 @@ import logging
 import pytest
 
 from baton_engine.errors import UserInputError
-from baton_engine.settings import ENV_VARIABLES, BatonSettings, SettingsError, load_settings
+from baton_engine.handoff.config import parse_config
+from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS
+from baton_engine.settings import ENV_VARIABLES, BatonSettings, SettingsError, describe, load_settings
 from baton_engine.tokens.contract import TokenizerConfig
 
 SECRET = "sk-test-0123456789abcdef0123456789abcdef"
@@ -136,9 +138,8 @@ def test_bad_hermes_block_names_the_key(block: object, expected: str) -> None:
 
 
 def test_one_precedence_env_then_config_yaml_then_project_config_then_default() -> None:
-    from baton_engine.settings import describe
-
-    project = {"backend": "hf", "path": "/project/tok", "url": None, "model": "from-project"}
+    project = parse_config({"tokenizer": {"backend": "hf", "path": "/project/tok", "url": None,
+                                          "model": "from-project"}})
     only_project = load_settings(env={}, project=project)
     assert (only_project.tokenizer.backend, only_project.tokenizer.path) == ("hf", "/project/tok")
     hermes = load_settings(env={}, hermes_block={"tokenizer": {"path": "/hermes/tok", "model": None}},
@@ -154,3 +155,27 @@ def test_one_precedence_env_then_config_yaml_then_project_config_then_default() 
     assert origins["brief_max_tokens"] == "default"
     secret = describe(load_settings(env={"BATON_TOKENIZER_API_KEY": "sk-do-not-print"}))
     assert "sk-do-not-print" not in json.dumps(secret)
+
+
+def test_the_brief_budget_is_one_setting_config_yaml_over_project_over_default() -> None:
+    """``brief.max_tokens`` in .baton/config.json and ``baton.brief_max_tokens`` are one setting, one precedence."""
+    assert load_settings(env={}).brief_max_tokens == DEFAULT_MAX_TOKENS
+    assert parse_config({}).brief.max_tokens is None  # an unset project key means "the setting", not a 2nd default
+    project = parse_config({"brief": {"max_tokens": 800}})
+    from_project = load_settings(env={}, project=project)
+    assert from_project.brief_max_tokens == 800
+    assert dict(from_project.origins)["brief_max_tokens"] == "brief.max_tokens in .baton/config.json"
+    from_yaml = load_settings(env={}, hermes_block={"brief_max_tokens": 900}, project=project)
+    assert from_yaml.brief_max_tokens == 900
+    assert dict(from_yaml.origins)["brief_max_tokens"] == "baton.brief_max_tokens in config.yaml"
+    assert load_settings(env={}, hermes_block={"brief_max_tokens": None}, project=project).brief_max_tokens == 800
+
+
+@pytest.mark.parametrize(("block", "project", "expected"), [
+    ({"brief_max_tokens": MIN_MAX_TOKENS - 1}, None, "baton.brief_max_tokens in config.yaml"),
+    (None, {"brief": {"max_tokens": 50}}, "brief.max_tokens in .baton/config.json"),
+])
+def test_a_brief_budget_no_brief_fits_in_fails_naming_where_it_was_set(block: dict | None, project: dict | None,
+                                                                       expected: str) -> None:
+    with pytest.raises(SettingsError, match=f"{expected.replace('.', '[.]')} must be an integer >= {MIN_MAX_TOKENS}"):
+        load_settings(env={}, hermes_block=block, project=parse_config(project) if project else None)

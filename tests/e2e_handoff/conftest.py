@@ -11,6 +11,7 @@ import pytest
 from batontest import schemas
 from batontest.baton_cli import CliResult, run_baton
 from batontest.gitrepo import commit_file, init_repo
+from batontest.records import handoff_files
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def assert_store_conforms() -> Callable[[Path], int]:
     """Every record file under ``.baton/handoffs`` validates against the published schema; returns the count."""
 
     def check(root: Path) -> int:
-        files = sorted((root / ".baton" / "handoffs").glob("*.json"))
+        files = handoff_files(root)
         for path in files:
             data = json.loads(path.read_text(encoding="utf-8"))
             errors = schemas.conformance_errors(data)

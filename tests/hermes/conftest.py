@@ -23,9 +23,8 @@ except ImportError:  # hermes-agent is optional: these tests run in the tox env 
     collect_ignore_glob = ["test_*.py"]
 
 from batontest import assets  # noqa: E402
-from batontest.hermes_home import git_project  # noqa: E402
+from batontest.hermes_home import initialised_project  # noqa: E402
 
-from baton_engine import operations  # noqa: E402
 from baton_engine.hermes import plugin, runtime  # noqa: E402
 
 
@@ -67,9 +66,7 @@ def qwen3_env(monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project with ``baton init`` done through the operations layer (as the CLI does)."""
-    root = git_project(tmp_path / "project", {"README.md": "# demo\n", "src/app.py": "print('hi')\n"})
-    operations.init(root)
-    return root
+    return initialised_project(tmp_path / "project")
 
 
 @pytest.fixture

@@ -10,13 +10,15 @@ from typing import Any
 
 import pytest
 from batontest import assets
+from batontest.engines import started_engine
 from batontest.faulty_servers import refused_url
 from batontest.gitrepo import git
+from batontest.records import handoff_records as _records
 from batontest.secrets_corpus import SAMPLES
 
 from baton_engine.compaction import is_baton_message
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
+from baton_engine.hermes.runtime import get_runtime
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.plugins import build_backend
@@ -43,15 +45,7 @@ def _conversation(request: str, rounds: int, start: int = 0) -> list[dict[str, A
 
 
 def _engine(project: Path, **block: Any) -> BatonContextEngine:
-    set_runtime(BatonRuntime(load_settings(hermes_block=block or None)))
-    engine = BatonContextEngine(project_dir=project)
-    engine.update_model("qwen3", 65536)
-    engine.on_session_start("session-1", platform="cli")
-    return engine
-
-
-def _records(project: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((project / ".baton" / "handoffs").glob("*.json"))]
+    return started_engine(project, load_settings(hermes_block=block or None))
 
 
 def _block(messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batontest.hermes_home import git_project
+from batontest.engines import started_engine
+from batontest.hermes_home import initialised_project
 
-from baton_engine import operations
 from baton_engine.handoff import ids
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.runtime import BatonRuntime, set_runtime
@@ -48,12 +48,8 @@ def session(tmp_path: Path, qwen3_env: Path) -> tuple[Path, BatonContextEngine]:
 
     The engine is deep-copied per run, as Hermes copies the registered engine for every agent.
     """
-    root = git_project(tmp_path / "project", {"README.md": "# demo\n", "src/app.py": "print('hi')\n"})
-    operations.init(root)
-    set_runtime(BatonRuntime(load_settings(), clock=lambda: PINNED))
-    engine = BatonContextEngine(project_dir=root)
-    engine.update_model("qwen3", 32768)
-    engine.on_session_start("session-1", platform="cli")
+    root = initialised_project(tmp_path / "project")
+    engine = started_engine(root, window=32768, clock=lambda: PINNED)
     answer = json.loads(engine.handle_tool_call(
         "baton_capture", {"kind": "decision", "item": {"decision": "Keep the ledger in SQLite",
                                                        "rationale": "one file, no server"}},

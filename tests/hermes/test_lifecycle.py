@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from batontest.records import handoff_records as _records
 
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
@@ -21,10 +22,6 @@ def _engine(project: Path, **block: object) -> BatonContextEngine:
     engine = BatonContextEngine(project_dir=project)
     engine.update_model("m", 65536)
     return engine
-
-
-def _records(project: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in (project / ".baton" / "handoffs").glob("*.json")]
 
 
 def _eager_detector(project: Path) -> None:

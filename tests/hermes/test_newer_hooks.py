@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
+from batontest.engines import activated
 from batontest.faulty_servers import refused_url
 
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.patches import Activation
 from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.settings import load_settings
 
@@ -37,9 +37,7 @@ def engine_for(project: Path, env: dict[str, str] | None = None) -> BatonContext
 
 def test_select_context_counts_the_request_once_and_never_rewrites(project: Path, qwen3_env: Path) -> None:
     engine = engine_for(project)
-    activation = Activation()
-    activation.activate()
-    try:
+    with activated() as activation:
         agent = LoopAgent(engine, TOOLS)
         messages = [SYSTEM, *conversation(3)]
         request = {"model": "qwen3", "messages": messages, "tools": TOOLS, "max_tokens": 1000}
@@ -52,8 +50,6 @@ def test_select_context_counts_the_request_once_and_never_rewrites(project: Path
                  base_url=BASE_URL)
         assert get_runtime().counter().stats().backend_calls == calls  # the middleware's count was a repeat
         assert engine.select_context("not a list") is None
-    finally:
-        activation.deactivate()
 
 
 def test_usage_from_responses_anchors_counts_when_the_tokenizer_is_down(project: Path) -> None:
@@ -61,9 +57,7 @@ def test_usage_from_responses_anchors_counts_when_the_tokenizer_is_down(project:
     (update_from_response on 0.19.0, on_turn_complete on 0.20+) the next is anchored on it."""
     engine = engine_for(project, env={"BATON_TOKENIZER_BACKEND": "vllm", "BATON_TOKENIZER_URL": refused_url(),
                                       "BATON_TOKENIZER_TIMEOUT_SECONDS": "0.5"})
-    activation = Activation()
-    activation.activate()
-    try:
+    with activated() as activation:
         agent = LoopAgent(engine, TOOLS)
         messages = [SYSTEM, *conversation(4)]
         request = {"model": "qwen3", "messages": messages, "tools": TOOLS, "max_tokens": 65536}
@@ -82,5 +76,3 @@ def test_usage_from_responses_anchors_counts_when_the_tokenizer_is_down(project:
         engine.on_turn_complete(grown, usage={"prompt_tokens": 3_100}, turn_id="t1", api_call_count=2)
         assert engine.get_status()["tokenizer"]["anchor_observations"] == 2
         engine.on_turn_complete(grown)  # no usage: nothing to observe, never raises
-    finally:
-        activation.deactivate()

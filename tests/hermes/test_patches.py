@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from batontest.agent_frames import LoopAgent, in_agent
+from batontest.engines import activated
 
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
@@ -46,10 +47,8 @@ def runtime(qwen3_env) -> BatonRuntime:
 
 @pytest.fixture
 def active(runtime: BatonRuntime):
-    activation = Activation()
-    assert activation.activate() == []  # every name exists in hermes-agent 0.19.0
-    yield activation
-    activation.deactivate()
+    with activated() as activation:  # every name exists in hermes-agent 0.19.0
+        yield activation
 
 
 def test_patches_install_and_restore_the_originals() -> None:

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batontest.engines import started_engine
+from batontest.records import handoff_records as _records
 from batontest.schemas import assert_conforms
 from batontest.secrets_corpus import SAMPLES
 
 from baton_engine.compaction import continuity, is_baton_message
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
+from baton_engine.hermes.runtime import get_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
@@ -34,15 +36,8 @@ def _round(index: int, output: str) -> list[dict[str, Any]]:
 
 
 def _engine(project: Path) -> BatonContextEngine:
-    set_runtime(BatonRuntime(load_settings(hermes_block={"fresh_tail_tokens": 600, "brief_max_tokens": BRIEF_MAX})))
-    engine = BatonContextEngine(project_dir=project)
-    engine.update_model("qwen3", 65536)
-    engine.on_session_start("session-1", platform="cli")
-    return engine
-
-
-def _records(project: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((project / ".baton" / "handoffs").glob("*.json"))]
+    return started_engine(project, load_settings(hermes_block={"fresh_tail_tokens": 600,
+                                                               "brief_max_tokens": BRIEF_MAX}))
 
 
 def _call(engine: BatonContextEngine, **args: Any) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
+from batontest.engines import activated
+from batontest.threads import run_in_threads
 
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
@@ -31,10 +33,8 @@ def active(qwen3_env: Path) -> Iterator[tuple[Activation, BatonRuntime]]:
     runtime = BatonRuntime(load_settings(), HermesView(engine="baton", model=MODEL, base_url=BASE_URL,
                                                        context_length=CONFIGURED))
     set_runtime(runtime)
-    activation = Activation()
-    assert activation.activate() == []
-    yield activation, runtime
-    activation.deactivate()
+    with activated() as activation:
+        yield activation, runtime
 
 
 def new_agent(registered: BatonContextEngine, model: str, window: int, session_id: str,
@@ -136,11 +136,7 @@ def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
         for _ in range(5):
             results[i].append(sent_max_tokens(activation, agent, messages))
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    run_in_threads(run, 8, timeout=120)
     assert {i: set(values) for i, values in results.items()} == {i: {expected[i]} for i in range(8)}
     frames = [agent.context_compressor.ledger.frame for agent, _ in agents]
     assert [len(frame.tools) for frame in frames] == list(range(1, 9))

@@ -25,6 +25,7 @@ from batontest.hermes_home import baton_init, git_project, hermes_config, hermes
 from batontest.hermes_run import DRIVER, MODEL, PROJECT_FILES, WINDOW, require_hermes
 from batontest.model_server import (ModelServer, RecordedRequest, Reply, ScriptedPolicy, ToolCall, filler_text,
                                     recall_steps)
+from batontest.records import handoff_records
 from batontest.schemas import assert_conforms
 
 pytestmark = pytest.mark.hermes
@@ -134,7 +135,7 @@ def test_recall_finds_an_early_tool_result_after_several_compactions(tmp_path: P
         assert any(m.get("role") == "tool" and first in str(m.get("content")) and last in str(m.get("content"))
                    for m in main[boundary].messages), f"read_file result lost at compaction {boundary}"
 
-    records = [json.loads(p.read_text()) for p in sorted((project / ".baton" / "handoffs").glob("*.json"))]
+    records = handoff_records(project)
     assert len(records) >= 2
     for record in records:
         assert_conforms(record)

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from baton_hf.backend import HfBackend
 from baton_tiktoken.backend import TiktokenBackend
 from baton_vllm import VllmBackend
-from batontest.assets import mistral_nemo_dir, qwen3_dir
+from batontest.assets import hf_backend, mistral_nemo_dir, qwen3_dir
 from batontest.vllm_standin import VllmStandin
 
 from baton_engine.testing import assert_conformant
 from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.rough import RoughBackend
-
-
-def _hf(path) -> HfBackend:
-    return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(path)))
 
 
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"], ids=["o200k", "cl100k"])
@@ -25,15 +20,15 @@ def test_tiktoken(model: str) -> None:
 
 
 @pytest.mark.parametrize("tokenizer_dir", [qwen3_dir, mistral_nemo_dir], ids=["qwen3", "mistral-nemo"])
-def test_hf(tokenizer_dir) -> None:
-    report = assert_conformant(_hf(tokenizer_dir()))
+def testhf_backend(tokenizer_dir) -> None:
+    report = assert_conformant(hf_backend(tokenizer_dir()))
     assert report.check("results").detail == "9/9 chat requests and 5/5 texts counted"
 
 
 def test_vllm_against_the_standin_with_hf_as_reference() -> None:
     with VllmStandin(qwen3_dir()) as server:
         backend = VllmBackend(TokenizerConfig(url=server.url, model=server.model_name))
-        report = assert_conformant(backend, reference=_hf(qwen3_dir()))
+        report = assert_conformant(backend, reference=hf_backend(qwen3_dir()))
     assert report.check("agreement").detail == "equal to hf:qwen3 on 14 of 14 corpus items"
 
 

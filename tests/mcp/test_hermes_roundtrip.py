@@ -17,6 +17,7 @@ from batontest.baton_cli import run_baton
 from batontest.gitrepo import git
 from batontest.hermes_run import WINDOW, require_hermes, run_scenario
 from batontest.model_server import ModelServer, Reply, ScriptedPolicy, ToolCall, todo_round
+from batontest.records import handoff_records
 
 pytestmark = pytest.mark.hermes
 
@@ -50,7 +51,7 @@ def run_hermes(tmp_path: Path) -> Path:
 
 def engine_handoff_with_artifact(project: Path) -> dict[str, Any]:
     """The newest ready record the engine wrote at a compaction that lists the artifact Hermes read."""
-    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((project / ".baton/handoffs").glob("*.json"))]
+    records = handoff_records(project)
     candidates = [r for r in records if r["automation"]["trigger"] == "pre_compaction" and r["status"] == "ready"
                   and ARTIFACT in {a["path"] for a in r["artifacts"]}]
     assert candidates, [(r["status"], r["automation"]["trigger"], [a["path"] for a in r["artifacts"]]) for r in records]

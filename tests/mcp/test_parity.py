@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batontest.records import handoff_records
 from mcp import ClientSession
 
 TIMESTAMP_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
@@ -21,8 +22,7 @@ FILE_STAMP_RE = re.compile(r"\d{8}T\d{6}Z--")
 
 
 def record_ids(root: Path) -> list[str]:
-    return [json.loads(path.read_text(encoding="utf-8"))["id"]
-            for path in sorted((root / ".baton" / "handoffs").glob("*.json"))]
+    return [record["id"] for record in handoff_records(root)]
 
 
 def normalized(result: dict[str, Any], new_ids: list[str]) -> str:

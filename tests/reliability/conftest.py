@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from baton_engine import operations
-from batontest.hermes_home import git_project
+from batontest.hermes_home import git_project, initialised_project
 from reliability.kit import LogSink, capture_all_logs
 
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="baton-reliability-home-"))  # before any Hermes import
@@ -26,9 +25,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git repository with one commit and an initialised ``.baton/`` (what ``baton init`` makes)."""
-    root = git_project(tmp_path / "proj", {"README.md": "# demo\n", "src/app.py": "print('hello')\n"})
-    operations.init(root)
-    return root
+    return initialised_project(tmp_path / "proj")
 
 
 @pytest.fixture

@@ -67,11 +67,15 @@ def assert_good_result(messages: Any, result: Any) -> None:
     json.dumps(result)  # the next request must serialise
 
 
-def run_compress(engine: Any, messages: Any, focus_topic: str | None) -> list[Any]:
+def compacted(project: Path, messages: Any, focus_topic: str | None) -> tuple[Any, dict[str, Any]]:
+    """A new engine's compress() of ``messages``: it must not mutate them and must answer a good list;
+    returns the engine and its status."""
+    engine = make_engine(project)
     snapshot = json.dumps(messages, default=repr, sort_keys=True)
     result = engine.compress(messages, current_tokens=None, focus_topic=focus_topic)
     assert json.dumps(messages, default=repr, sort_keys=True) == snapshot, "compress() mutated its input"
-    return result
+    assert_good_result(messages, result)
+    return engine, engine.get_status()
 
 
 @pytest.fixture
@@ -85,10 +89,7 @@ def tiktoken_runtime() -> Iterator[Any]:
 def test_initialised_project_always_valid_and_each_handoff_counted(
     project: Path, tiktoken_runtime: Any, messages: list[Any], focus_topic: str | None
 ) -> None:
-    engine = make_engine(project)
-    result = run_compress(engine, messages, focus_topic)
-    assert_good_result(messages, result)
-    status = engine.get_status()
+    engine, status = compacted(project, messages, focus_topic)
     reason = status["degradation"]["reason"]
     assert "status_error" not in status
     if reason is None:
@@ -105,10 +106,7 @@ def test_uninitialised_project_degrades_and_writes_nothing(
     bare_project: Path, tiktoken_runtime: Any, messages: Any, focus_topic: str | None
 ) -> None:
     before = files_under(bare_project)
-    engine = make_engine(bare_project)
-    result = run_compress(engine, messages, focus_topic)
-    assert_good_result(messages, result)
-    status = engine.get_status()
+    engine, status = compacted(bare_project, messages, focus_topic)
     assert status["degradation"]["reason"] == "not_initialised"
     assert "baton init" in status["degradation"]["detail"]
     assert engine.compression_count == 0
@@ -131,10 +129,7 @@ def test_read_only_store_degrades_and_changes_nothing(
     read_only_store: Path, tiktoken_runtime: Any, messages: list[Any], focus_topic: str | None
 ) -> None:
     before = files_under(read_only_store / ".baton")
-    engine = make_engine(read_only_store)
-    result = run_compress(engine, messages, focus_topic)
-    assert_good_result(messages, result)
-    status = engine.get_status()
+    engine, status = compacted(read_only_store, messages, focus_topic)
     assert status["degradation"]["reason"] in {"disk_not_writable", "validation_failed"}, status["degradation"]
     assert engine.compression_count == 0 and status["latest_handoff"] is None
     assert files_under(read_only_store / ".baton") == before
@@ -153,10 +148,7 @@ def tokenizer_down() -> Iterator[Any]:
 def test_tokenizer_down_still_compacts_and_says_why(
     project: Path, tokenizer_down: Any, messages: list[Any], focus_topic: str | None
 ) -> None:
-    engine = make_engine(project)
-    result = run_compress(engine, messages, focus_topic)
-    assert_good_result(messages, result)
-    status = engine.get_status()
+    engine, status = compacted(project, messages, focus_topic)
     assert status["tokenizer"]["fallbacks"] > 0
     assert "ConnectError" in (status["tokenizer"]["last_fallback_reason"] or "") or \
         "CannotCount" in (status["tokenizer"]["last_fallback_reason"] or "")

@@ -71,16 +71,11 @@ def vllm_env(url: str, timeout: float = TIMEOUT) -> dict[str, str]:
 @contextlib.contextmanager
 def active_baton(url: str, timeout: float = TIMEOUT) -> Iterator[Any]:
     """The runtime and the plugin's activation (Hermes' estimators patched, middleware on), undone after."""
-    from baton_engine.hermes.patches import Activation
+    from batontest.engines import activated
 
-    with installed_runtime(vllm_env(url, timeout), context_length=WINDOW, model=MODEL, base_url=BASE_URL):
-        activation = Activation()
-        skipped = activation.activate()
-        assert not skipped, skipped
-        try:
-            yield activation
-        finally:
-            activation.deactivate()
+    with installed_runtime(vllm_env(url, timeout), context_length=WINDOW, model=MODEL, base_url=BASE_URL), \
+            activated() as activation:
+        yield activation
 
 
 def agent_engine(project: Path) -> Any:

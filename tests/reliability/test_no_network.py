@@ -86,7 +86,7 @@ def test_cli_commands_connect_only_to_the_configured_tokenizer_url(
 def engine_session(project: Path) -> list[dict[str, Any]]:
     """Turn checks, tools, a compaction and status: everything an engine does in a Hermes session."""
     loop = pytest.importorskip("agent.conversation_loop")
-    from baton_engine.hermes.patches import Activation
+    from batontest.engines import activated
 
     messages = [{"role": "user", "content": "Fix the bug."}]
     for i in range(8):
@@ -95,9 +95,7 @@ def engine_session(project: Path) -> list[dict[str, Any]]:
                      {"role": "tool", "tool_call_id": f"c{i}", "content": "text " * 200},
                      {"role": "assistant", "content": f"step {i}"}]
     messages.append({"role": "user", "content": "Continue."})
-    activation = Activation()
-    activation.activate()
-    try:
+    with activated() as activation:
         engine = make_engine(project)
         engine.update_model("m", 65536, base_url="http://127.0.0.1:9/v1")
         engine.on_session_start("s1")
@@ -113,8 +111,6 @@ def engine_session(project: Path) -> list[dict[str, Any]]:
         engine.on_session_end("s1", result)
         assert engine.compression_count == 1
         return result
-    finally:
-        activation.deactivate()
 
 
 @pytest.mark.hermes

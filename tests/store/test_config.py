@@ -24,7 +24,7 @@ def test_missing_file_gives_the_documented_defaults(tmp_path: Path) -> None:
     assert config.detector.material_rise == 0.15
     assert config.detector.soft_turn_budget == 40
     assert config.detector.soft_duration_minutes == 90
-    assert config.brief.max_tokens == 1200 and config.brief.verbose is False
+    assert config.brief.max_tokens is None and config.brief.verbose is False  # the budget: brief_max_tokens
     assert config.policy.allowed_roots == [] and config.policy.max_field_chars == 20000
     assert {"git status", "git diff --stat", "pytest"} <= set(config.policy.recheck_allowlist)
     assert config.tokenizer.backend is None and config.tokenizer.url is None

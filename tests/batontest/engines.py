@@ -1,0 +1,41 @@
+"""A real ``BatonContextEngine`` at the start of a session, with its runtime installed, and the plugin's
+activation around a block (both need hermes-agent)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from baton_engine.settings import BatonSettings, load_settings
+
+
+def started_engine(project: Path, settings: BatonSettings | None = None, *, window: int = 65536,
+                   clock: Callable[[], datetime] | None = None) -> Any:
+    """Install a runtime with ``settings`` (default: the environment's) and return an engine for ``project``
+    on model ``qwen3`` with ``window``, after Hermes' CLI session start (``session-1``)."""
+    from baton_engine.hermes.engine import BatonContextEngine
+    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+
+    set_runtime(BatonRuntime(settings or load_settings(), clock=clock))
+    engine = BatonContextEngine(project_dir=project)
+    engine.update_model("qwen3", window)
+    engine.on_session_start("session-1", platform="cli")
+    return engine
+
+
+@contextmanager
+def activated() -> Iterator[Any]:
+    """The plugin's activation (Hermes' estimators patched, the ``llm_request`` middleware on) for the block,
+    undone after it, also when it fails; every patch must install (hermes-agent 0.19.0 has every name)."""
+    from baton_engine.hermes.patches import Activation
+
+    activation = Activation()
+    skipped = activation.activate()
+    assert not skipped, skipped
+    try:
+        yield activation
+    finally:
+        activation.deactivate()

@@ -1,0 +1,115 @@
+"""Inside Hermes the engine counts and budgets with the one precedence of ``settings.load_settings``:
+BATON_* env > config.yaml ``baton:`` > the ``.baton/config.json`` of the project Hermes runs in > default.
+
+Loaded through Hermes' real PluginManager in the project's working directory (as `hermes` is started there),
+then compared with what `baton` itself answers in that project: the same counter, the same brief budget.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batontest import assets
+from batontest.baton_cli import run_baton
+from batontest.hermes_home import hermes_config, write_hermes_home
+from hermes_cli.plugins import PluginManager
+
+from baton_engine.hermes.doctor import check_settings
+from baton_engine.hermes.engine import BatonContextEngine
+
+pytestmark = pytest.mark.hermes
+MESSAGES = [{"role": "user", "content": "Speed up the importer"},
+            {"role": "assistant", "content": "Profiling shows the parser dominates."},
+            {"role": "user", "content": "Go ahead"},
+            {"role": "assistant", "content": "Done with step one."},
+            {"role": "user", "content": "Next"}]
+PROJECT_LAYER = {"tokenizer": {"backend": "tiktoken", "model": "gpt-4"}, "brief": {"max_tokens": 300}}
+
+
+def _project_config(project: Path, layer: dict[str, Any]) -> None:
+    path = project / ".baton" / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **layer}), encoding="utf-8")
+
+
+def _engine(hermes_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch,
+            baton: dict[str, Any] | None = None) -> BatonContextEngine:
+    write_hermes_home(hermes_home, hermes_config(base_url="http://127.0.0.1:9/v1", model="qwen3-test",
+                                                 context_length=65536, baton=baton))
+    monkeypatch.chdir(project)
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    assert loaded.enabled and loaded.error is None, loaded.error
+    engine = manager._context_engine
+    assert isinstance(engine, BatonContextEngine)
+    engine.on_session_start("settings-session")
+    return engine
+
+
+def _origins(engine: BatonContextEngine) -> dict[str, tuple[str, str]]:
+    return {row["setting"]: (row["value"], row["origin"]) for row in engine.get_status()["settings"]}
+
+
+def _resume_after_a_compaction(engine: BatonContextEngine) -> dict[str, Any]:
+    engine.compress(list(MESSAGES))
+    assert engine.get_status()["latest_handoff"]["status"] == "ready"
+    return json.loads(engine.handle_tool_call("baton_resume", {}))
+
+
+def test_the_projects_tokenizer_and_brief_budget_are_the_engines(hermes_home: Path, project: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _project_config(project, PROJECT_LAYER)
+    engine = _engine(hermes_home, project, monkeypatch)
+    assert engine.get_status()["tokenizer"]["source"] == "tiktoken:cl100k_base"
+    origins = _origins(engine)
+    assert origins["backend"] == ("tiktoken", "tokenizer.backend in .baton/config.json")
+    assert origins["brief_max_tokens"] == ("300", "brief.max_tokens in .baton/config.json")
+    resumed = _resume_after_a_compaction(engine)
+    assert resumed["brief"]["counter_source"] == "tiktoken:cl100k_base" and resumed["brief"]["tokens"] <= 300
+    cli = run_baton("resume", "--json", cwd=project)
+    assert cli.data == resumed  # `baton resume` in the project: the same counter and budget as the engine
+    doctor = run_baton("doctor", "--json", cwd=project).data
+    tokenizer = next(check for check in doctor["checks"] if check["name"] == "tokenizer")
+    assert tokenizer["detail"] == "brief budgets use tiktoken:cl100k_base"
+    hermes = check_settings(hermes_home, project)
+    assert hermes["status"] == "pass"
+    assert "backend=tiktoken (tokenizer.backend in .baton/config.json)" in hermes["detail"]
+
+
+def test_config_yaml_beats_the_project_and_the_environment_beats_both(hermes_home: Path, project: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _project_config(project, PROJECT_LAYER)
+    block = {"tokenizer": {"model": "gpt-4o"}, "brief_max_tokens": 400}
+    engine = _engine(hermes_home, project, monkeypatch, baton=block)
+    assert engine.get_status()["tokenizer"]["source"] == "tiktoken:o200k_base"
+    origins = _origins(engine)
+    assert origins["model"] == ("gpt-4o", "baton.tokenizer.model in config.yaml")
+    assert origins["backend"] == ("tiktoken", "tokenizer.backend in .baton/config.json")  # per key, not per layer
+    assert origins["brief_max_tokens"] == ("400", "baton.brief_max_tokens in config.yaml")
+    assert "model=gpt-4o (baton.tokenizer.model in config.yaml)" in check_settings(hermes_home, project)["detail"]
+
+    monkeypatch.setenv("BATON_TOKENIZER_BACKEND", "hf")
+    monkeypatch.setenv("BATON_TOKENIZER_PATH", str(assets.qwen3_dir()))
+    engine = _engine(hermes_home, project, monkeypatch, baton=block)
+    assert engine.get_status()["tokenizer"]["source"].startswith("hf:")
+    origins = _origins(engine)
+    assert origins["backend"] == ("hf", "BATON_TOKENIZER_BACKEND")
+    assert origins["path"] == (str(assets.qwen3_dir()), "BATON_TOKENIZER_PATH")
+    resumed = _resume_after_a_compaction(engine)
+    assert resumed["brief"]["counter_source"].startswith("hf:") and resumed["brief"]["tokens"] <= 400
+
+
+def test_a_broken_project_setting_stops_the_plugin_naming_the_key(hermes_home: Path, project: Path) -> None:
+    _project_config(project, {"brief": {"max_tokens": 50}})
+    write_hermes_home(hermes_home, hermes_config(base_url="http://127.0.0.1:9/v1", model="qwen3-test"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        manager = PluginManager()
+        manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    assert not loaded.enabled and "brief.max_tokens in .baton/config.json" in loaded.error
+    check = check_settings(hermes_home, project)
+    assert check["status"] == "fail" and "brief.max_tokens in .baton/config.json" in check["detail"]
