@@ -8,7 +8,6 @@ git project and a real tokenizer: healthy, project not initialised, store read-o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from batontest.faulty_servers import refused_url
-from compaction.conversations import assert_valid_openai, conversations, latest_real_request
+from compaction.conversations import assert_good_result, conversations, run_compress
 from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine, read_only_tree
 
 pytestmark = pytest.mark.hermes
@@ -47,31 +46,6 @@ def files_under(directory: Path) -> dict[str, bytes]:
     """Every file's bytes, outside ``.git`` (git's own bookkeeping is not ours to judge)."""
     return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
             if p.is_file() and ".git" not in p.relative_to(directory).parts}
-
-
-def assert_good_result(messages: Any, result: Any) -> None:
-    """What Hermes needs back: a non-empty, valid, pair-safe list with the latest request still in it."""
-    assert isinstance(result, list)
-    conversation = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-    latest = latest_real_request(conversation)
-    if latest is None and not any(isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool")
-                                  for m in conversation):
-        # Nothing to keep: any valid list (Hermes treats "equal to the input" as a no-op) is fine.
-        if result:
-            assert_valid_openai(result)
-        return
-    assert result, "compress() returned an empty list; Hermes refuses it"
-    assert_valid_openai(result)
-    if latest is not None:
-        assert latest in result, "the latest real user request was lost"
-    json.dumps(result)  # the next request must serialise
-
-
-def run_compress(engine: Any, messages: Any, focus_topic: str | None) -> list[Any]:
-    snapshot = json.dumps(messages, default=repr, sort_keys=True)
-    result = engine.compress(messages, current_tokens=None, focus_topic=focus_topic)
-    assert json.dumps(messages, default=repr, sort_keys=True) == snapshot, "compress() mutated its input"
-    return result
 
 
 @pytest.fixture
