@@ -1,4 +1,4 @@
-"""Turn ``results.json`` into ``REPORT.md`` and PNG plots (also runnable alone: ``python report.py DIR``).
+"""Turn ``results.json`` (and ``soak.json`` when the soak ran) into ``REPORT.md`` and PNG plots (also runnable alone: ``python report.py DIR``).
 
 Why separate from the run: the report can be regenerated and reviewed without re-running ten minutes of
 benchmarks, and every target verdict is computed here from the raw numbers, never typed in by hand.
@@ -65,8 +65,8 @@ def _flat(overhead: list[dict[str, Any]]) -> tuple[float, bool]:
     return growth, growth <= 3
 
 
-def _verdict(ok: bool) -> str:
-    return "**met**" if ok else "**NOT met**"
+def _verdict(ok: bool | None) -> str:
+    return "**not run**" if ok is None else "**met**" if ok else "**NOT met**"
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
@@ -136,6 +136,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         ("per-turn overhead flat (history 200 -> 4000 messages, p50 within 3x)", _flat(overhead)[1],
          f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
     ]
+    import memory_bench
+    import soak_report
+
+    targets += [memory_bench.target(results), *soak_report.targets(results.get("soak"))]
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
@@ -259,7 +263,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     out += _table(["history messages", "Qwen3 tokens", "Baton p50 ms", "Baton p95 ms", "Hermes rough estimate p50 ms"],
                   [[r["messages"], r["tokens"], f"{r['baton_p50_ms']:.1f}", f"{r['baton_p95_ms']:.1f}",
                     f"{r['hermes_rough_p50_ms']:.1f}"] for r in overhead])
-    out += ["", "## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
+    out += ["", *memory_bench.render(results), *soak_report.render(results.get("soak"))]
+    out += ["## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
     return "\n".join(out)
 
 
@@ -270,6 +275,8 @@ def write(results: dict[str, Any], out: Path) -> Path:
     """Plots + REPORT.md; the findings (analysis of misses, written after reading a run) come from FINDINGS.md."""
     if FINDINGS_FILE.is_file():
         results = {**results, "findings": FINDINGS_FILE.read_text(encoding="utf-8").strip().splitlines()}
+    if (out / "soak.json").is_file():  # benchmarks/soak.py, run after the benchmark
+        results = {**results, "soak": json.loads((out / "soak.json").read_text(encoding="utf-8"))}
     plots = _plots(results, out)
     path = out / "REPORT.md"
     path.write_text(render(results, plots), encoding="utf-8")

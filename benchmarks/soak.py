@@ -328,7 +328,7 @@ def run(quick: bool) -> dict[str, Any]:
     store = {key: _sum(killed, key) for key in ("kills", "timed", "injected", "by_phase", "partial", "lost",
                                                  "lock_stuck", "child_errors", "confirmed_writes",
                                                  "records_checked")}
-    store.update(seconds=kill_seconds, lanes=killed, target_kills=KILLS,
+    store.update(seconds=kill_seconds, lanes=killed, target_kills=KILLS, lock_timeout_s=LOCK_TIMEOUT_SECONDS,
                  lock_max_ms=max(lane["lock_max_ms"] for lane in killed),
                  temp_files_max=max(lane["temp_files_max"] for lane in killed),
                  problems=[p for lane in killed for p in lane["problems"]][:KEPT_FAILURES])
