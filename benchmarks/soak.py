@@ -34,7 +34,8 @@ sys.path[:0] = [str(HERE), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 for _name in [n for n in os.environ if n.startswith("BATON_") and n != "BATON_TOKENIZER_CACHE"]:
     del os.environ[_name]  # the soak sets every setting itself
-os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="baton-soak-hermes-")  # before any Hermes import
+_HERMES_HOME = tempfile.mkdtemp(prefix="baton-soak-hermes-")
+os.environ["HERMES_HOME"] = _HERMES_HOME  # before any Hermes import
 
 from batontest.hermes_home import git_project  # noqa: E402
 from batontest.store_cycle import PHASES, Confirmed, check_store, cycle, lock_recovery_seconds  # noqa: E402
@@ -351,7 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     import logging
 
     logging.disable(logging.WARNING)  # degraded compactions log one warning each, by design
-    figures = run(args.quick)
+    try:
+        figures = run(args.quick)
+    finally:
+        shutil.rmtree(_HERMES_HOME, ignore_errors=True)
     (args.out / "soak.json").write_text(json.dumps(figures, indent=1, sort_keys=True), encoding="utf-8")
     c, k = figures["compress"], figures["kills"]
     print(f"soak: {c['calls']} compress() calls, {c['exceptions']} exceptions, {c['invalid']} invalid; "

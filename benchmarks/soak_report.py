@@ -48,6 +48,10 @@ def render(soak: dict[str, Any] | None) -> list[str]:
                     ", ".join(f"{r}: {n}" for r, n in sorted(c["degraded"].items())),
                     f"{c['call_ms']['p50']:.0f} / {c['call_ms']['p99']:.0f} / {c['call_ms']['max']:.0f}",
                     f"{c['max_input_chars']:,}", f"{c['seconds']:.0f}"]])
+    out += ["", "Degraded calls are valid outputs that say why no handoff was stored: `validation_failed` (the "
+            "capture from a garbage transcript did not validate, so the window was cut with a degradation note), "
+            "`tokenizer_down` (the hf backend refuses to count image / audio parts and malformed contents, so that "
+            "compaction ran on rough counts)."]
     if c["failures"]:
         out += ["", "First failures: " + "; ".join(f"call {f['call']}: {f['problem']}" for f in c["failures"])]
     out += ["", f"**SIGKILL on the store's write paths**: {k['kills']:,} writer processes (forked, each running "

@@ -2,7 +2,8 @@
 that keeps the latest real user request; and the engine's status says why when it could not make a handoff.
 
 Transcripts come from the compaction suite's strategies (clean and corrupted: orphan results, missing
-results, garbage items, earlier Baton blocks, huge tool outputs). Each condition runs against a real
+results, garbage items, earlier Baton blocks, huge tool outputs; hostile: duplicate ids, None / empty / giant /
+multi-part / unicode contents). ``benchmarks/soak.py`` runs the same checks on 10,000 of them. Each condition runs against a real
 git project and a real tokenizer: healthy, project not initialised, store read-only, tokenizer down.
 """
 
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from batontest.faulty_servers import refused_url
-from compaction.conversations import assert_good_result, conversations, run_compress
+from compaction.conversations import assert_good_result, conversations, hostile_conversations, run_compress
 from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine, read_only_tree
 
 pytestmark = pytest.mark.hermes
@@ -31,7 +32,7 @@ def fuzz(examples: int) -> Any:
         HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 
 
-transcripts = st.one_of(conversations(), conversations(clean=True))
+transcripts = st.one_of(conversations(), conversations(clean=True), hostile_conversations())
 hostile_inputs = st.one_of(
     transcripts,
     st.just([]),
