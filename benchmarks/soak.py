@@ -14,6 +14,8 @@ Two lanes (the machine's two cores), each a forked process with its own git proj
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -25,6 +27,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,17 +182,13 @@ def _child(root: Path, tag: str, write_fd: int, inject_at: int | None) -> None:
         os.write(write_fd, (line + "\n").encode())
 
     if inject_at is not None:
-        seen = [0]
-        for name in INJECTED_CALLS:
-            original = getattr(os, name)
+        steps = itertools.count(1)
 
-            def wrapped(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                seen[0] += 1
-                if seen[0] == inject_at:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return _original(*args, **kwargs)
+        def step() -> None:
+            if next(steps) == inject_at:
+                os.kill(os.getpid(), signal.SIGKILL)
 
-            setattr(os, name, wrapped)
+        _hook_syscalls(step)
     try:
         for number in range(1_000_000):
             cycle(root, tag, number, note)
@@ -199,16 +198,22 @@ def _child(root: Path, tag: str, write_fd: int, inject_at: int | None) -> None:
     os._exit(0)
 
 
-def _syscalls_per_cycle(root: Path) -> tuple[int, float]:
-    """How many store syscalls one cycle makes, and how long it takes (for drawing kill points)."""
-    counted = [0]
+def _hook_syscalls(before: Callable[[], Any]) -> dict[str, Any]:
+    """Run ``before()`` ahead of every store syscall (``INJECTED_CALLS``); returns the originals."""
     originals = {name: getattr(os, name) for name in INJECTED_CALLS}
     for name, original in originals.items():
-        def counting(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            counted[0] += 1
+        def hooked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            before()
             return _original(*args, **kwargs)
 
-        setattr(os, name, counting)
+        setattr(os, name, hooked)
+    return originals
+
+
+def _syscalls_per_cycle(root: Path) -> tuple[int, float]:
+    """How many store syscalls one cycle makes, and how long it takes (for drawing kill points)."""
+    calls = itertools.count()
+    originals = _hook_syscalls(lambda: next(calls))
     try:
         started = time.monotonic()
         cycle(root, "probe", 0, lambda line: None)
@@ -216,7 +221,7 @@ def _syscalls_per_cycle(root: Path) -> tuple[int, float]:
     finally:
         for name, original in originals.items():
             setattr(os, name, original)
-    return counted[0], seconds
+    return next(calls), seconds
 
 
 def kill_lane(lane: int, kills: int) -> dict[str, Any]:
@@ -243,24 +248,18 @@ def kill_lane(lane: int, kills: int) -> dict[str, Any]:
             os.close(read_fd)
             _child(project, f"l{lane}k{number}", write_fd, inject_at)
         os.close(write_fd)
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass  # the child did it first
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # also in the parent: the group must exist before a kill (the child may be late)
         if injected:  # it kills itself; a child that never reaches its step is killed after 30 s
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and os.waitpid(pid, os.WNOHANG) == (0, 0):
                 time.sleep(0.002)
         else:
             time.sleep(rng.uniform(0, 2 * cycle_seconds))
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)  # the writer and any git child it was running
-        except ProcessLookupError:
-            pass
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = -signal.SIGKILL
+        with contextlib.suppress(ChildProcessError):  # already reaped when it killed itself
+            os.waitpid(pid, 0)
         output = b""
         while chunk := os.read(read_fd, 65536):
             output += chunk
@@ -286,7 +285,6 @@ def kill_lane(lane: int, kills: int) -> dict[str, Any]:
             figures["lock_stuck"] += 1
         else:
             figures["lock_max_ms"] = max(figures["lock_max_ms"], 1000 * waited)
-        del status
     _drop(project)
     figures["seconds"] = time.monotonic() - started
     figures["by_phase"] = dict(figures["by_phase"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from baton_engine import operations
 from baton_engine.handoff.store import HandoffStore, find_project_root
-from batontest.store_cycle import Confirmed, check_store, lock_recovery_seconds
+from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_seconds
 
 WORKER = Path(__file__).with_name("store_worker.py")
 
@@ -56,3 +56,19 @@ def test_sigkill_during_checkpoint_record_ready_never_leaves_a_partial_record(pr
         assert lock_recovery_seconds(project, timeout=5.0) is not None, "the killed writer's lock stayed held"
     assert confirmed.ready, "no cycle completed before a kill; the soak exercised nothing"
     assert operations.status(project)["ok"]
+
+
+def test_the_store_check_sees_a_partial_and_a_lost_record(project: Path) -> None:
+    """The soaks' verdicts are only as good as this check: a truncated file and a missing confirmed write."""
+    confirmed = Confirmed()
+    lines: list[str] = []
+    for number in range(2):
+        cycle(project, "control", number, lines.append)
+    confirmed.add("\n".join(lines))
+    assert check_store(project, confirmed).partial == [] and check_store(project, confirmed).lost == []
+    first, second = sorted((project / ".baton" / "handoffs").glob("*.json"))[:2]
+    first.write_bytes(first.read_bytes()[:100])  # what a non-atomic write would leave
+    second.unlink()
+    check = check_store(project, confirmed)
+    assert len(check.partial) == 1 and check.partial[0].startswith(first.name)
+    assert check.lost, "a confirmed record that is gone must count as lost"
