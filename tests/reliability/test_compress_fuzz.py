@@ -138,3 +138,14 @@ def test_tokenizer_down_still_compacts_and_says_why(
     assert status["degradation"]["reason"] in {"tokenizer_down", "validation_failed"}, status["degradation"]
     if status["degradation"]["reason"] == "tokenizer_down":
         assert engine.compression_count == 1, "the handoff is still made with rough budgets"
+
+
+def test_an_emoji_transcript_on_tiktoken_still_gets_a_handoff(project: Path, tiktoken_runtime: Any) -> None:
+    """Found by the soak: the request's exact/rough ratio (~12 for emoji) must not be used to count the brief."""
+    giant = "🧪" * 300_000
+    messages = [{"role": "user", "content": giant}, {"role": "assistant", "content": giant},
+                {"role": "assistant", "content": "ok"}, {"role": "user", "content": giant + " and then?"}]
+    engine = make_engine(project)
+    result = run_compress(engine, messages, None)
+    assert_good_result(messages, result)
+    assert engine.get_status()["degradation"]["reason"] is None and engine.compression_count == 1
