@@ -50,7 +50,7 @@ def render(soak: dict[str, Any] | None) -> list[str]:
                     f"{c['max_input_chars']:,}", f"{c['seconds']:.0f}"]])
     out += ["", "Degraded calls are valid outputs that say why no handoff was stored: `validation_failed` (the "
             "capture from a garbage transcript did not validate, so the window was cut with a degradation note), "
-            "`tokenizer_down` (the hf backend refuses to count image / audio parts and malformed contents, so that "
+            "`tokenizer_down` (the backend refuses to count image / audio parts or malformed contents, so that "
             "compaction ran on rough counts)."]
     if c["failures"]:
         out += ["", "First failures: " + "; ".join(f"call {f['call']}: {f['problem']}" for f in c["failures"])]
