@@ -155,7 +155,7 @@ def target(results: dict[str, Any]) -> tuple[str, bool | None, str]:
     million = memory.get("million")
     rss = [r for r in results["long"] if "rss_after" in r]
     figure = (f"{len(memory['caches']) - len(missing)}/{len(memory['caches'])} caches bounded in code; "
-              + (f"1M tokens: peak RSS {_mb(million['peak'])} MB" if million else "no 1M-token run")
+              + (f"1M tokens: peak RSS {_mb(million['peak'])} MiB" if million else "no 1M-token run")
               + f"; RSS per arm in {len(rss)} long runs")
     measured = None if results["quick"] and not missing else not missing and million is not None and bool(rss)
     return ("memory stated: every cache bounded, RSS at 600 turns and 1M tokens reported", measured, figure)
@@ -177,7 +177,7 @@ def render(results: dict[str, Any]) -> list[str]:
         out += ["", f"RSS over the {rss[0]['turns']}-turn session, read before and after each arm in the benchmark "
                 "process (shared with the judge's caches and the other arms, so growth is the figure; CPython "
                 "seldom returns freed memory, so an arm after a larger one may show none).", ""]
-        out += _table(["window", "arm", "RSS before MB", "RSS after MB", "growth MB"],
+        out += _table(["window", "arm", "RSS before MiB", "RSS after MiB", "growth MiB"],
                       [[r["window"], r["arm"], _mb(r["rss_before"]), _mb(r["rss_after"]),
                         f"{(r['rss_after'] - r['rss_before']) / 2**20:+.0f}"] for r in rss])
     million = memory.get("million")
@@ -185,7 +185,7 @@ def render(results: dict[str, Any]) -> list[str]:
         out += ["", f"A {million['tokens']:,}-token history ({million['messages']:,} messages, "
                 f"{million['history_chars'] / 2**20:.1f} M characters of JSON) counted and compacted once in a "
                 "fresh interpreter (Qwen3 hf runtime, real engine and store): RSS after each step.", ""]
-        out += _table(["step", "RSS MB"], [
+        out += _table(["step", "RSS MiB"], [
             ["interpreter + benchmark modules", _mb(million["start"])],
             ["Qwen3 runtime loaded", _mb(million["runtime_loaded"])],
             ["history built (the host's copy)", _mb(million["history_built"])],
