@@ -1,4 +1,4 @@
-"""Turn ``results.json`` into ``REPORT.md`` and PNG plots (also runnable alone: ``python report.py DIR``).
+"""Turn ``results.json`` (and ``soak.json`` when the soak ran) into ``REPORT.md`` and PNG plots (also runnable alone: ``python report.py DIR``).
 
 Why separate from the run: the report can be regenerated and reviewed without re-running ten minutes of
 benchmarks, and every target verdict is computed here from the raw numbers, never typed in by hand.
@@ -83,7 +83,7 @@ def _flat(overhead: list[dict[str, Any]]) -> tuple[float, bool]:
 
 
 def _verdict(ok: bool | None) -> str:
-    return "n/a" if ok is None else "**met**" if ok else "**NOT met**"
+    return "**not run**" if ok is None else "**met**" if ok else "**NOT met**"
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
@@ -166,6 +166,11 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         targets.append(store_bench.target(results["store"]))
     for target, figure, met in (results.get("tokens") or {}).get("targets", []):
         targets.append((f"{target} (`tokens_bench.py`)", met, figure))
+
+    import memory_bench
+    import soak_report
+
+    targets += [memory_bench.target(results), *soak_report.targets(results.get("soak"))]
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
@@ -315,7 +320,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                     f"{r['hermes_rough_p50_ms']:.1f}"] for r in overhead])
     if "overhead_vs_history.png" in plots:
         out += ["", "![per-turn overhead vs history](overhead_vs_history.png)"]
-    out += ["", "## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
+    out += ["", *memory_bench.render(results), *soak_report.render(results.get("soak"))]
+    out += ["## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
     return "\n".join(out)
 
 
@@ -326,6 +332,8 @@ def write(results: dict[str, Any], out: Path) -> Path:
     """Plots + REPORT.md; the findings (analysis of misses, written after reading a run) come from FINDINGS.md."""
     if FINDINGS_FILE.is_file():
         results = {**results, "findings": FINDINGS_FILE.read_text(encoding="utf-8").strip().splitlines()}
+    if (out / "soak.json").is_file():  # benchmarks/soak.py, run after the benchmark
+        results = {**results, "soak": json.loads((out / "soak.json").read_text(encoding="utf-8"))}
     plots = _plots(results, out)
     path = out / "REPORT.md"
     path.write_text(render(results, plots), encoding="utf-8")

@@ -39,6 +39,7 @@ os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
 import anchor_bench  # noqa: E402
 import loop_bench  # noqa: E402
+import memory_bench  # noqa: E402
 import recall_bench  # noqa: E402
 import store_bench  # noqa: E402
 import tokens_bench  # noqa: E402
@@ -227,6 +228,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
             else:
                 arm = arms.BatonArm(label, new_project(session), runtimes[label], window)
             history: list[dict[str, Any]] = []
+            rss_before = memory_bench.rss_bytes()
             sent, compactions, pair_errors, after_tokens, seconds, llm_calls = [], [], 0, [], 0.0, 0
             triggers: dict[str, int] = {}
 
@@ -269,6 +271,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 "tool_pair_errors": pair_errors, "compress_seconds": seconds, "llm_calls": llm_calls,
                 "degraded": arm.engine.degraded_count if isinstance(arm, arms.BatonArm) else None,
                 "series": sent, "triggers": triggers,
+                "rss_before": rss_before, "rss_after": memory_bench.rss_bytes(),
             })
             print(f"window {window} {label}: {len(compactions)} compactions, peak {peak}, final {sent[-1][1]}",
                   flush=True)
@@ -458,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     results["recall"] = recall_bench.run(args.quick)
     results["store"] = store_bench.run(args.quick)
     results["tokens"] = tokens_bench.run(args.quick)
+    results["memory"] = memory_bench.run(args.quick)
     overhead_session = workload.session_of_turns(120 if args.quick else 820, seed=5, scale=0.3)
     results["overhead"] = bench_overhead(judge, runtimes["baton"], overhead_session,
                                          [200, 600] if args.quick else [200, 1000, 4000], turns=20)

@@ -138,6 +138,13 @@ class Ledger:
             return math.ceil(ratio * estimate_chat_request({"messages": batch}))
 
         def count_text(text: str) -> int:
+            # A local backend counts text exactly and cheaply even when its chat count is an estimate (tiktoken):
+            # the whole request's ratio is no rate for other text (an emoji transcript's ~12 over-counted the
+            # ASCII brief 12x until it could not fit; found by benchmarks/soak.py).
+            if not runtime.remote_tokenizer():
+                counted = runtime.count_text(text)
+                if counted.exact and counted.tokens is not None:
+                    return counted.tokens
             return math.ceil(ratio * estimate_tokens_rough(text))
 
         return Measure(count_messages, count_text)

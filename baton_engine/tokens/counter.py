@@ -96,6 +96,10 @@ def _checked(result: object) -> TokenCount:
     return result
 
 
+# Whole-request counts remembered (LRU): a sha256 hex key and one TokenCount each, well under 1 KB an entry.
+DEFAULT_CACHE_ENTRIES = 256
+
+
 class TokenCounter:
     """Wraps one backend. Thread-safe; bounded LRU per whole request; failures and estimates are never cached."""
 
@@ -104,7 +108,7 @@ class TokenCounter:
         backend: TokenizerBackend,
         *,
         fallback_margin_tokens: int = 1024,
-        cache_size: int = 256,
+        cache_size: int = DEFAULT_CACHE_ENTRIES,
         cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ):

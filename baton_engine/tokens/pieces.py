@@ -16,6 +16,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
+# Memory of one PieceCounter (one per hf or tiktoken backend): at most MAX_ENTRIES pieces (a piece is the text
+# between two special tokens, about one message) holding at most MAX_CACHED_CHARS characters in all; a longer piece
+# is counted but never kept. In bytes: 1 to 4 per character (CPython's str) plus about 100 per entry.
+MAX_ENTRIES = 16_384
+MAX_CACHED_CHARS = 32 * 1024 * 1024
 # Counts for a batch of texts encoded with no special tokens added, in order.
 BatchCounter = Callable[[Sequence[str]], Sequence[int]]
 
@@ -33,8 +38,8 @@ class PieceCounter:
         count_batch: BatchCounter,
         split_tokens: Iterable[str],
         *,
-        max_entries: int = 16_384,
-        max_cached_chars: int = 32 * 1024 * 1024,
+        max_entries: int = MAX_ENTRIES,
+        max_cached_chars: int = MAX_CACHED_CHARS,
     ) -> None:
         tokens = sorted({t for t in split_tokens if t}, key=lambda t: (-len(t), t))
         self._split_tokens = frozenset(tokens)

@@ -37,3 +37,5 @@ def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: 
                 for key in ("anchored_lost", "anchored_usage") if r[key] is not None]
     assert anchored and all(p + b <= results["budgets"]["window"] for p, b in anchored)
     assert "## Usage-anchored counting" in report
+    assert "## Memory" in report and all(row["missing"] is None for row in results["memory"]["caches"])
+    assert "## Soak" in report and "Soak figures: not run" in report  # the soak is a separate script

@@ -132,6 +132,47 @@ def conversations(draw: st.DrawFn, *, clean: bool = False, max_turns: int = 6) -
     return messages
 
 
+# Text that breaks naive string handling: astral planes, right-to-left runs and overrides, combining marks, zero
+# widths. Surrogates are excluded: Hermes' messages come from JSON, which cannot carry a lone one as a str.
+_TRICKY = ["𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🧪🏳️‍🌈👩‍👩‍👧", "שלום עולם مرحبا بالعالم", "\u202eevil.txt\u202c", "e\u0301\u0301\u0308 Z\u0336\u0334",
+           "\u200b\u200d\ufeff", "𓀀𓂀 \U0010fffd", "\x00\x1b[31m\r\n\t"]
+_unicode = st.one_of(st.sampled_from(_TRICKY), st.text(st.characters(exclude_categories=("Cs",)), max_size=60))
+_giant = st.builds(lambda word, n: word * n, st.sampled_from(["a", "🧪", "x y ", "\n"]), st.integers(50_000, 300_000))
+_part = st.one_of(
+    _unicode.map(lambda t: {"type": "text", "text": t}),
+    st.just({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}),
+    st.just({"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}),
+    st.just({"type": "text"}), st.just({"text": None}), st.just("a bare string part"), st.none(),
+)
+_hostile_content = st.one_of(st.none(), st.just(""), _unicode, _giant, st.lists(_part, max_size=4))
+
+
+@st.composite
+def hostile_conversations(draw: st.DrawFn, *, max_turns: int = 6) -> list[Any]:
+    """A corrupted transcript (``conversations``) with more damage on top: duplicate call ids and results,
+    contents replaced by None / empty / giant / multi-part / unicode-hostile values, and a tricky user request."""
+    messages = draw(conversations(max_turns=max_turns))
+    dicts = [m for m in messages if isinstance(m, dict)]
+    for _ in range(draw(st.integers(0, 4))):
+        if not dicts:
+            break
+        target = draw(st.sampled_from(dicts))
+        target["content"] = draw(_hostile_content)
+    calls = [call for m in dicts if isinstance(m.get("tool_calls"), list) for call in m["tool_calls"]
+             if isinstance(call, dict)]
+    if len(calls) >= 2 and draw(st.booleans()):
+        first, second = draw(st.permutations(calls))[:2]
+        second["id"] = first.get("id")  # two calls, one id (within one message or across two)
+    results = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "tool"]
+    if results and draw(st.booleans()):
+        at = draw(st.sampled_from(results))
+        messages.insert(at + draw(st.integers(0, 1)), json.loads(json.dumps(messages[at])))  # a duplicate result
+    if draw(st.booleans()):
+        messages.append({"role": "user", "content": draw(st.one_of(_unicode.filter(str.strip), st.lists(
+            _part, min_size=1, max_size=3)))})
+    return messages
+
+
 # --- invariants --------------------------------------------------------------------------------
 
 
@@ -222,3 +263,29 @@ def _same_or_stripped(kept: Message, original: Any) -> bool:
 
 def canonical(messages: list[Message]) -> str:
     return json.dumps(messages, ensure_ascii=False, sort_keys=False, default=repr)
+
+
+def assert_good_result(messages: Any, result: Any) -> None:
+    """What Hermes needs back: a non-empty, valid, pair-safe list with the latest request still in it."""
+    assert isinstance(result, list)
+    conversation = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    latest = latest_real_request(conversation)
+    if latest is None and not any(isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool")
+                                  for m in conversation):
+        # Nothing to keep: any valid list (Hermes treats "equal to the input" as a no-op) is fine.
+        if result:
+            assert_valid_openai(result)
+        return
+    assert result, "compress() returned an empty list; Hermes refuses it"
+    assert_valid_openai(result)
+    if latest is not None:
+        assert latest in result, "the latest real user request was lost"
+    json.dumps(result)  # the next request must serialise
+
+
+def run_compress(engine: Any, messages: Any, focus_topic: str | None, **kwargs: Any) -> list[Any]:
+    """``engine.compress`` as Hermes calls it; fails if the engine mutated the caller's list."""
+    snapshot = json.dumps(messages, default=repr, sort_keys=True)
+    result = engine.compress(messages, current_tokens=None, focus_topic=focus_topic, **kwargs)
+    assert json.dumps(messages, default=repr, sort_keys=True) == snapshot, "compress() mutated its input"
+    return result

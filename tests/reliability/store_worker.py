@@ -3,7 +3,8 @@
     python store_worker.py <project root> items <draft ref> <tag> <count>   # record <count> decisions
     python store_worker.py <project root> cycle <tag>                      # checkpoint -> record -> ready, forever
 
-Prints ``ready`` once under way, then one line per completed write (``item <tag> <n>`` or a record id).
+Prints ``ready`` once under way, then one line per completed write (``item <tag> <n>``; for ``cycle`` the
+``begin`` / ``done`` lines of ``batontest.store_cycle``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import sys
 from itertools import count
 from pathlib import Path
 
-from baton_engine import operations
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``batontest`` importable
+
+from baton_engine import operations  # noqa: E402
+from batontest.store_cycle import cycle as store_cycle  # noqa: E402
 
 
 def record_items(root: Path, ref: str, tag: str, total: int) -> None:
@@ -25,14 +29,7 @@ def record_items(root: Path, ref: str, tag: str, total: int) -> None:
 def cycle(root: Path, tag: str) -> None:
     print("ready", flush=True)
     for number in count():
-        created = operations.checkpoint_create(root, {
-            "title": f"{tag} {number}", "objective": "survive SIGKILL",
-            "summary": {"current_state": f"{tag} state {number} " + "padding " * 300}})
-        ref = created["handoff"]["id"]
-        operations.record_item(root, ref, "open_item", {"description": "finish", "suggested_action": "run tests",
-                                                        "acceptance_check": "green"})
-        operations.ready_handoff(root, ref, accept_warnings="soak")
-        print(ref, flush=True)
+        store_cycle(root, tag, number, lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

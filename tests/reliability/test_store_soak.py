@@ -5,7 +5,6 @@ recording items into the SAME draft."""
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from baton_engine import operations
 from baton_engine.handoff.store import HandoffStore, find_project_root
+from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_seconds
 
 WORKER = Path(__file__).with_name("store_worker.py")
 
@@ -41,25 +41,34 @@ def test_two_processes_recording_into_one_draft_lose_no_item(project: Path) -> N
 
 
 def test_sigkill_during_checkpoint_record_ready_never_leaves_a_partial_record(project: Path) -> None:
-    store = HandoffStore(find_project_root(project))
     rng = random.Random(20261130)
-    confirmed: set[str] = set()
+    confirmed = Confirmed()
     for iteration in range(40):
         worker = start(str(project), "cycle", f"k{iteration}")
         assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.6))
         worker.send_signal(signal.SIGKILL)
         out, _err = worker.communicate(timeout=30)
-        confirmed.update(out.split())
-        listing = store.list()
-        assert listing.problems == [], [(p.path.name, p.kind, p.reason) for p in listing.problems]
-        by_id = {entry.record.id: entry.record for entry in listing.entries}
-        assert confirmed <= set(by_id), "a record whose ready transition returned was lost"
-        assert all(by_id[ref].status == "ready" for ref in confirmed)
-    for path in (project / ".baton" / "handoffs").iterdir():
-        if path.name.startswith("."):
-            assert path.name.endswith(".tmp")  # an interrupted write's temp file, never read as a record
-        else:
-            json.loads(path.read_text(encoding="utf-8"))
-    assert confirmed, "no cycle completed before a kill; the soak exercised nothing"
+        confirmed.add(out)
+        check = check_store(project, confirmed)
+        assert check.partial == [], check.partial
+        assert check.lost == [], check.lost
+        assert lock_recovery_seconds(project, timeout=5.0) is not None, "the killed writer's lock stayed held"
+    assert confirmed.ready, "no cycle completed before a kill; the soak exercised nothing"
     assert operations.status(project)["ok"]
+
+
+def test_the_store_check_sees_a_partial_and_a_lost_record(project: Path) -> None:
+    """The soaks' verdicts are only as good as this check: a truncated file and a missing confirmed write."""
+    confirmed = Confirmed()
+    lines: list[str] = []
+    for number in range(2):
+        cycle(project, "control", number, lines.append)
+    confirmed.add("\n".join(lines))
+    assert check_store(project, confirmed).partial == [] and check_store(project, confirmed).lost == []
+    first, second = sorted((project / ".baton" / "handoffs").glob("*.json"))[:2]
+    first.write_bytes(first.read_bytes()[:100])  # what a non-atomic write would leave
+    second.unlink()
+    check = check_store(project, confirmed)
+    assert len(check.partial) == 1 and check.partial[0].startswith(first.name)
+    assert check.lost, "a confirmed record that is gone must count as lost"

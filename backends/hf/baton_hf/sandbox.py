@@ -29,6 +29,8 @@ from baton_hf.jinja_env import compiled_environment
 _PLAIN_TYPES = (str, dict, list, tuple, int, float, bool, type(None))
 _JINJA_TYPES = (jinja2.runtime.LoopContext, jinja2.utils.Namespace)
 _DICT_ATTRIBUTES = frozenset(dir(dict))
+# Memory: at most _MAX_VERDICTS (type, attribute) verdicts and as many per-type flags; further ones are checked
+# in full every time (a template reads a few dozen attributes, so the bound is never reached in practice).
 _MAX_VERDICTS = 4096
 
 
@@ -61,7 +63,9 @@ def _memoized_verdicts(full_check: Any) -> Any:
         kind = type(obj)
         known = memoizable.get(kind)
         if known is None:
-            known = memoizable[kind] = kind in _PLAIN_TYPES or issubclass(kind, _JINJA_TYPES)
+            known = kind in _PLAIN_TYPES or issubclass(kind, _JINJA_TYPES)
+            if len(memoizable) < _MAX_VERDICTS:
+                memoizable[kind] = known
         if not known:
             return bool(full_check(obj, attr, value))
         verdict = verdicts.get((kind, attr))

@@ -17,11 +17,13 @@ from baton_hf.normalize import ContentFormat
 
 from baton_hf.jinja_env import parse
 
+# Chat templates whose analysis is remembered (one per loaded tokenizer; each entry is a small frozenset or flag).
+TEMPLATE_MEMO_ENTRIES = 32
 # Never forwarded as template kwargs: they are fixed by the renderer itself.
 RESERVED_KWARGS = frozenset({"conversation", "tools", "chat_template", "tokenize", "return_dict"})
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=TEMPLATE_MEMO_ENTRIES)
 def detect_content_format(chat_template: str) -> ContentFormat:
     """``"openai"`` when the template iterates ``message['content']``, else ``"string"`` (vLLM's rule)."""
     ast = parse(chat_template)
@@ -30,7 +32,7 @@ def detect_content_format(chat_template: str) -> ContentFormat:
     return "openai" if next(_content_loops(ast), None) is not None else "string"
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=TEMPLATE_MEMO_ENTRIES)
 def template_variables(chat_template: str) -> frozenset[str]:
     """Undeclared variables of the template: the kwargs it can actually read."""
     import jinja2.meta
