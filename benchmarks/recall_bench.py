@@ -164,7 +164,7 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, bool, str]]:
 
 def _retained(tokens: int, row: dict[str, Any]) -> str:
     builtin = row["builtin"]["tokens_after"]
-    return f"{tokens:,} / {builtin:,} ({tokens / max(builtin, 1):.2f})"
+    return f"{tokens:,} / {builtin:,} ({tokens / max(builtin, 1):.3f})"
 
 
 def _label(row: dict[str, Any]) -> str:
