@@ -220,12 +220,12 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "rewritten; a group fits when it is at most half the trigger less the fixed part and the block "
             "budget.", ""]
     out += _table(["window", "arm", "trigger", "post / trigger median", "post / trigger max", "fixed + block",
-                   "growth", "compactions", "physical minimum", "in-flight groups (fit)", "results verbatim",
+                   "growth", "compactions", "physical minimum", "in-flight groups (fitting the room, tokens)", "results verbatim",
                    "stubbed", "dropped / rewritten", "misses"],
                   [[r["window"], r["arm"], r["trigger"], _pct(r["post_share_median"]), _pct(r["post_share_max"]),
                     f"{r['fixed']} + {r['block_median']:.0f}", r["growth"], r["compactions"],
                     f"{r['physical_minimum']:.1f}",
-                    f"{_inflight(r)['groups']} ({sum(g['fits'] for g in r['inflight'])})",
+                    f"{_inflight(r)['groups']} ({sum(g['fits'] for g in r['inflight'])} within {r['inflight_room']})",
                     f"{_inflight(r)['verbatim']}/{_inflight(r)['results']}", _inflight(r)["stubbed"],
                     _inflight(r)["other"], _inflight(r)["misses"]] for r in long_runs])
     out += ["", "Why Baton compacted (engine's `last_decision`, numbers masked): "
@@ -324,5 +324,6 @@ def write(results: dict[str, Any], out: Path) -> Path:
 
 
 if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the sections' modules import batontest
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("results")
     write(json.loads((folder / "results.json").read_text(encoding="utf-8")), folder)

@@ -280,7 +280,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                     blocks.append(block_tokens(judge, before, history))
                     fate = inflight_fate(judge, before, history)
                     if fate is not None:
-                        inflight.append({**fate, "block": blocks[-1], "fits": fate["tokens"] <= room})
+                        inflight.append({**fate, "fits": fate["tokens"] <= room})
                 pair_errors += tool_pair_errors(history)
                 arm.send(judge.request(history) | {"model": MODEL, "max_tokens": 4096})
                 sent.append([turn_no, prompt])
