@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,9 @@ from baton_engine.settings import BatonSettings
 from baton_engine.tokens.contract import TokenizerConfig
 
 Message = dict[str, Any]
+MODEL = "qwen3-local"
+STUB_SUMMARY = ("## Goal\nContinue the ledger work.\n## Progress\nSteps were run; see the recent turns.\n"
+                "## Next Steps\nCarry on with the latest request.")  # the loopback stub's answer to Hermes' summary call
 
 
 @dataclass
@@ -65,6 +68,15 @@ class BatonArm:
     def threshold_tokens(self) -> int:
         return int(self.engine.threshold_tokens)
 
+    @property
+    def trigger_tokens(self) -> int:
+        """The size at which this arm compacts: the lower of the threshold and ``fallback_token_threshold``."""
+        return int(self.engine.limits().trigger)
+
+    def set_fallback(self, tokens: int) -> None:
+        """``fallback_token_threshold`` for this arm's runtime (the arm runs alone while it is set)."""
+        self.runtime.settings = replace(self.runtime.settings, fallback_token_threshold=tokens)
+
     def capture(self, captures: tuple[dict[str, Any], ...], messages: list[Message]) -> list[dict[str, Any]]:
         """Replay the turn's ``baton_capture`` calls through the engine's own tool (as Hermes would)."""
         return [json.loads(self.engine.handle_tool_call("baton_capture", args, messages=messages))
@@ -74,6 +86,12 @@ class BatonArm:
         self.engine.update_from_response({"prompt_tokens": prompt_tokens, "completion_tokens": 64,
                                           "total_tokens": prompt_tokens + 64})
         return bool(self.engine.should_compress(prompt_tokens))
+
+    def send(self, request: dict[str, Any]) -> None:
+        """The request through the engine's middleware, as Hermes sends each one: the engine learns its frame
+        (system prompt, tool schemas), so a compaction budgets the compacted request with them."""
+        self.activate()
+        self.engine.on_request(request)
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         self.activate()
@@ -133,6 +151,10 @@ class HermesArm:
     def threshold_tokens(self) -> int:
         return int(self.engine.threshold_tokens)
 
+    @property
+    def trigger_tokens(self) -> int:
+        return self.threshold_tokens  # the built-in compacts at its threshold only
+
     def capture(self, captures: tuple[dict[str, Any], ...], messages: list[Message]) -> list[dict[str, Any]]:
         return []  # the built-in compressor has no capture tool: the calls stay plain transcript
 
@@ -140,6 +162,9 @@ class HermesArm:
         self.engine.update_from_response({"prompt_tokens": prompt_tokens, "completion_tokens": 64,
                                           "total_tokens": prompt_tokens + 64})
         return bool(self.engine.should_compress(prompt_tokens))
+
+    def send(self, request: dict[str, Any]) -> None:
+        """Nothing: the built-in compressor has no request middleware."""
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         calls, llm_seconds = self.meter.calls, self.meter.seconds

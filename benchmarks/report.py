@@ -92,6 +92,20 @@ def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def _inflight(run: dict[str, Any]) -> dict[str, int]:
+    """Totals over a run's compactions that had an unanswered tool-call group; a miss is a group that fit
+    its room (half the trigger less the fixed part and the block budget) but lost a result, or any result
+    dropped or rewritten other than by Baton's stub."""
+    groups = run["inflight"]
+    totals = {k: sum(g[k] for g in groups) for k in ("results", "verbatim", "stubbed", "other")}
+    misses = sum(1 for g in groups if g["other"] or (g["fits"] and g["verbatim"] < g["results"]))
+    return {"groups": len(groups), **totals, "misses": misses}
+
+
 def _share(part: int | None, whole: int) -> str:
     if part is None:
         return "n/a"
@@ -156,6 +170,17 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
          all(r["captured_in_window"] == r["captured"] for r in baton_sizes),
          ", ".join(f"{r['arm']}@{r['size'] // 1000}k {_share(r['captured_in_window'], r['captured'])}"
                    for r in baton_sizes if r["arm"] == "baton" and r["captured"])),
+        ("post-compaction request <= 50% of the trigger that fired (every Baton compaction, 600-turn runs)",
+         all(r["post_share_max"] is None or r["post_share_max"] <= 0.5 for r in baton_long),
+         ", ".join(f"{r['arm']}@{r['window'] // 1024}K max {_pct(r['post_share_max'])}" for r in baton_long)),
+        ("compactions at most 2x the physical minimum (follows from the 50% target; 600-turn runs)",
+         all(r["compactions"] <= 2 * r["physical_minimum"] for r in baton_long),
+         ", ".join(f"{r['arm']}@{r['window'] // 1024}K {r['compactions']} vs {r['physical_minimum']:.1f}"
+                   for r in baton_long)),
+        ("in-flight results kept verbatim whenever their group fits, never dropped (600-turn runs)",
+         all(_inflight(r)["misses"] == 0 for r in baton_long),
+         ", ".join(f"{r['arm']}@{r['window'] // 1024}K {_inflight(r)['verbatim']}/{_inflight(r)['results']} "
+                   f"verbatim, {_inflight(r)['stubbed']} stubbed" for r in baton_long)),
         (f"per-turn overhead flat (history {overhead[0]['messages']} -> {overhead[-1]['messages']} messages, "
          "p50 within 3x)", _flat(overhead)[1],
          f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
@@ -171,6 +196,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     import soak_report
 
     targets += [memory_bench.target(results), *soak_report.targets(results.get("soak"))]
+    if "recall" in results:
+        import recall_bench
+
+        targets += recall_bench.verdicts(results["recall"])
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
@@ -230,6 +259,23 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                     r["over_threshold"], f"{r['min_gap_turns']} / {r['median_gap_turns']}", r["back_to_back"],
                     r["repeat_risk"], r["tool_pair_errors"], f"{r['compress_seconds']:.1f}", r["llm_calls"],
                     r["degraded"]] for r in long_runs])
+    out += ["", "After each compaction: the request's size against the trigger that fired (target <= 50%), and the "
+            "compactions next to the physical minimum for the workload = total growth / (trigger - fixed part), the "
+            "fixed part being system prompt + tool schemas + the block the compaction added (Baton's handoff "
+            "block, Hermes' summary; median over the run). `baton-fallback` sets `fallback_token_threshold` to half "
+            "the threshold. In-flight = compactions with an unanswered tool-call group (the request after the "
+            "tool results): its results verbatim in the compacted list, replaced by Baton's stub, or dropped / "
+            "rewritten; a group fits when it is at most half the trigger less the fixed part and the block "
+            "budget.", ""]
+    out += _table(["window", "arm", "trigger", "post / trigger median", "post / trigger max", "fixed + block",
+                   "growth", "compactions", "physical minimum", "in-flight groups (fitting the room, tokens)", "results verbatim",
+                   "stubbed", "dropped / rewritten", "misses"],
+                  [[r["window"], r["arm"], r["trigger"], _pct(r["post_share_median"]), _pct(r["post_share_max"]),
+                    f"{r['fixed']} + {r['block_median']:.0f}", r["growth"], r["compactions"],
+                    f"{r['physical_minimum']:.1f}",
+                    f"{_inflight(r)['groups']} ({sum(g['fits'] for g in r['inflight'])} within {r['inflight_room']})",
+                    f"{_inflight(r)['verbatim']}/{_inflight(r)['results']}", _inflight(r)["stubbed"],
+                    _inflight(r)["other"], _inflight(r)["misses"]] for r in long_runs])
     out += ["", "Why Baton compacted (engine's `last_decision`, numbers masked): "
             + "; ".join(f"{r['arm']}@{r['window'] // 1024}K "
                         + ", ".join(f"{n}x {k}" for k, n in r.get("triggers", {}).items())
@@ -342,5 +388,6 @@ def write(results: dict[str, Any], out: Path) -> Path:
 
 
 if __name__ == "__main__":
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the sections' modules import batontest
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("results")
     write(json.loads((folder / "results.json").read_text(encoding="utf-8")), folder)

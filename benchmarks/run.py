@@ -50,16 +50,16 @@ from batontest.hermes_home import git_project  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy, protocol_problem  # noqa: E402
 
 from baton_engine import operations  # noqa: E402
+from baton_engine.compaction.cycle import SessionFacts, first_unanswered  # noqa: E402
+from baton_engine.compaction.markers import STUB_PREFIX  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
 from baton_engine.tokens.counter import TokenCounter  # noqa: E402
 from baton_engine.tokens.plugins import build_backend  # noqa: E402
 from baton_engine.tokens.rough import estimate_chat_request, estimate_messages_tokens_rough  # noqa: E402
 
-MODEL = "qwen3-local"
+MODEL = arms.MODEL
 QWEN3 = TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B")
 SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}
-STUB_SUMMARY = ("## Goal\nContinue the ledger work.\n## Progress\nSteps were run; see the recent turns.\n"
-                "## Next Steps\nCarry on with the latest request.")
 PINNED_CLOCK = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)  # Baton's runtime clock in the repeats
 _MASK = re.compile(r"\b[0-9a-f]{8}(?:-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?\b"
                    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -165,6 +165,7 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
             real_clock, runtime.clock = runtime.clock, lambda: PINNED_CLOCK  # same input + state -> same bytes
             template = arms.BatonArm(label, project, runtime, context_length)
             replay_captures(template, session)
+            template.send(judge.request(messages) | {"model": MODEL, "max_tokens": 4096})  # Hermes' last request
             saved = snapshot(project)  # the state every repeat starts from (store + engine after captures)
             for rep in range(repeats + 1):
                 restore(project, saved)
@@ -218,18 +219,53 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
 
 # ---- 2. the growing 600-turn session ------------------------------------------------------------------
 
+FALLBACK_ARM = "baton-fallback"  # fallback_token_threshold at half the threshold: the fallback is what fires
+FALLBACK_SHARE = 2
+TARGET_POST_SHARE = 0.5  # the compacted request at most half the trigger that fired
+
+
+def block_tokens(judge: Judge, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> int:
+    """Tokens of what a compaction added that was not in the transcript (Baton's block, Hermes' summary);
+    rewritten tool results (stubs) are not part of it."""
+    added = [m for m in after if m.get("role") != "tool" and m not in before]
+    return judge.tokens(added) - judge.tokens([]) if added else 0
+
+
+def inflight_fate(judge: Judge, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The unanswered tool-call group of ``before`` (None when there is none) and what a compaction made of
+    its results: verbatim, replaced by Baton's stub, or dropped / rewritten."""
+    start = first_unanswered(before)
+    if start == len(before):
+        return None
+    kept = {m.get("tool_call_id"): m for m in after if m.get("role") == "tool"}
+    results = [m for m in before[start + 1:] if m.get("role") == "tool"]
+    verbatim = sum(1 for m in results if kept.get(m["tool_call_id"]) == m)
+    stubbed = sum(1 for m in results if kept.get(m["tool_call_id"]) not in (None, m)
+                  and str(kept[m["tool_call_id"]].get("content")).startswith(STUB_PREFIX))
+    return {"results": len(results), "verbatim": verbatim, "stubbed": stubbed,
+            "other": len(results) - verbatim - stubbed, "tokens": judge.tokens(before[start:]) - judge.tokens([])}
+
+
 def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServer, meter: arms.AuxiliaryMeter,
                        session: workload.Session, windows: list[int]) -> list[dict[str, Any]]:
     runs = []
+    fixed = judge.tokens([])  # system prompt + tool schemas
+    growth = judge.tokens(session.messages()) - fixed  # everything the session adds to the request
     for window in windows:
         for label in [*runtimes, "hermes-builtin"]:
             if label == "hermes-builtin":
                 arm: Any = arms.HermesArm(server.base_url, MODEL, window, meter)
             else:
                 arm = arms.BatonArm(label, new_project(session), runtimes[label], window)
+                if label == FALLBACK_ARM:
+                    arm.set_fallback(arm.threshold_tokens // FALLBACK_SHARE)
+            trigger = arm.trigger_tokens
+            room = int(trigger * TARGET_POST_SHARE) - fixed - SessionFacts.max_block_tokens  # in-flight fits in this
             history: list[dict[str, Any]] = []
             rss_before = memory_bench.rss_bytes()
             sent, compactions, pair_errors, after_tokens, seconds, llm_calls = [], [], 0, [], 0.0, 0
+            blocks: list[int] = []
+            inflight: list[dict[str, Any]] = []
             triggers: dict[str, int] = {}
 
             def request(turn_no: int) -> None:
@@ -238,13 +274,19 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 if arm.observe(prompt):
                     reason = re.sub(r"[\d.]+", "N", str(getattr(arm.engine, "last_decision", "threshold")))
                     triggers[reason] = triggers.get(reason, 0) + 1
+                    before = history
                     history, stats = arm.compress(history, prompt)
                     seconds += stats.seconds - stats.llm_seconds
                     llm_calls += stats.llm_calls
                     compactions.append(turn_no)
                     prompt = judge.tokens(history)
                     after_tokens.append(prompt)
+                    blocks.append(block_tokens(judge, before, history))
+                    fate = inflight_fate(judge, before, history)
+                    if fate is not None:
+                        inflight.append({**fate, "fits": fate["tokens"] <= room})
                 pair_errors += tool_pair_errors(history)
+                arm.send(judge.request(history) | {"model": MODEL, "max_tokens": 4096})
                 sent.append([turn_no, prompt])
 
             for turn in session.turns:
@@ -260,8 +302,11 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 [judge.tokens(list(t.messages)) - judge.tokens([]) for t in session.turns[:50]])
             risky = sum(1 for a in after_tokens if arm.threshold_tokens - a <= next_turn)
             peak = max(p for _, p in sent)
+            shares = [a / trigger for a in after_tokens]
+            block = statistics.median(blocks) if blocks else 0
             runs.append({
-                "arm": label, "window": window, "threshold": arm.threshold_tokens, "turns": len(session.turns),
+                "arm": label, "window": window, "threshold": arm.threshold_tokens, "trigger": trigger,
+                "turns": len(session.turns),
                 "requests": len(sent), "compactions": len(compactions), "peak": peak, "final": sent[-1][1],
                 "over_window": sum(1 for _, p in sent if p > window),
                 "over_threshold": sum(1 for _, p in sent if p > arm.threshold_tokens),
@@ -272,9 +317,15 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 "degraded": arm.engine.degraded_count if isinstance(arm, arms.BatonArm) else None,
                 "series": sent, "triggers": triggers,
                 "rss_before": rss_before, "rss_after": memory_bench.rss_bytes(),
+                "post_share_median": statistics.median(shares) if shares else None,
+                "post_share_max": max(shares) if shares else None,
+                "fixed": fixed, "block_median": block, "growth": growth,
+                "physical_minimum": growth / max(trigger - fixed - block, 1),
+                "inflight": inflight, "inflight_room": room,
             })
-            print(f"window {window} {label}: {len(compactions)} compactions, peak {peak}, final {sent[-1][1]}",
-                  flush=True)
+            print(f"window {window} {label}: {len(compactions)} compactions (physical minimum "
+                  f"{runs[-1]['physical_minimum']:.1f}), peak {peak}, post/trigger max "
+                  f"{runs[-1]['post_share_max'] or 0:.0%}, in-flight groups {len(inflight)}", flush=True)
     return runs
 
 
@@ -450,10 +501,11 @@ def main(argv: list[str] | None = None) -> int:
     turns = 60 if args.quick else 600
     long_session = workload.session_of_turns(turns, scale=0.3)
     results: dict[str, Any] = {"machine": machine(), "quick": args.quick}
-    with ModelServer(ScriptedPolicy([], auxiliary_answer=STUB_SUMMARY), context_window=2_000_000,
+    with ModelServer(ScriptedPolicy([], auxiliary_answer=arms.STUB_SUMMARY), context_window=2_000_000,
                      model_name=MODEL) as server:
         results["sizes"] = bench_sizes(judge, runtimes, server, meter, sizes, repeats=3 if args.quick else 9)
-        results["long"] = bench_long_session(judge, runtimes, server, meter, long_session, [16384, 65536])
+        long_runtimes = {**runtimes, FALLBACK_ARM: arms.baton_runtime(QWEN3, None)}
+        results["long"] = bench_long_session(judge, long_runtimes, server, meter, long_session, [16384, 65536])
         results["stub_requests"] = len(server.auxiliary_requests)
     results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 60)
     results["anchor"] = anchor_bench.run(args.quick)

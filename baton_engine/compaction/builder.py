@@ -280,21 +280,26 @@ def _first_inflight(units: list[Unit]) -> int:
 
 
 def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, int]:
-    """The group with its results kept verbatim, in order, while they fit ``budget``; each one that does not
-    is replaced in place by a stub naming the call, its size and what to do (the pair stays valid)."""
+    """The group whole when it fits ``budget``; else each result, in order, verbatim when it fits together with
+    the call, the results kept so far and the stubs of the others, the rest replaced in place by a stub naming
+    the call, its size and what to do (the pair stays valid). Counting the stubs keeps a group that keeps any
+    result verbatim within its room."""
+    if counter(unit) <= budget:
+        return unit, 0
     calls = {call.get("id"): call.get("function") or {} for call in unit[0].get("tool_calls") or []
              if isinstance(call, dict)}
-    kept, elided = [unit[0]], 0
-    for result in unit[1:]:
-        if counter([*kept, result]) <= budget:
-            kept.append(result)
-            continue
-        size = counter([result])
+    results = unit[1:]
+    kept = []
+    for result in results:
         function = calls.get(result.get("tool_call_id")) or {}
         kept.append({**result, "content": inflight_stub(str(function.get("name") or "tool"),
-                                                        str(function.get("arguments") or ""), size, budget)})
-        elided += 1
-    return kept, elided
+                                                        str(function.get("arguments") or ""),
+                                                        counter([result]), budget)})
+    for index, result in enumerate(results):
+        candidate = [*kept[:index], result, *kept[index + 1:]]
+        if counter([unit[0], *candidate]) <= budget:
+            kept = candidate
+    return [unit[0], *kept], sum(1 for k, r in zip(kept, results, strict=True) if k is not r)
 
 
 def _result(

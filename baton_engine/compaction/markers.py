@@ -51,6 +51,7 @@ def notice_text(short_id: str) -> str:
 READ_ONLY_TOOLS = frozenset({"read_file", "search_files", "web_search", "web_extract", "session_search",
                              "skills_list", "skill_view", "vision_analyze"})
 _STUB_ARGUMENT_CHARS = 200
+STUB_PREFIX = "[Result elided by Baton at compaction: "
 
 
 def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
@@ -59,7 +60,7 @@ def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
     again = ("It is read-only: call it again (narrower, e.g. a line range) to see the result."
              if tool in READ_ONLY_TOOLS else
              "It already ran and may have changed state: do NOT run it again; ask the user or check its effect.")
-    return (f"[Result elided by Baton at compaction: {tool}({shown}) returned {tokens} tokens; the compacted "
+    return (f"{STUB_PREFIX}{tool}({shown}) returned {tokens} tokens; the compacted "
             f"context keeps {budget} tokens for results not yet answered and this one did not fit. The full "
             f"result is kept for `baton_recall` (search a word of it or of the call, then expand a range). {again}]")
 

@@ -184,7 +184,11 @@ def recall_steps(query: str, *, budget_tokens: int = 120) -> list[Step]:
 
     def expand_first_hit(body: dict[str, Any]) -> Reply:
         tool = [m for m in body.get("messages") or [] if m.get("role") == "tool"][-1]
-        hits = json.loads(tool["content"]).get("hits") or [{"ref": "msg-none", "line": 1}]
+        try:
+            answer = json.loads(tool["content"])
+        except ValueError:  # no baton_recall here (Hermes' built-in compressor): the tool error in plain text
+            answer = {}
+        hits = (answer.get("hits") if isinstance(answer, dict) else None) or [{"ref": "msg-none", "line": 1}]
         return Reply(content="Paging the hit back in.", tool_calls=(ToolCall("baton_recall", {
             "mode": "expand", "ref": hits[0]["ref"], "around": hits[0]["line"], "budget_tokens": budget_tokens}),))
 

@@ -30,6 +30,13 @@ def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: 
     assert baton and all(r["tool_pair_errors"] == 0 for r in baton)
     long_runs = [r for r in results["long"] if r["arm"].startswith("baton")]
     assert long_runs and all(r["over_window"] == 0 and r["back_to_back"] == 0 for r in long_runs)
+    fallback = [r for r in long_runs if r["arm"] == "baton-fallback"]
+    assert fallback and all(r["trigger"] == r["threshold"] // 2 < r["threshold"] for r in fallback)
+    assert "hermes-builtin" in {r["arm"] for r in results["long"]}
+    assert all(r["post_share_max"] <= 0.5 for r in long_runs if r["compactions"])  # issue 12: half the trigger
+    assert all(g["other"] == 0 for r in long_runs for g in r["inflight"])  # in-flight results never dropped
+    assert "| post-compaction request <= 50% of the trigger that fired (every Baton compaction, 600-turn runs) " \
+           "| **met** |" in report
     exact = [r for r in results["budgets"]["requests"] if r["baton_hf"] is not None]
     assert exact and all(r["prompt"] + r["baton_hf"] <= results["budgets"]["window"] for r in exact)
     assert "| 0 budget overflows with exact counting | **met** |" in report

