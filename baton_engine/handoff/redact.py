@@ -149,9 +149,10 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"(?P<v>[^;\s\"']+)", "v"),
 )
 
-# Wrapped in a lookahead so every name is tried, even inside another match's value ("see: API_KEY=...").
+# Wrapped in a lookahead so every name is tried, even inside another match's value ("see: API_KEY=...");
+# never the reason inside a redaction marker ("[REDACTED:openai-api-key] =0" is not an assignment of "key").
 _ASSIGNMENT_RE = re.compile(
-    r"(?<![A-Za-z0-9_.-])(?=(?P<name>[A-Za-z_][A-Za-z0-9_.-]{1,80})[\"']?\]?[ \t]*(?P<sep>:=|!?={1,3}|:)[ \t]*"
+    r"(?<![A-Za-z0-9_.-])(?<!\[REDACTED:)(?=(?P<name>[A-Za-z_][A-Za-z0-9_.-]{1,80})[\"']?\]?[ \t]*(?P<sep>:=|!?={1,3}|:)[ \t]*"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`,;&}\])(\[]++)(?![(\[])))"
 )
 

@@ -252,3 +252,11 @@ def test_leaky_document_is_fully_cleaned() -> None:
     out, reasons = redact_text(leaky_document())
     assert len(reasons) >= len(SAMPLES)
     assert not [secret for secret in secret_values() if secret in out]
+
+
+def test_a_marker_followed_by_an_assignment_sign_is_not_redacted_again() -> None:
+    """Found by the property below: the reason inside a marker looked like a secret name (``...-api-key] =0``)."""
+    sample = next(s for s in SAMPLES if "OPENAI_API_KEY" in s.text)
+    out, reasons = redact_text(" " + sample.text + " =0")
+    assert reasons and out.endswith("] =0")
+    assert redact_text(out) == (out, [])
