@@ -59,6 +59,15 @@ def rss_bytes() -> int:
 
 
 def peak_rss_bytes() -> int:
+    """This interpreter's peak RSS: ``VmHWM`` (per address space, so it starts afresh at exec), not
+    ``ru_maxrss``, which a child started from a large process inherits from the fork (the benchmark's
+    first run reported the parent's 2.3 GB as the fresh interpreter's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
