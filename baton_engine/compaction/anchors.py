@@ -41,7 +41,8 @@ _ERROR_RE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic")  # cheap filter before _ERROR_RE
-_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")  # str.splitlines
+# str.splitlines' line breaks besides "\n"
+_LINE_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _TOKEN_RE = re.compile(r"\w(?:[\w.#-]*\w)?")  # never ends in . # -
 _IDENTIFIER_RE = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # UUID
@@ -153,8 +154,6 @@ class _Collector:
             ranges.append(lines)
 
     def error_lines(self, text: str) -> None:
-        if not _may_hold_error(text):
-            return  # most tool output: one lower() and a few substring scans instead of a loop over lines
         for line in _candidate_lines(text):
             lowered = line.lower()
             if (line.startswith("E ") or any(w in lowered for w in _ERROR_WORDS)) and _ERROR_RE.search(line):
@@ -163,10 +162,13 @@ class _Collector:
 
 def _candidate_lines(text: str) -> list[str]:
     """The lines of ``text`` (as ``str.splitlines`` cuts them) that hold an error word or start with ``E ``:
-    found by substring search, so a long output costs a few scans, not a loop over its lines. Texts with
-    other line breaks than ``\n``, or whose lower case changes length, take every line."""
+    found by substring search, so a long output costs a few scans, not a loop over its lines (none when it
+    holds no error word and no ``E ``). Texts with other line breaks than ``\n``, or whose lower case changes
+    length, take every line."""
     lowered = text.lower()
-    if len(lowered) != len(text) or any(separator in text for separator in _LINE_BREAKS[1:]):
+    if "E " not in text and not any(word in lowered for word in _ERROR_WORDS):
+        return []
+    if len(lowered) != len(text) or any(separator in text for separator in _LINE_BREAKS):
         return text.splitlines()
     hits = [0] if text.startswith("E ") else []
     for needle, haystack in [*((word, lowered) for word in _ERROR_WORDS), ("\nE ", text)]:
@@ -176,14 +178,6 @@ def _candidate_lines(text: str) -> list[str]:
             at = haystack.find(needle, at + 1)
     starts = sorted({text.rfind("\n", 0, at) + 1 for at in hits})
     return [text[start:end if (end := text.find("\n", start)) != -1 else len(text)] for start in starts]
-
-
-def _may_hold_error(text: str) -> bool:
-    """False only when no line of ``text`` can match ``_ERROR_RE`` (no error word, no ``E `` line start)."""
-    lowered = text.lower()
-    if any(word in lowered for word in _ERROR_WORDS) or text.startswith("E "):
-        return True
-    return "E " in text and any(separator + "E " in text for separator in _LINE_BREAKS)
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
