@@ -41,13 +41,12 @@ _DRAFT_READINESS = FileMemo(DRAFT_MEMO_ENTRIES)
 _CONFIGS = FileMemo(CONFIG_MEMO_ENTRIES)
 
 
-def readiness(project_dir: Path, draft_id: str | None) -> float | None:
-    """How complete the session draft is for a handoff (None without a draft or project).
+def readiness(paths: store.ProjectPaths, draft_id: str | None) -> float | None:
+    """How complete the session draft is for a handoff (None without a draft).
 
     Asked below the threshold at every check, so it lists the store only once per draft (to find its
     file) and then re-reads the file only when it changed (``filememo``)."""
-    paths = _paths(project_dir) if draft_id else None
-    if paths is None:
+    if not draft_id:
         return None
     try:
         handoffs = store.HandoffStore(paths)
@@ -77,7 +76,7 @@ def evaluate_detector(project_dir: Path, *, tokens: int, window: int, turns: int
     signals = detector.DetectorSignals(context_tokens=max(tokens, 0), context_window=max(window, 1), turns=turns,
                                        elapsed_seconds=max(elapsed_seconds, 0.0), explicit=explicit or None)
     previous = detector.DetectorState.model_validate(state) if state else None
-    return detector.evaluate(signals, config, previous, now=now, readiness=readiness(project_dir, draft_id))
+    return detector.evaluate(signals, config, previous, now=now, readiness=readiness(paths, draft_id))
 
 
 def automation(result: detector.DetectorResult | None, reason: str, decision: str | None) -> dict[str, Any]:

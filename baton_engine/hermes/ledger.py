@@ -82,7 +82,7 @@ class Ledger:
             return self.memo
         counted = runtime.count_chat(view.count_request(), anchor=self.anchor, key=key)
         self.counted += 1
-        self.memo_key, self.memo = view.key, counted
+        self.memo_key, self.memo = key, counted
         return counted
 
     def trigger_count(self, current_tokens: Any) -> TokenCount | None:
@@ -130,7 +130,8 @@ class Ledger:
                                    block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
 
     def measure(self, before: TokenCount, view: ProviderRequest, runtime: Any) -> Measure:
-        if before.exact and not runtime.remote_tokenizer():
+        local = not runtime.remote_tokenizer()
+        if before.exact and local:
             return Measure(runtime.exact_messages, runtime.exact_text)
         ratio = _ratio(before, view)
 
@@ -141,7 +142,7 @@ class Ledger:
             # A local backend counts text exactly and cheaply even when its chat count is an estimate (tiktoken):
             # the whole request's ratio is no rate for other text (an emoji transcript's ~12 over-counted the
             # ASCII brief 12x until it could not fit; found by benchmarks/soak.py).
-            if not runtime.remote_tokenizer():
+            if local:
                 counted = runtime.count_text(text)
                 if counted.exact and counted.tokens is not None:
                     return counted.tokens

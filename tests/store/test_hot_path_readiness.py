@@ -44,9 +44,9 @@ def test_readiness_lists_the_store_once_per_draft_then_follows_the_file(project:
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     draft_id = _draft(project)
     listings = _count_listings(monkeypatch)
-    first = session.readiness(project, draft_id)
+    first = session.readiness(store.find_project_root(project), draft_id)
     for _ in range(20):
-        assert session.readiness(project, draft_id) == first
+        assert session.readiness(store.find_project_root(project), draft_id) == first
     assert listings[0] == 1  # finding the draft's file; never again for this draft
 
     paths = store.find_project_root(project)
@@ -54,7 +54,7 @@ def test_readiness_lists_the_store_once_per_draft_then_follows_the_file(project:
     draft = handoffs.load(draft_id)
     status = "warn" if draft.validation.status == "pass" else "pass"
     handoffs.save(draft.model_copy(update={"validation": draft.validation.model_copy(update={"status": status})}))
-    changed = session.readiness(project, draft_id)
+    changed = session.readiness(store.find_project_root(project), draft_id)
     assert changed is not None and changed != first  # the change is seen at once
     assert listings[0] == 2  # the save listed once (its own duplicate check); readiness did not
 
