@@ -40,6 +40,7 @@ os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 import anchor_bench  # noqa: E402
 import loop_bench  # noqa: E402
 import memory_bench  # noqa: E402
+from percentiles import percentile  # noqa: E402
 import recall_bench  # noqa: E402
 import store_bench  # noqa: E402
 import tokens_bench  # noqa: E402
@@ -84,11 +85,6 @@ class Judge:
 
     def o200k_tokens(self, messages: list[dict[str, Any]]) -> int | None:
         return self.o200k.count_chat(self.request(messages)).tokens
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
 
 
 def new_project(session: workload.Session) -> Path:

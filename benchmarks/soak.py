@@ -41,7 +41,7 @@ _HERMES_HOME = tempfile.mkdtemp(prefix="baton-soak-hermes-")
 os.environ["HERMES_HOME"] = _HERMES_HOME  # before any Hermes import
 
 from batontest.hermes_home import git_project  # noqa: E402
-from batontest.store_cycle import PHASES, Confirmed, check_store, cycle, lock_recovery_seconds  # noqa: E402
+from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_seconds  # noqa: E402
 
 from baton_engine import operations  # noqa: E402
 

@@ -17,6 +17,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from percentiles import percentile
+
 from baton_engine import operations
 from baton_engine.handoff import ids, store
 
@@ -41,11 +43,6 @@ def _fill_store(project: Path, records: int) -> None:
         clone["created_at"] = clone["updated_at"] = ids.format_timestamp(moment)
         record = store.HandoffRecord.model_validate(clone)
         (paths.handoffs_dir / store.record_file_name(record)).write_text(json.dumps(clone), encoding="utf-8")
-
-
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def run(quick: bool, records: int = 1000) -> dict[str, Any]:
@@ -85,7 +82,7 @@ def run(quick: bool, records: int = 1000) -> dict[str, Any]:
     steady = timed()
     changed = timed(capture, repeats=20 if quick else 50)
     return {"records": len(store.HandoffStore(store.find_project_root(project)).list().entries),  # type: ignore[arg-type]
-            "p50_ms": 1000 * statistics.median(steady), "p95_ms": 1000 * _percentile(steady, 0.95),
+            "p50_ms": 1000 * statistics.median(steady), "p95_ms": 1000 * percentile(steady, 0.95),
             "after_capture_p50_ms": 1000 * statistics.median(changed),
             "reason": engine.last_decision}
 
