@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from baton_engine.tokens.counter import request_key
+from baton_engine.tokens.request_key import request_key
 
 OUTPUT_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 # Request options that change the rendered prompt on some servers (vLLM folds them into the template).

@@ -30,6 +30,8 @@ MILLION = 1_000_000
 CACHES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("token counter LRU (whole requests)", "baton_engine.tokens.counter", ("DEFAULT_CACHE_ENTRIES",),
      "entries: a sha256 key and one TokenCount each, per runtime"),
+    ("request key chains (incremental sha256)", "baton_engine.tokens.request_key", ("MAX_CHAINS",),
+     "conversations: a hasher state and plain copies of the messages' dicts and lists (strings shared), per process"),
     ("piece cache (hf and tiktoken backends)", "baton_engine.tokens.pieces", ("MAX_ENTRIES", "MAX_CACHED_CHARS"),
      "entries / characters of cached pieces, per backend"),
     ("hf incremental render states", "baton_hf.incremental", ("MAX_STATES", "MAX_STATE_CHARS"),

@@ -13,7 +13,6 @@ why, e.g. "server cannot count tool-call histories", where status output needs i
 from __future__ import annotations
 
 import hashlib
-import marshal
 import logging
 import threading
 import time
@@ -26,6 +25,7 @@ from cachetools import LRUCache
 from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker, CircuitOpen
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.request_key import request_key
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.tokens")
@@ -61,20 +61,6 @@ class CounterStats:
     unknown: int = 0
     last_fallback_reason: str | None = None
     last_max_model_len: int | None = None
-
-
-def request_key(request: ChatRequest) -> str | None:
-    """sha256 of the request's marshal (format 2: no back-references, so equal content in equal order gives
-    equal bytes); None when it is not plain data (then it is not cached).
-
-    Why marshal and not canonical JSON: it is ~4x faster on a long history (the key is computed on every
-    request), and it is unambiguous, so equal keys still mean equal requests. Equal requests whose dict keys
-    are in another order get another key: a cache miss, never a wrong count."""
-    try:
-        data = marshal.dumps(request, 2)
-    except (ValueError, TypeError, RecursionError):
-        return None
-    return "chat:" + hashlib.sha256(data).hexdigest()
 
 
 def _text_key(text: str) -> str | None:
