@@ -49,6 +49,8 @@ class ProviderRequest:
     cap: OutputCap | None = None
     model: str | None = None
     output_limit: int | None = None  # the provider's own output ceiling for this model, when known
+    # ``message_digest`` of each message, when the view's builder computed them (the estimate's projection memo)
+    digests: tuple[bytes | None, ...] | None = field(default=None, compare=False, repr=False)
 
     def count_request(self) -> dict[str, Any]:
         """The canonical chat request the tokenizer backends count (keys omitted when empty); built once per
@@ -90,7 +92,7 @@ class ProviderRequest:
     def key(self) -> str | None:
         """The counter's cache key of the count request (one definition, computed once per request): equal
         keys mean one provider-visible prompt; None when the request is not JSON (then never cached)."""
-        return request_key(self.count_request())
+        return request_key(self.count_request(), self.digests)
 
 
 def positive_int(value: Any) -> int | None:

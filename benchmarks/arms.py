@@ -88,9 +88,11 @@ class BatonArm:
         return bool(self.engine.should_compress(prompt_tokens))
 
     def send(self, request: dict[str, Any]) -> None:
-        """The request through the engine's middleware, as Hermes sends each one: the engine learns its frame
-        (system prompt, tool schemas), so a compaction budgets the compacted request with them."""
+        """The request as Hermes' loop sends each one: its pre-API estimate of the api messages (Baton's patched
+        estimator: the count, and the scan ahead of the messages it has not seen), then the middleware (the
+        engine learns its frame: system prompt, tool schemas, so a compaction budgets with them)."""
         self.activate()
+        self.engine.count_estimate(request["messages"], tools=request.get("tools"))
         self.engine.on_request(request)
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:

@@ -52,7 +52,7 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
     if overhead:
         figure, axis = plt.subplots(figsize=(7, 4.2))
         history = [r["messages"] for r in overhead]
-        axis.plot(history, [r["baton_p50_ms"] for r in overhead], marker="o", label="Baton p50 (should_compress + middleware)")
+        axis.plot(history, [r["baton_p50_ms"] for r in overhead], marker="o", label="Baton p50 (pre-API estimate + should_compress + middleware)")
         axis.plot(history, [r["baton_p95_ms"] for r in overhead], marker=".", linestyle="--", label="Baton p95")
         axis.plot(history, [r["hermes_rough_p50_ms"] for r in overhead], marker="s", label="Hermes rough estimate p50")
         axis.axhline(3 * overhead[0]["baton_p50_ms"], color="grey", linestyle=":", label="flat target: 3x the shortest")
@@ -204,18 +204,23 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
     out += ["## compress() by conversation size", "",
-            "Window sized so the transcript sits at the 75% threshold. Baton's latency is measured with the counter "
-            "warm (Hermes' patched pre-API estimator counted the request just before), `first` is the first "
-            "compaction in a fresh project. Hermes' figure is its LOCAL time; the LLM call is listed separately "
+            "Window sized so the transcript sits at the 75% threshold. Baton's latency is measured as in the loop: "
+            "every message was scanned ahead when it first reached a request (the scan's cost per request is "
+            "in the `scan ahead` columns), Hermes' patched pre-API estimate counted the request just before, and "
+            "the counter remembers nothing else of earlier repeats (a compaction's tails and brief are new text "
+            "every time). `first` is the first compaction in a fresh project with nothing scanned ahead and every "
+            "cache cold. Hermes' figure is its LOCAL time; the LLM call is listed separately "
             "(stub: a real provider adds seconds). CPU p50 is the calling thread's CPU time (excludes the stub "
             "server and `git` children; for Hermes it includes its HTTP client's work during the LLM call), a "
             "load-independent view on this shared machine.", ""]
     out += _table(["size", "Qwen3 tok", "o200k tok", "msgs", "window", "arm", "p50 ms", "p95 ms", "CPU p50 ms",
-                   "first ms", "LLM calls", "stub LLM ms", "tokens after", "headroom", "pair errors",
-                   "same bytes (masked)"],
+                   "first ms", "scan ahead max ms / request", "scan ahead ms / KB", "LLM calls", "stub LLM ms",
+                   "tokens after", "headroom", "pair errors", "same bytes (masked)"],
                   [[f"{r['size'] // 1000}k", r["tokens"], r["o200k_tokens"], r["messages"], r["context_length"],
                     r["arm"], f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['cpu_p50_ms']:.0f}",
                     f"{r['first_ms']:.0f}",
+                    f"{r['ahead_max_ms']:.1f}" if "ahead_max_ms" in r else "-",
+                    f"{r['ahead_ms_per_kb']:.3f}" if "ahead_ms_per_kb" in r else "-",
                     r["llm_calls"], f"{r['llm_ms']:.0f}",
                     r["tokens_after"], r["headroom"], r["tool_pair_errors"],
                     f"{r['identical_bytes']} ({r['identical_masked']})"] for r in sizes])
@@ -355,9 +360,13 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                 ""]
 
     growth, flat = _flat(overhead)
-    out += ["## Per-turn overhead (should_compress + llm_request middleware)", "",
-            "One new message per turn on a long history (counter warm for the earlier history), median of 20 turns; "
-            "Hermes' own rough request estimate shown for scale. Flat here means the p50 at the longest history is "
+    out += ["## Per-turn overhead (pre-API estimate + should_compress + llm_request middleware)", "",
+            "Baton's work per API call as Hermes 0.19.0's loop asks for it: the patched pre-API estimate of the api "
+            "messages (the count, and the scan ahead of the message it has not seen), `should_compress` with that "
+            "number, the `llm_request` middleware on the request. One new message per turn on a long history "
+            "(counter warm for the earlier history), median of 20 turns; Hermes builds its api messages afresh per "
+            "call (outside the timing). Hermes' own rough request estimate shown for scale. Flat here means the p50 "
+            "at the longest history is "
             f"within 3x of the shortest. Target flat: {_verdict(flat)} "
             f"(p50 at {overhead[-1]['messages']} messages is {growth:.1f}x "
             f"that at {overhead[0]['messages']}).", ""]

@@ -51,6 +51,7 @@ from batontest.hermes_home import git_project  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy, protocol_problem  # noqa: E402
 
 from baton_engine import operations  # noqa: E402
+from baton_engine.compaction import scan  # noqa: E402
 from baton_engine.compaction.cycle import SessionFacts, first_unanswered  # noqa: E402
 from baton_engine.compaction.markers import STUB_PREFIX  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
@@ -163,14 +164,19 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
             replay_captures(template, session)
             template.send(judge.request(messages) | {"model": MODEL, "max_tokens": 4096})  # Hermes' last request
             saved = snapshot(project)  # the state every repeat starts from (store + engine after captures)
+            ahead: list[tuple[float, int]] = []
             for rep in range(repeats + 1):
                 restore(project, saved)
                 arm = copy.copy(template)
                 arm.engine = copy.deepcopy(template.engine)  # Hermes copies the engine per agent the same way
-                arm.engine.count_estimate(messages)  # the pre-API count Hermes' patched estimator already made
+                scan.clear()
+                runtime.counter().forget_counts()  # what a compaction counts (tails, briefs) is new every time
+                if rep:  # as in the loop: each message was scanned ahead when it first reached a request
+                    ahead = observe_as_requests(arm.engine, messages)
+                arm.engine.count_estimate([SYSTEM, *messages])  # Hermes' pre-API estimate of its api messages
                 result, stats = arm.compress(messages, tokens)
                 if rep == 0:
-                    cold = stats.seconds  # first compaction in this project (cold store, cold caches)
+                    cold = stats.seconds  # first compaction in this project, nothing scanned ahead, caches cold
                     row = {**base, "arm": label, "threshold": arm.threshold_tokens,
                            "degraded": arm.engine.degradation_reason,
                            **retention(session, result, arm.resume_text())}
@@ -185,6 +191,8 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
                          "p95_ms": 1000 * percentile(latencies, 0.95),
                          "cpu_p50_ms": 1000 * statistics.median(cpu),
                          "first_ms": 1000 * (cold or 0.0), "tokens_after": after, "headroom": row["threshold"] - after,
+                         "ahead_max_ms": 1000 * max((t for t, _ in ahead), default=0.0),
+                         "ahead_ms_per_kb": 1000 * sum(t for t, _ in ahead) / max(sum(c for _, c in ahead) / 1024, 1e-9),
                          "tool_pair_errors": sum(tool_pair_errors(o) for o in outputs),
                          "identical_bytes": len({json.dumps(o, sort_keys=True) for o in outputs}) == 1,
                          "identical_masked": len({masked(o) for o in outputs}) == 1,
@@ -211,6 +219,18 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
                      "llm_calls": statistics.median(calls), "llm_ms": 1000 * statistics.median(llm)})
         print(f"  hermes: local p50 {rows[-1]['p50_ms']:.0f} ms + {rows[-1]['llm_calls']} LLM call(s)", flush=True)
     return rows
+
+
+def observe_as_requests(engine: Any, messages: list[dict[str, Any]]) -> list[tuple[float, int]]:
+    """Each message reaching the engine in one more request, as the loop sends them (the scan ahead only; the
+    counts of those requests are the warm counter's). Returns (thread CPU seconds, characters) per request."""
+    spent = []
+    engine.scanned_upto = 0  # the session from its first request
+    for end in range(1, len(messages) + 1):
+        started = time.thread_time()
+        engine.prepare_compaction(messages[:end])
+        spent.append((time.thread_time() - started, len(json.dumps(messages[end - 1], ensure_ascii=False))))
+    return spent
 
 
 # ---- 2. the growing 600-turn session ------------------------------------------------------------------
@@ -414,15 +434,22 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
 
 def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes: list[int],
                    turns: int) -> list[dict[str, Any]]:
-    from agent.model_metadata import estimate_request_tokens_rough
+    """Baton's work per API call, as Hermes 0.19.0's loop does it: the pre-API estimate of the api messages
+    (the patched ``estimate_messages_tokens_rough``), ``should_compress`` with that estimate, then the
+    ``llm_request`` middleware on the request carrying the same api messages. Hermes builds those messages
+    afresh per call (its own work, done outside the timed part here): copies of the stored ones, with the
+    bookkeeping keys stripped and tool-call arguments normalised, which is what ``_sent_message`` does."""
+    from agent.model_metadata import estimate_messages_tokens_rough, estimate_request_tokens_rough
 
     from baton_engine.hermes.engine import BatonContextEngine
-    from baton_engine.hermes.patches import Activation
+    from baton_engine.hermes.patches import Activation, ExactEstimators
+    from baton_engine.hermes.request_view import _sent_message
     from baton_engine.hermes.runtime import set_runtime
     from batontest.agent_frames import LoopAgent, in_agent
 
     set_runtime(runtime)
     all_messages = session.messages()
+    estimate = ExactEstimators().messages_tokens(estimate_messages_tokens_rough)
     rows = []
     for size in sizes:
         engine = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-empty-")))
@@ -430,18 +457,20 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
         activation = Activation()
         activation.active = True  # the middleware without Hermes' module patches
         agent = LoopAgent(engine, workload.TOOLS)
-        history = [SYSTEM, *all_messages[: size - turns]]
-        runtime.count_chat({"messages": history, "tools": workload.TOOLS})  # counted before the measured turns
+        stored = [SYSTEM, *all_messages[: size - turns]]
+        runtime.count_chat({"messages": [_sent_message(m) for m in stored], "tools": workload.TOOLS})  # earlier turns
         baton, hermes = [], []
         for message in all_messages[size - turns: size]:
-            history = [*history, message]
-            request = {"model": MODEL, "messages": history, "tools": workload.TOOLS, "max_tokens": 4096}
+            stored = [*stored, message]
+            api_messages = [_sent_message(m) for m in stored]  # Hermes' per-call copies
+            request = {"model": MODEL, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}
             started = time.perf_counter()
-            engine.should_compress(engine.last_prompt_tokens)
+            tokens = in_agent(agent, estimate, api_messages)
+            engine.should_compress(tokens)
             in_agent(agent, activation.llm_request, request=request, model=MODEL)  # from the agent's loop
             baton.append(time.perf_counter() - started)
             started = time.perf_counter()
-            estimate_request_tokens_rough(history[1:], system_prompt=SYSTEM["content"], tools=workload.TOOLS)
+            estimate_request_tokens_rough(stored[1:], system_prompt=SYSTEM["content"], tools=workload.TOOLS)
             hermes.append(time.perf_counter() - started)
         rows.append({"messages": size, "tokens": judge.tokens(all_messages[:size]),
                      "baton_p50_ms": 1000 * statistics.median(baton), "baton_p95_ms": 1000 * percentile(baton, 0.95),

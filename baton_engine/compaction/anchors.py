@@ -16,14 +16,13 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_engine.compaction.markers import is_baton_message, message_text
 from baton_engine.compaction.sanitize import own_words
-from baton_engine.handoff.redact import redact_text
-from baton_engine.recall.entry import json_object
+from baton_engine.handoff.redact import assignment_hits, redact_text
+from baton_engine.recall.entry import MessageKey, is_baton_key, json_object, message_key
 
 MAX_ITEM_CHARS = 200
 MAX_FILES = 100
@@ -138,26 +137,49 @@ def _clean(text: str) -> str | None:
     return redact_text(stripped)[0] if stripped else None
 
 
-@dataclass
-class _Collector:
-    files: dict[tuple[str, str, str | None], list[tuple[int, int]]] = field(default_factory=dict)
-    commands: list[CommandAnchor] = field(default_factory=list)
-    errors: dict[str, None] = field(default_factory=dict)  # raw lines, cleaned at the end
-    texts: list[str] = field(default_factory=list)  # one per message, for recurring identifiers
+def _cleaned(value: Any) -> str | None:
+    return _clean(value) if isinstance(value, str) else None
 
-    def file(self, path: Any, action: str, lines: tuple[int, int] | None = None, pattern: Any = None) -> None:
-        clean = _clean(path) if isinstance(path, str) else None
-        if clean is None:
-            return
-        ranges = self.files.setdefault((clean, action, _clean(pattern) if isinstance(pattern, str) else None), [])
-        if lines is not None and lines not in ranges:
-            ranges.append(lines)
 
-    def error_lines(self, text: str) -> None:
-        for line in _candidate_lines(text):
-            lowered = line.lower()
-            if (line.startswith("E ") or any(w in lowered for w in _ERROR_WORDS)) and _ERROR_RE.search(line):
-                self.errors.setdefault(line.strip(), None)
+@dataclass(frozen=True)
+class CallFacts:
+    """One tool call of an assistant message, its strings already cleaned (what the anchors can show)."""
+
+    id: str
+    name: str
+    paths: tuple[str | None, ...] = ()  # read_file / search_files path, or the files a write names
+    pattern: str | None = None
+    command: str | None = None  # terminal: the cleaned command (None: not a string command)
+    reads: tuple[tuple[str | None, tuple[int, int] | None], ...] = ()  # terminal: cat / sed -n reads
+    is_command: bool = False
+
+
+@dataclass(frozen=True)
+class ResultFacts:
+    """A JSON tool result, as the call it answers needs it."""
+
+    failed: bool
+    read_range: tuple[int, int] | None
+    exit_code: Any
+    output_errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AnchorFacts:
+    """What one message contributes to the anchors; a function of its ``MessageKey`` alone."""
+
+    role: Any
+    counted: bool  # a conversation message (not one of Baton's blocks, not system)
+    calls: tuple[CallFacts, ...] = ()
+    result: ResultFacts | None = None  # a tool message whose content is a JSON object
+    errors: tuple[str, ...] = ()  # its own error lines (a tool's error field or raw text, a user's words)
+    tokens: tuple[str, ...] = ()  # distinct tokens that may be identifiers, in first-appearance order
+    hidden: tuple[str, ...] = ()  # tokens that are (part of) a secret here by their context (``API_KEY=<token>``)
+
+
+def _error_lines(text: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in _candidate_lines(text)
+                 if (line.startswith("E ") or any(w in line.lower() for w in _ERROR_WORDS)) and _ERROR_RE.search(line))
 
 
 def _candidate_lines(text: str) -> list[str]:
@@ -180,14 +202,6 @@ def _candidate_lines(text: str) -> list[str]:
     return [text[start:end if (end := text.find("\n", start)) != -1 else len(text)] for start in starts]
 
 
-def _arguments(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    raw = function.get("arguments")
-    if isinstance(raw, dict):
-        return raw
-    return (json_object(raw) or {}) if isinstance(raw, str) else {}
-
-
 def _string_leaves(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value
@@ -199,13 +213,14 @@ def _string_leaves(value: Any) -> Iterable[str]:
             yield from _string_leaves(item)
 
 
-def _read_range(result: dict[str, Any] | None) -> tuple[int, int] | None:
-    numbers = _NUMBERED_LINE_RE.findall(str((result or {}).get("content") or ""))
+def _read_range(result: dict[str, Any]) -> tuple[int, int] | None:
+    numbers = _NUMBERED_LINE_RE.findall(str(result.get("content") or ""))
     return (int(numbers[0]), int(numbers[-1])) if numbers else None
 
 
-def _terminal_reads(command: str, collector: _Collector) -> None:
+def _terminal_reads(command: str) -> tuple[tuple[str | None, tuple[int, int] | None], ...]:
     """``cat FILE`` and ``sed -n 'A,Bp' FILE`` segments of a shell command; only verbatim tokens."""
+    reads: list[tuple[str | None, tuple[int, int] | None]] = []
     for segment in _SHELL_SPLIT_RE.split(command):
         try:
             words = shlex.split(segment)
@@ -214,51 +229,114 @@ def _terminal_reads(command: str, collector: _Collector) -> None:
         if not words:
             continue
         if words[0] == "cat":
-            for word in words[1:]:
-                if not word.startswith("-") and word in segment:
-                    collector.file(word, "read")
+            reads += [(_clean(word), None) for word in words[1:] if not word.startswith("-") and word in segment]
         elif words[0] == "sed" and len(words) == 4 and words[1] == "-n":
             found = _SED_RANGE_RE.match(words[2])
             if found and words[3] in segment:
-                collector.file(words[3], "read", (int(found.group(1)), int(found.group(2))))
+                reads.append((_clean(words[3]), (int(found.group(1)), int(found.group(2)))))
+    return tuple(reads)
 
 
-def _tool_call(name: str, args: dict[str, Any], result: dict[str, Any] | None, collector: _Collector) -> None:
-    failed = bool(result and result.get("error"))
-    if name == "read_file" and not failed:
-        collector.file(args.get("path"), "read", _read_range(result))
-    elif name in WRITE_TOOLS and not failed:
+def _call_facts(call_id: str, name: str, args: dict[str, Any]) -> CallFacts:
+    if name == "read_file":
+        return CallFacts(call_id, name, (_cleaned(args.get("path")),))
+    if name in WRITE_TOOLS:
         if name == "patch" and args.get("mode") == "patch" and isinstance(args.get("patch"), str):
-            for path in _V4A_FILE_RE.findall(args["patch"]):
-                collector.file(path, "written")
-        else:
-            collector.file(args.get("path"), "written")
-    elif name == "search_files":
-        collector.file(args.get("path"), "searched", pattern=args.get("pattern"))
-    elif name == "terminal" and isinstance(args.get("command"), str):
-        command = _clean(args["command"])
-        exit_code = (result or {}).get("exit_code")
-        if command:
-            code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
-            collector.commands.append(CommandAnchor(command, code))
-        _terminal_reads(args["command"], collector)
-        if isinstance((result or {}).get("output"), str):
-            collector.error_lines(result["output"])
+            return CallFacts(call_id, name, tuple(_clean(path) for path in _V4A_FILE_RE.findall(args["patch"])))
+        return CallFacts(call_id, name, (_cleaned(args.get("path")),))
+    if name == "search_files":
+        return CallFacts(call_id, name, (_cleaned(args.get("path")),), _cleaned(args.get("pattern")))
+    if name == "terminal" and isinstance(args.get("command"), str):
+        return CallFacts(call_id, name, command=_clean(args["command"]), reads=_terminal_reads(args["command"]),
+                         is_command=True)
+    return CallFacts(call_id, name)
 
 
-def _recurring(texts: list[str], excluded: set[str]) -> tuple[tuple[str, int], ...]:
-    """Identifier-shaped tokens found in at least two messages, most frequent first; secrets never.
+def _candidates(text: str) -> dict[str, Any]:
+    """``tokens`` and ``hidden`` of a text: its distinct identifier-shaped tokens in first-appearance order, and
+    those inside the value of a secret-named assignment (the redactor's own detector), which redacting the
+    token alone would not find. Plain words (all letters, lower case or capitalised) match no identifier shape."""
+    tokens = tuple(t for t in dict.fromkeys(_TOKEN_RE.findall(text))
+                   if not (t.isalpha() and (t.islower() or t.istitle())) and _IDENTIFIER_RE.fullmatch(t))
+    if not tokens:
+        return {}
+    hidden = {t for hit in assignment_hits(text) for t in _TOKEN_RE.findall(text[hit.start:hit.end])}
+    return {"tokens": tokens, "hidden": tuple(t for t in tokens if t in hidden)}
+
+
+def anchor_facts(key: MessageKey) -> AnchorFacts:
+    """The anchors one message contributes, from its key (tool-call arguments parsed from their JSON text)."""
+    role, text = key.role, key.text
+    if role not in ("assistant", "tool", "user") or is_baton_key(key):
+        return AnchorFacts(role, False)
+    if role == "assistant":
+        parsed = [(call_id, name, json_object(arguments) or {}) for call_id, name, arguments in key.calls]
+        leaves = "\n".join([text, *(s for _, _, args in parsed for s in _string_leaves(args))])
+        return AnchorFacts(role, True, tuple(_call_facts(*call) for call in parsed), **_candidates(leaves))
+    if role == "tool":
+        data = json_object(text)
+        if data is None:
+            return AnchorFacts(role, True, errors=_error_lines(text), **_candidates(text))
+        output = data.get("output")
+        result = ResultFacts(bool(data.get("error")), _read_range(data), data.get("exit_code"),
+                             _error_lines(output) if isinstance(output, str) else ())
+        errors = _error_lines(data["error"]) if isinstance(data.get("error"), str) else ()
+        return AnchorFacts(role, True, result=result, errors=errors, **_candidates("\n".join(_string_leaves(data))))
+    words = own_words(text)
+    return AnchorFacts(role, True, errors=_error_lines(words), **_candidates(words))
+
+
+@dataclass
+class _Collector:
+    files: dict[tuple[str, str, str | None], list[tuple[int, int]]] = field(default_factory=dict)
+    commands: list[CommandAnchor] = field(default_factory=list)
+    errors: dict[str, None] = field(default_factory=dict)  # raw lines, cleaned at the end
+
+    def file(self, path: str | None, action: str, lines: tuple[int, int] | None = None,
+             pattern: str | None = None) -> None:
+        if path is None:
+            return
+        ranges = self.files.setdefault((path, action, pattern), [])
+        if lines is not None and lines not in ranges:
+            ranges.append(lines)
+
+    def error_lines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.errors.setdefault(line, None)
+
+    def call(self, call: CallFacts, result: ResultFacts | None) -> None:
+        failed = bool(result and result.failed)
+        if call.name == "read_file" and not failed:
+            self.file(call.paths[0], "read", result.read_range if result else None)
+        elif call.name in WRITE_TOOLS and not failed:
+            for path in call.paths:
+                self.file(path, "written")
+        elif call.name == "search_files":
+            self.file(call.paths[0], "searched", pattern=call.pattern)
+        elif call.is_command:
+            exit_code = result.exit_code if result else None
+            if call.command:
+                code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
+                self.commands.append(CommandAnchor(call.command, code))
+            for path, lines in call.reads:
+                self.file(path, "read", lines)
+            if result is not None:
+                self.error_lines(result.output_errors)
+
+
+def _recurring(token_lists: list[tuple[str, ...]], excluded: set[str]) -> tuple[tuple[str, int], ...]:
+    """Identifier-shaped tokens found in at least two messages, most frequent first; secrets never (neither a
+    token the redactor flags alone nor one ``excluded``, which holds those hidden by their context).
 
     Counting and first-appearance order are kept by C-level dict/Counter updates (the transcript can
-    hold ~100k tokens); the identifier shape is tested once per distinct token that recurs."""
+    hold ~100k tokens); each message's tokens are already identifier-shaped (its scan tested them once)."""
     seen_in: Counter[str] = Counter()
     first: dict[str, None] = {}  # insertion order = first appearance (update never moves a key)
-    for text in texts:
-        unique = dict.fromkeys(_TOKEN_RE.findall(text))
-        seen_in.update(unique.keys())
-        first.update(unique)
+    for tokens in token_lists:
+        seen_in.update(tokens)
+        first.update(dict.fromkeys(tokens))
     rank = {token: index for index, token in enumerate(first)}
-    candidates = [t for t, n in seen_in.items() if n >= 2 and t not in excluded and _IDENTIFIER_RE.fullmatch(t)]
+    candidates = [t for t, n in seen_in.items() if n >= 2 and t not in excluded]
     ranked = sorted(candidates, key=lambda t: (-seen_in[t], rank[t]))
     kept: list[tuple[str, int]] = []
     for token in ranked:
@@ -269,41 +347,28 @@ def _recurring(texts: list[str], excluded: set[str]) -> tuple[tuple[str, int], .
     return tuple(kept)
 
 
-def extract_anchors(messages: Iterable[Any]) -> Anchors:
-    """The anchors of a compacted region (OpenAI-format messages); pure and deterministic."""
+def extract_anchors(messages: Sequence[Any], facts: Sequence[AnchorFacts] | None = None) -> Anchors:
+    """The anchors of a compacted region (OpenAI-format messages); pure and deterministic. ``facts``: each
+    message's ``anchor_facts``, when the caller has them (compaction's memoised scan)."""
+    conversation = [m for m in messages if isinstance(m, dict)]
+    found = list(facts) if facts is not None else [anchor_facts(message_key(m)) for m in conversation]
+    pairs = [(m, f) for m, f in zip(conversation, found, strict=True) if f.counted]
+    results = {str(m.get("tool_call_id") or ""): f.result for m, f in pairs if f.role == "tool"}
     collector = _Collector()
-    conversation = [m for m in messages if isinstance(m, dict) and not is_baton_message(m)]
-    decoded = {id(m): json_object(message_text(m)) for m in conversation if m.get("role") == "tool"}  # once each
-    results = {m.get("tool_call_id"): decoded[id(m)] for m in conversation if m.get("role") == "tool"}
-    for message in conversation:
-        role, text = message.get("role"), message_text(message)
-        if role == "assistant":
-            calls = [c for c in message.get("tool_calls") or []
-                     if isinstance(c, dict) and isinstance((c.get("function") or {}).get("name"), str)]
-            arguments = [_arguments(call) for call in calls]
-            collector.texts.append("\n".join([text, *(s for args in arguments for s in _string_leaves(args))]))
-            for call, args in zip(calls, arguments, strict=True):
-                _tool_call(call["function"]["name"], args, results.get(call.get("id")), collector)
-        elif role == "tool":
-            data = decoded[id(message)]
-            collector.texts.append("\n".join(_string_leaves(data)) if data is not None else text)
-            if data is None:
-                collector.error_lines(text)
-            elif isinstance(data.get("error"), str):
-                collector.error_lines(data["error"])
-        elif role == "user":
-            collector.texts.append(own_words(text))
-            collector.error_lines(own_words(text))
+    for _message, fact in pairs:
+        for call in fact.calls:
+            collector.call(call, results.get(call.id))
+        collector.error_lines(fact.errors)
     files = tuple(
         FileAnchor(path, action, tuple(ranges), pattern)
         for (path, action, pattern), ranges in list(collector.files.items())[-MAX_FILES:]
     )
-    excluded = {f.path for f in files}
+    excluded = {f.path for f in files} | {t for _, f in pairs for t in f.hidden}
     return Anchors(
         files=files,
         commands=tuple(_dedupe_commands(collector.commands))[-MAX_COMMANDS:],
         errors=tuple(dict.fromkeys(filter(None, map(_clean, list(collector.errors)[-MAX_ERRORS:])))),
-        identifiers=_recurring(collector.texts, excluded),
+        identifiers=_recurring([f.tokens for _, f in pairs], excluded),
     )
 
 

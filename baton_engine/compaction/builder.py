@@ -314,7 +314,7 @@ def _result(
     else:
         head = [{"role": "user", "content": f"{header}\n\n{notice}"}]
     return CompactionResult(
-        messages=[*state.leading_system, *head, *conversation],
+        messages=[*map(copy_json, state.leading_system), *head, *map(copy_json, conversation)],  # never aliased
         block_tokens=block_tokens,
         tail_tokens=counter(tail) if tail else 0,
         tail_messages=len(tail),

@@ -17,14 +17,15 @@ the record and are one ``baton_recall`` away).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from baton_engine.compaction.anchors import Anchors, extract_anchors
 from baton_engine.compaction.user_words import UserWords, collect_user_words
 from baton_engine.handoff.render import MIN_MAX_TOKENS
-from baton_engine.recall.entry import Entry, ref_for
+from baton_engine.compaction.scan import MessageScan, scan_of
+from baton_engine.recall.entry import Entry, build_entries
 
 USER_WORDS_SHARE = 0.35
 ANCHORS_SHARE = 0.25
@@ -40,10 +41,10 @@ CountText = Callable[[str], int]
 
 @dataclass(frozen=True)
 class Recall:
-    """The host's recall, as callables: ``remember`` the compacted region (None: the host's store keeps it),
-    ``lineage`` the entries this lineage's compactions took out so far."""
+    """The host's recall, as callables: ``remember`` the compacted region's entries (None: the host's store
+    keeps it), ``lineage`` the entries this lineage's compactions took out so far."""
 
-    remember: Callable[[list[Message]], object] | None
+    remember: Callable[[list[Entry]], object] | None
     lineage: Callable[[], Sequence[Entry]]
 
 
@@ -57,42 +58,66 @@ class Continuity:
 
     def fitted(self, budget: int, count_text: CountText) -> tuple[str, int]:
         """The section within ``budget`` tokens: heading and recall line always, then as many of the user's
-        words (newest first, as selected) and anchors as fit, dropping from the end."""
-        kept = list(self.lines)
-        text = "\n".join(kept)
-        tokens = count_text(text)
-        while len(kept) > 2 and tokens > budget:
-            kept.pop()
-            if kept[-1] == ANCHORS_HEADER:
+        words (newest first, as selected) and anchors as fit, dropping from the end (an anchors header is
+        never left without an anchor). The longest fitting prefix is found by bisection, a few counts."""
+
+        def prefix(size: int) -> str:
+            kept = list(self.lines[:size])
+            if 2 < size < len(self.lines) and kept[-1] == ANCHORS_HEADER:
                 kept.pop()
-            text = "\n".join(kept)
-            tokens = count_text(text)
-        return text, tokens
+            return "\n".join(kept)
+
+        counted: dict[int, int] = {}
+
+        def tokens(size: int) -> int:
+            if size not in counted:
+                counted[size] = count_text(prefix(size))
+            return counted[size]
+
+        low, high = min(2, len(self.lines)), len(self.lines)
+        if tokens(high) <= budget:
+            return prefix(high), tokens(high)
+        while low < high:  # the longest prefix that fits (counts grow with the prefix)
+            middle = (low + high + 1) // 2
+            if tokens(middle) <= budget:
+                low = middle
+            else:
+                high = middle - 1
+        return prefix(low), tokens(low)
 
     def to_state(self) -> dict[str, Any]:
         """The record's ``continuity`` field: verbatim, redacted strings; no chat shape."""
         return {"anchors": self.anchors.to_state(), "user_words": self.words.to_state()}
 
 
-def _lineage_user_messages(recall: Recall, region: list[Message]) -> list[Message]:
-    """User messages of earlier compactions (oldest first) followed by the region itself."""
-    in_region = {ref_for(m) for m in region if isinstance(m, dict) and m.get("role") == "user"}  # only users match
+def _lineage_user_messages(recall: Recall, region: list[Message],
+                           scans: list[MessageScan | None]) -> tuple[list[Message], list[MessageScan | None]]:
+    """User messages of earlier compactions (oldest first) followed by the region itself, with their scans
+    (None for the earlier ones, which are recalled entries, not messages of this region)."""
+    in_region = {s.ref for m, s in zip(region, scans, strict=True) if s is not None and m.get("role") == "user"}
     earlier = [{"role": "user", "content": e.text} for e in recall.lineage()
                if e.role == "user" and e.ref not in in_region]
-    return [*earlier, *region]
+    return [*earlier, *region], [*([None] * len(earlier)), *scans]
 
 
-def collect(region: list[Message], recall: Recall, brief_max_tokens: int, count_text: CountText) -> Continuity:
-    """Remember ``region``, then its anchors and the lineage's user words rendered within the shares above."""
+def collect(region: list[Message], recall: Recall, brief_max_tokens: int, count_text: CountText,
+            scanned: Mapping[int, MessageScan] | None = None) -> Continuity:
+    """Remember ``region``, then its anchors and the lineage's user words rendered within the shares above.
+    Each message of the region is read once, through its memoised scan (``scanned``: the caller's, by
+    ``id`` of the message; else ``scan.scan_of``)."""
+    known = scanned or {}
+    scans = [known.get(id(m)) or scan_of(m) if isinstance(m, dict) else None for m in region]
+    by_id = {id(m): s for m, s in zip(region, scans, strict=True) if s is not None}
     if recall.remember is not None:
-        recall.remember(region)
-    messages = _lineage_user_messages(recall, region)
+        recall.remember(build_entries(region, lambda m: by_id[id(m)]))
+    messages, facts = _lineage_user_messages(recall, region, scans)
     fixed = count_text(f"{HEADING}\n{RECALL_LINE}")
     room = max(brief_max_tokens - MIN_MAX_TOKENS - fixed, 0)
-    words = collect_user_words(messages, brief_max_tokens, count_text, share=USER_WORDS_SHARE)
+    words = collect_user_words(messages, brief_max_tokens, count_text, share=USER_WORDS_SHARE, facts=facts)
     if words.tokens > room:
-        words = collect_user_words(messages, brief_max_tokens, count_text, share=room / max(brief_max_tokens, 1))
-    anchors = extract_anchors(region)
+        words = collect_user_words(messages, brief_max_tokens, count_text, share=room / max(brief_max_tokens, 1),
+                                   facts=facts)
+    anchors = extract_anchors(region, [s.anchors for s in scans if s is not None])
     anchor_budget = min(int(brief_max_tokens * ANCHORS_SHARE), room - words.tokens) - count_text(ANCHORS_HEADER)
     anchor_lines = anchors.render(anchor_budget, count_text) if anchor_budget > 0 else []
     lines = [HEADING, RECALL_LINE, *words.lines(), *([ANCHORS_HEADER, *anchor_lines] if anchor_lines else [])]

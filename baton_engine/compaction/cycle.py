@@ -8,16 +8,15 @@ engine passes a plain ``SessionFacts`` snapshot, so this code never touches Herm
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from baton_engine.compaction import continuity
+from baton_engine.compaction import continuity, scan
 from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade, plan_tail
 from baton_engine.compaction.markers import is_baton_text
 from baton_engine.compaction.sanitize import is_real_user_request, own_words
@@ -34,7 +33,6 @@ STATE_CHARS_PER_MESSAGE = 600
 OBJECTIVE_CHARS = 1000
 TITLE_CHARS = 80
 MAX_ARTIFACTS = 20
-PATH_KEYS = ("path", "file_path", "filepath", "filename", "file")
 WRITE_HINTS = ("write", "edit", "patch", "create", "replace", "append")
 CONTINUE_ITEM = {
     "description": "Continue the user's latest request (kept verbatim after this handoff).",
@@ -141,48 +139,47 @@ def first_unanswered(messages: Sequence[Any]) -> int:
     return len(messages)
 
 
-def touched_artifacts(messages: Sequence[Any], root: Path) -> list[dict[str, Any]]:
+def touched_artifacts(messages: Sequence[Any], root: Path,
+                      scanned: Mapping[int, scan.MessageScan] | None = None) -> list[dict[str, Any]]:
     """Files inside the project named in tool-call arguments (sorted, unique, bounded). A file counts as
     read only once its content reached a request the model answered: calls still awaiting the model's
-    answer count only when they modify the file (that already happened)."""
+    answer count only when they modify the file (that already happened). Arguments come from each message's
+    memoised scan; each distinct path is resolved once."""
     found: dict[str, str] = {}
+    files: dict[str, str | None] = {}
     resolved_root = root.resolve()
     unanswered = first_unanswered(messages)
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") != "assistant":
+        if not isinstance(message, dict) or message.get("role") != "assistant" or not message.get("tool_calls"):
             continue
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
-                continue
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                continue
-            if not isinstance(arguments, dict):
-                continue
-            name = str(function.get("name") or "").lower()
-            role = "modified" if any(hint in name for hint in WRITE_HINTS) else "read"
+        for name, value in ((scanned or {}).get(id(message)) or scan.scan_of(message)).call_paths:
+            role = "modified" if any(hint in name.lower() for hint in WRITE_HINTS) else "read"
             if role == "read" and index >= unanswered:
                 continue
-            for key in PATH_KEYS:
-                value = arguments.get(key)
-                if not isinstance(value, str) or not value.strip() or "\x00" in value:
-                    continue
-                candidate = Path(value)
-                target = (candidate if candidate.is_absolute() else resolved_root / candidate).resolve()
-                try:
-                    relative = target.relative_to(resolved_root).as_posix()
-                except ValueError:
-                    continue
-                if target.is_file() and not relative.startswith(".baton/"):
-                    if found.get(relative) != "modified":
-                        found[relative] = role
+            if value not in files:
+                files[value] = _project_file(value, resolved_root)
+            relative = files[value]
+            if relative is not None and found.get(relative) != "modified":
+                found[relative] = role
     return [{"path": path, "role": found[path]} for path in sorted(found)[:MAX_ARTIFACTS]]
 
 
+def _project_file(value: str, resolved_root: Path) -> str | None:
+    """``value`` as a path relative to the project root when it names a regular file there (not in .baton/)."""
+    candidate = Path(value)
+    lexical = candidate if candidate.is_absolute() else resolved_root / candidate
+    if not lexical.is_file():  # most paths a session names are not files here: one stat, no resolution
+        return None
+    target = lexical.resolve()
+    try:
+        relative = target.relative_to(resolved_root).as_posix()
+    except ValueError:
+        return None
+    return None if relative.startswith(".baton/") else relative
+
+
 def _payload(facts: SessionFacts, messages: Sequence[Any], objective: str, focus_topic: str | None,
-             root: Path) -> dict[str, Any]:
+             root: Path, scanned: Mapping[int, scan.MessageScan]) -> dict[str, Any]:
     focus = focus_topic.strip() if isinstance(focus_topic, str) else ""
     constraints = [f"Focus for the next phase: {_one_line(focus, 300)}"] if focus else []
     lineage: dict[str, Any] = {"parents": [], "relation": "root"}
@@ -193,7 +190,7 @@ def _payload(facts: SessionFacts, messages: Sequence[Any], objective: str, focus
         "objective": objective[:OBJECTIVE_CHARS],
         "constraints": constraints,
         "summary": {"current_state": current_state(messages)},
-        "artifacts": touched_artifacts(messages, root),
+        "artifacts": touched_artifacts(messages, root, scanned),
         "lineage": lineage,
     }
 
@@ -274,19 +271,22 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                          "no objective: no user request in the transcript and none recorded with baton_capture")
     now = facts.now or datetime.now(UTC)
     stamp = ids.format_timestamp(now)
-    payload = _payload(facts, messages, objective, focus_topic, paths.root)
+    scans, scanned_now = scan.scan_all(messages)  # each message read once: scanned ahead, or now
+    scanned = {id(m): found for m, found in zip(messages, scans, strict=True) if found is not None}
+    payload = _payload(facts, messages, objective, focus_topic, paths.root, scanned)
     plan = plan_tail(messages, fresh_tail_tokens=facts.fresh_tail_tokens, count_tokens=count_messages,
                      inflight_tokens=facts.inflight_tokens)
     kept = None
     if facts.recall is not None:
         kept = continuity.collect(plan.region, facts.recall, facts.brief_max_tokens,
-                                  count_text or estimate_tokens_rough)
+                                  count_text or estimate_tokens_rough, scanned)
     repo = gitinfo.snapshot(paths.root)  # one git read for capture, validation and freshness
-    # The record's one redaction pass: build_draft redacts everything, the continuity state included; the
-    # carried items come from stored (redacted) records, so validation and the save trust it.
+    # One redaction pass per string: build_draft redacts the payload; the continuity state was redacted string
+    # by string as it was extracted (anchors, the user's words) and is added as it is; the carried items come
+    # from stored (redacted) records, so validation and the save trust the record.
     record, _found = capture.build_draft(payload, paths.root, origin=_origin(facts), automation=facts.automation,
                                          now=now, deterministic_id=True, repo=repo,
-                                         extra={"continuity": kept.to_state()} if kept is not None else None)
+                                         redacted_extra={"continuity": kept.to_state()} if kept is not None else None)
     record = _with_free_id(handoffs, record, now)
     record = _with_carried_items(record, session_draft or previous, now)
     report = validate.validate_record(record, paths.root, config, repo=repo, redacted=True)
@@ -350,6 +350,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
         block_tokens=built.block_tokens,
         tail_messages=built.tail_messages,
         archived_draft=archived,
+        extras={"scan": {"messages": len(messages), "region_messages": len(plan.region),
+                         "scanned_at_compaction": scanned_now}},
     )
 
 

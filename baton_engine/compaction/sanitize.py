@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton_engine.compaction.markers import embedded_block, is_baton_message
-from baton_engine.tokens.contract import copy_json
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
@@ -87,7 +86,9 @@ def _call_id(call: Any) -> str | None:
 
 
 def sanitize(messages: Any) -> Sanitized:
-    """Split ``messages`` into leading system messages and pair-safe units; never raises on data."""
+    """Split ``messages`` into leading system messages and pair-safe units; never raises on data. The units
+    hold the host's own message dicts (a repaired tool-call message is a new dict): read-only here; what the
+    compaction returns is copied by the builder (``copy_json``), so the host's list is never aliased."""
     result = Sanitized()
     items = list(messages) if isinstance(messages, (list, tuple)) else []
     clean: list[Message] = []
@@ -102,7 +103,7 @@ def sanitize(messages: Any) -> Sanitized:
 
     index = 0
     while index < len(clean) and clean[index]["role"] in SYSTEM_ROLES:
-        result.leading_system.append(copy_json(clean[index]))
+        result.leading_system.append(clean[index])
         index += 1
     while index < len(clean):
         message = clean[index]
@@ -120,7 +121,7 @@ def sanitize(messages: Any) -> Sanitized:
         elif role == "assistant" and not has_content(message):
             result.dropped["malformed"] += 1
         else:
-            result.units.append([copy_json(message)])
+            result.units.append([message])
             if is_real_user_request(message):
                 result.latest_request_unit = len(result.units) - 1
     return result
@@ -143,15 +144,15 @@ def _take_tool_group(clean: list[Message], start: int, result: Sanitized) -> int
         tool_call_id = clean[index].get("tool_call_id")
         if isinstance(tool_call_id, str) and tool_call_id in calls and tool_call_id not in answered:
             answered.add(tool_call_id)
-            results.append(copy_json(clean[index]))
+            results.append(clean[index])
         else:
             result.dropped["orphans"] += 1
         index += 1
-    kept_calls = [copy_json(call) for call_id, call in calls.items() if call_id in answered]
+    kept_calls = [call for call_id, call in calls.items() if call_id in answered]
     result.dropped["stripped_calls"] += (
         len(raw_calls) - len(kept_calls) + (0 if isinstance(assistant["tool_calls"], list) else 1)
     )
-    head = {key: copy_json(value) for key, value in assistant.items() if key != "tool_calls"}
+    head = {key: value for key, value in assistant.items() if key != "tool_calls"}
     if kept_calls:
         head["tool_calls"] = kept_calls
         result.units.append([head, *results])

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from baton_engine.compaction.markers import is_baton_message, message_text
 from baton_engine.compaction.sanitize import is_real_user_request, own_words
@@ -94,43 +94,54 @@ def tier(text: str) -> int:
     return 2
 
 
-def collect_user_words(messages: Iterable[Any], brief_max_tokens: int, count_text: Callable[[str], int],
-                       share: float = DEFAULT_SHARE) -> UserWords:
-    """The user words of ``messages`` within ``int(brief_max_tokens * share)`` tokens (lines joined by newlines)."""
+def user_text(text: str) -> str:
+    """A user message's own words, redacted: what the brief may quote."""
+    return redact_text(own_words(text))[0]
+
+
+class UserFacts(Protocol):
+    ref: str
+    user_text: str | None
+
+
+def collect_user_words(messages: Sequence[Any], brief_max_tokens: int, count_text: Callable[[str], int],
+                       share: float = DEFAULT_SHARE, facts: Sequence[UserFacts | None] | None = None) -> UserWords:
+    """The user words of ``messages`` within ``int(brief_max_tokens * share)`` tokens (lines joined by newlines).
+    ``facts``: each message's ref and ``user_text`` when the caller has them (compaction's memoised scan)."""
     budget = max(0, int(brief_max_tokens * share))
     candidates: dict[str, UserWord] = {}
     for position, message in enumerate(messages):
         if not isinstance(message, dict) or not is_real_user_request(message) or is_baton_message(message):
             continue
-        text = redact_text(own_words(message_text(message)))[0]
+        known = facts[position] if facts is not None else None
+        text = known.user_text if known is not None else user_text(message_text(message))
         if text:
             candidates.pop(text, None)  # a repeat counts once, at its newest position
-            candidates[text] = UserWord(ref_for(message), position, text, False)
+            candidates[text] = UserWord(known.ref if known is not None else ref_for(message), position, text, False)
     pool = list(candidates.values())
     exact = _exact_cost(count_text)
     whole = exact(pool)
     if whole <= budget:
         return UserWords(tuple(sorted(pool, key=lambda w: w.position)), len(pool), budget, whole)
     # Choose with line costs scaled to the pool's exact total (one count, not one per candidate and step),
-    # then make the choice exact.
+    # then make the choice exact. The estimate of the kept lines plus one more is kept as a running sum.
     scale = whole / max(_rough_cost(pool), 1)
-
-    def estimate(items: list[UserWord]) -> int:
-        return math.ceil(scale * _rough_cost(items))
-
     kept: list[UserWord] = []
+    kept_chars = 0
+
+    def estimate_with(word: UserWord) -> int:
+        return math.ceil(scale * ((len(HEADER) + kept_chars + len(word.line())) // 4 + len(kept) + 2))
+
     for word in sorted((w for w in pool if tier(w.text) < 3), key=lambda w: (tier(w.text), -w.position)):
-        if estimate([*kept, word]) <= budget:
-            kept.append(word)
-            continue
-        clipped = _clip(word, kept, budget, estimate)
-        if clipped is not None:
-            kept.append(clipped)
+        chosen = word if estimate_with(word) <= budget else _clip(word, budget, estimate_with)
+        if chosen is not None:
+            kept.append(chosen)
+            kept_chars += len(chosen.line())
     original = {(w.ref, w.position): w for w in pool}
     tokens = exact(kept)
     while kept and tokens > budget:  # the estimate was short: clip the last chosen exactly, or drop it
         last = kept.pop()
-        clipped = _clip(original[(last.ref, last.position)], kept, budget, exact)
+        clipped = _clip(original[(last.ref, last.position)], budget, lambda w: exact([*kept, w]))
         if clipped is not None:
             kept.append(clipped)
         tokens = exact(kept)
@@ -152,8 +163,9 @@ def _rough_cost(items: list[UserWord]) -> int:
     return sum(len(line) for line in lines) // 4 + len(lines)
 
 
-def _clip(word: UserWord, kept: list[UserWord], budget: int, cost: Callable[[list[UserWord]], int]) -> UserWord | None:
-    """The longest verbatim prefix (at least MIN_CLIP_CHARS) that fits, cut at a word boundary when possible."""
+def _clip(word: UserWord, budget: int, cost_with: Callable[[UserWord], int]) -> UserWord | None:
+    """The longest verbatim prefix (at least MIN_CLIP_CHARS) that fits, cut at a word boundary when possible;
+    ``cost_with`` is the cost of the words kept so far plus the given one."""
 
     def version(chars: int) -> UserWord:
         prefix = word.text[:chars]
@@ -161,13 +173,14 @@ def _clip(word: UserWord, kept: list[UserWord], budget: int, cost: Callable[[lis
             prefix = prefix[: prefix.rindex(" ")]
         return UserWord(word.ref, word.position, prefix.rstrip(), True)
 
-    if cost([*kept, version(MIN_CLIP_CHARS)]) > budget:
+    if cost_with(version(MIN_CLIP_CHARS)) > budget:
         return None
     low, high = MIN_CLIP_CHARS, len(word.text) - 1
     while low < high:
         middle = (low + high + 1) // 2
-        if cost([*kept, version(middle)]) <= budget:
+        if cost_with(version(middle)) <= budget:
             low = middle
         else:
             high = middle - 1
-    return version(low)
+    chosen = version(low)  # a prefix of redacted text may look like a secret the whole did not: redacted again
+    return replace(chosen, text=redact_text(chosen.text)[0])

@@ -382,10 +382,13 @@ def build_draft(
     deterministic_id: bool = False,
     repo: gitinfo.RepoState | None = None,
     extra: dict[str, Any] | None = None,
+    redacted_extra: dict[str, Any] | None = None,
 ) -> tuple[HandoffRecord, list[Redaction]]:
     """A new redacted draft from ``payload``; ``origin`` (from the harness) overrides the payload's;
     ``repo`` is git's view of ``root`` when the caller already read it; ``extra`` holds more top-level
-    fields (state the schema allows as extra fields), redacted in the same single pass as the rest.
+    fields (state the schema allows as extra fields), redacted in the same single pass as the rest;
+    ``redacted_extra`` more such fields whose every string the caller already redacted (compaction's
+    continuity state: each string was redacted when it was extracted), added after that pass.
 
     ``deterministic_id`` derives the id from the draft's content and ``now`` (see ``content_record_id``)
     instead of random bits, so a compaction repeated on the same state and clock writes the same bytes.
@@ -423,7 +426,7 @@ def build_draft(
         **(extra or {}),
     }
     summarised = [redaction for _entries, found in items.values() for redaction in found]
-    record, found = _redacted_record(data, summarised)
+    record, found = _redacted_record(data, summarised, redacted_extra)
     if deterministic_id:
         record = record.model_copy(update={"id": content_record_id(record, moment)})
     return record, [*summarised, *found]
@@ -441,10 +444,13 @@ def content_record_id(record: HandoffRecord, moment: datetime, salt: int = 0) ->
     return ids.derived_record_id((canonical + suffix).encode("utf-8", "surrogatepass"), moment)
 
 
-def _redacted_record(data: dict[str, Any], previous: list[Redaction]) -> tuple[HandoffRecord, list[Redaction]]:
-    """Redact everything but the redaction log itself, then append what was removed (field + reason only)."""
+def _redacted_record(data: dict[str, Any], previous: list[Redaction],
+                     redacted: dict[str, Any] | None = None) -> tuple[HandoffRecord, list[Redaction]]:
+    """Redact everything but the redaction log itself (and the ``redacted`` fields, which the caller already
+    redacted), then append what was removed (field + reason only)."""
     data = {key: value for key, value in data.items() if key != "redactions"}
     clean, found = redact.redact_record(data)
+    clean.update(redacted or {})
     found = [item if isinstance(item, Redaction) else Redaction.model_validate(item) for item in found]
     clean["redactions"] = [r.model_dump(mode="json") for r in [*previous, *found]]
     try:

@@ -14,15 +14,22 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from cachetools import LRUCache
 
 from baton_engine.handoff.model import Repository
 
 GIT_TIMEOUT_SECONDS = 5.0
 STORE_DIR_NAMES = (".baton", ".threadline")
 _HASH_CHUNK = 1 << 20
+# File digests remembered (LRU): a stat signature and a 71-character digest each, per process.
+HASH_MEMO_ENTRIES = 1024
+_HASHES: LRUCache[tuple[object, ...], str] = LRUCache(maxsize=HASH_MEMO_ENTRIES)
+_HASHES_LOCK = threading.Lock()
 
 
 def _git_env() -> dict[str, str]:
@@ -134,9 +141,22 @@ def remote_hint(root: Path) -> str | None:
 
 
 def sha256_file(path: Path) -> str:
-    """``sha256:<hex>`` of a file's bytes, read in chunks (large artifacts stay cheap in memory)."""
+    """``sha256:<hex>`` of a file's bytes, read in chunks (large artifacts stay cheap in memory).
+
+    Memoised by the file's stat signature (device, inode, size, mtime and ctime in ns; any write changes
+    ctime): a compaction hashes each artifact for the record, its validation and its freshness check, and the
+    next compaction the same unchanged files again."""
+    info = os.stat(path)
+    key = (os.fspath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    with _HASHES_LOCK:
+        known = _HASHES.get(key)
+    if known is not None:
+        return known
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_HASH_CHUNK), b""):
             digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
+    found = "sha256:" + digest.hexdigest()
+    with _HASHES_LOCK:
+        _HASHES[key] = found
+    return found

@@ -157,7 +157,7 @@ _ASSIGNMENT_RE = re.compile(
 )
 
 
-def _assignment_hits(text: str) -> Iterator[SecretHit]:
+def assignment_hits(text: str) -> Iterator[SecretHit]:
     """``API_KEY=...``, ``export DB_PASSWORD="..."``, ``password: ...``: the value of a secret-named name."""
     for match in _ASSIGNMENT_RE.finditer(text):
         if match.group("sep") not in ("=", ":", ":=") or not is_secret_name(match.group("name")):
@@ -306,7 +306,7 @@ def _pattern_hits(text: str) -> Iterator[SecretHit]:
 
 # Most specific first: when spans overlap, the earlier detector's reason names the redaction.
 _DETECTORS: tuple[Callable[[str], Iterator[SecretHit]], ...] = (
-    _pattern_hits, _library_hits, _assignment_hits, _entropy_hits,
+    _pattern_hits, _library_hits, assignment_hits, _entropy_hits,
 )
 
 

@@ -23,6 +23,7 @@ Rules worth knowing:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -180,8 +181,24 @@ def _bases(root: Path, allowed_roots: Collection[str]) -> tuple[list[Path], list
     for extra in allowed_roots:
         candidate = Path(extra).expanduser()
         lexical.append(Path(os.path.abspath(candidate if candidate.is_absolute() else root / candidate)))
+    return _resolved_bases(tuple(lexical), tuple(_identity(base) for base in lexical))
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The directory a path names now (device, inode; symlinks followed): a cached resolution is reused only
+    while every base still names the same directory."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+@functools.lru_cache(maxsize=32)
+def _resolved_bases(lexical: tuple[Path, ...], identities: tuple[Any, ...]) -> tuple[list[Path], list[Path]]:
+    """The roots resolved once per (roots, directories they name): one compaction checks ~60 paths."""
     resolved = [base.resolve() for base in lexical]
-    return lexical + resolved, resolved
+    return [*lexical, *resolved], resolved
 
 
 def contain_path(path_text: str, root: Path, allowed_roots: Collection[str] = ()) -> PathVerdict:

@@ -24,7 +24,7 @@ from typing import Any
 from agent.context_engine import ContextEngine
 
 from baton_engine import operations, policy
-from baton_engine.compaction import cycle, is_baton_message, session
+from baton_engine.compaction import cycle, is_baton_message, scan, session
 from baton_engine.hermes import status, tools
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
@@ -71,6 +71,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.ledger = Ledger()
         self.failure_until = 0.0
         self.turns = 0
+        self.scanned_upto = 0  # messages of the current list scanned ahead for the next compaction
+        self.last_compaction_scan: dict[str, int] | None = None  # region size, messages it scanned itself
         self.started_at = clock_now().timestamp()
         self.detector_state: dict[str, Any] = {}
         self.last_decision = "not evaluated yet"
@@ -189,6 +191,15 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     # ---- the cycle -------------------------------------------------------------------------------
 
+    def prepare_compaction(self, messages: Any) -> None:
+        """Scan the messages this request added (each once, remembered by content), so a compaction reads
+        only what never reached a request. Never raises: a failure leaves the work to the compaction."""
+        try:
+            if isinstance(messages, list):
+                self.scanned_upto = scan.observe(messages, self.scanned_upto)
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("baton scan ahead failed type=%s", type(exc).__name__)
+
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "",
                  **_: Any) -> list[dict[str, Any]]:
@@ -215,7 +226,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         if result is not None and result.recommend:
             self.detector_state = result.new_state.to_json_dict()
         measure = self.ledger.measure(before, view, runtime)
-        room, tail_tokens = self.ledger.tail_budgets(before, messages, measure, limits,
+        room, tail_tokens = self.ledger.tail_budgets(view, messages, measure, limits,
                                                      configured_tail=settings.fresh_tail_tokens)
         facts = cycle.SessionFacts(
             project_dir=self._project_dir(), session_id=self.session_id, model=self.model,
@@ -232,6 +243,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                                   count_text=measure.count_text, counter_source=runtime.source(),
                                   focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
         self._absorb(outcome)
+        self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
         after = self.count(view.with_conversation(outcome.messages))
         if after.tokens is not None:
             self.policy = policy.after_compaction(self.policy, after.tokens, limits)
@@ -241,6 +253,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     def _absorb(self, outcome: cycle.CycleOutcome) -> None:
         self.degradation_reason, self.degradation_detail = outcome.degraded, outcome.detail
+        self.last_compaction_scan = outcome.extras.get("scan")
         stored = outcome.handoff is not None and outcome.validation_status in ("pass", "warn")
         if stored:
             self.compression_count += 1
@@ -287,6 +300,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     def _reset_session_state(self) -> None:
         self.objective = None
+        self.scanned_upto = 0
         self.session_draft_id = None
         self.turns = 0
         self.started_at = clock_now().timestamp()

@@ -62,7 +62,7 @@ class RecallBinding:
         if isinstance(source, SessionStoreSource):
             return continuity.Recall(remember=None, lineage=source.entries)
         index, key = get_runtime().recall_index, self._lineage()
-        return continuity.Recall(remember=lambda region: index.add(key, region), lineage=source.entries)
+        return continuity.Recall(remember=lambda entries: index.add_entries(key, entries), lineage=source.entries)
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""

@@ -47,6 +47,7 @@ class RequestBudgeting:
         try:
             if isinstance(request_messages, list):
                 self.count(self.ledger.view_of(request_messages))
+                self.prepare_compaction(request_messages)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton select_context failed type=%s", type(exc).__name__)
         return None
@@ -58,9 +59,12 @@ class RequestBudgeting:
         return self.ledger.count(view, get_runtime())
 
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
-        """An estimator's arguments, counted as the request the transport will send (shares its count)."""
-        return self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
-                                                     frame=self.ledger.frame))
+        """An estimator's arguments, counted as the request the transport will send (shares its count); the
+        messages it added are scanned for the next compaction."""
+        counted = self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
+                                                        frame=self.ledger.frame))
+        self.prepare_compaction(messages)
+        return counted
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
                    provider: Any = None, auxiliary: bool = False) -> dict[str, Any] | None:

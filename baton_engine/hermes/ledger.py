@@ -60,6 +60,7 @@ class Measure:
 
     count_messages: Any
     count_text: Any
+    count_request: Any  # a whole chat request (the frame: system prompt, tool schemas)
 
 
 @dataclass
@@ -114,25 +115,31 @@ class Ledger:
         body = request_view.from_estimate(messages, frame=self.frame)
         return self.frame.with_conversation(body.messages) if self.frame is not None else body
 
-    def tail_budgets(self, before: TokenCount, messages: Sequence[Any], measure: Measure, limits: policy.Limits, *,
-                     configured_tail: int | None) -> tuple[int, int]:
-        """``(room for unanswered results, verbatim tail)`` for this transcript (``policy.tail_budgets``):
-        the fixed part is the request's size less its conversation's, counted the way ``measure`` counts."""
+    def tail_budgets(self, view: ProviderRequest, messages: Sequence[Any], measure: Measure, limits: policy.Limits,
+                     *, configured_tail: int | None) -> tuple[int, int]:
+        """``(room for unanswered results, verbatim tail)`` for this transcript (``policy.tail_budgets``): the
+        fixed part is the request's frame (system prompt, tool schemas; the same every compaction of a session,
+        so counted once), the unanswered results are counted the way ``measure`` counts. (It was the request
+        less its whole conversation, which counted the whole transcript again at every compaction: 18 ms of a
+        200k-token compaction; the two differ by the template's few framing tokens.)"""
         transcript = list(messages or [])
+        frame = view.frame()
         try:
-            conversation = measure.count_messages(transcript)
             unanswered = transcript[first_unanswered(transcript):]
             inflight = measure.count_messages(unanswered) if unanswered else 0
         except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
-            conversation, inflight = 0, 0
-        fixed = max((before.tokens or 0) - before.margin_tokens - conversation, 0) if conversation else 0
+            inflight = 0
+        try:
+            fixed = measure.count_request(frame.count_request()) if frame.messages or frame.tools else 0
+        except Exception:  # noqa: BLE001 - an uncountable frame: as if it were free
+            fixed = 0
         return policy.tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight,
                                    block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
 
     def measure(self, before: TokenCount, view: ProviderRequest, runtime: Any) -> Measure:
         local = not runtime.remote_tokenizer()
         if before.exact and local:
-            return Measure(runtime.exact_messages, runtime.exact_text)
+            return Measure(runtime.exact_messages, runtime.exact_text, runtime.exact_request)
         ratio = _ratio(before, view)
 
         def count_messages(batch: list[dict[str, Any]]) -> int:
@@ -148,7 +155,10 @@ class Ledger:
                     return counted.tokens
             return math.ceil(ratio * estimate_tokens_rough(text))
 
-        return Measure(count_messages, count_text)
+        def count_request(request: dict[str, Any]) -> int:
+            return math.ceil(ratio * estimate_chat_request(request))
+
+        return Measure(count_messages, count_text, count_request)
 
 
 def _ratio(before: TokenCount, view: ProviderRequest) -> float:

@@ -15,7 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from baton_engine.prefix_memo import PrefixMemo
 from baton_engine.request import PROMPT_OPTIONS, ProviderRequest, find_cap
+from baton_engine.tokens.request_key import message_digest
 
 # Keys Hermes keeps on stored messages but its chat-completions transport never sends.
 INTERNAL_MESSAGE_KEYS = frozenset({
@@ -54,10 +56,22 @@ def _sent_call(call: Mapping[str, Any]) -> dict[str, Any]:
     return sent
 
 
+def _projected(message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+    sent = _sent_message(message)
+    return sent, message_digest(sent)
+
+
+# The estimators see the whole stored history on every request: each message is projected (and its key digest
+# computed) once.
+PROJECTED: PrefixMemo[tuple[dict[str, Any], bytes | None]] = PrefixMemo(_projected)
+
+
 def _mappings(items: Any) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         return ()
-    return tuple(item for item in items if type(item) is dict or isinstance(item, Mapping))  # dict: no ABC check
+    if set(map(type, items)) <= {dict}:  # the usual list of plain dicts, checked at C speed
+        return tuple(items)
+    return tuple(item for item in items if type(item) is dict or isinstance(item, Mapping))
 
 
 def _template_kwargs(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,15 +142,18 @@ def from_estimate(messages: Any, *, system_prompt: str = "", tools: Any = None,
     ``frame`` is this agent's last sent request: its template kwargs and options (which the estimators
     are never given) complete the view, and its tools stand in when the caller passed none.
     """
-    sent = [_sent_message(m) for m in _mappings(messages)]
+    projected = PROJECTED.results(_mappings(messages))
+    sent = [message for message, _ in projected]
+    digests = [digest for _, digest in projected]
     if system_prompt and not (sent and sent[0].get("role") == "system"):
         sent.insert(0, {"role": "system", "content": system_prompt})
+        digests.insert(0, message_digest(sent[0]))
     schemas = _mappings(tools) or (frame.tools if frame is not None else ())
     return ProviderRequest(
         messages=tuple(sent), tools=schemas,
         template_kwargs=dict(frame.template_kwargs) if frame is not None else {},
         options=dict(frame.options) if frame is not None else {},
-        model=frame.model if frame is not None else None,
+        model=frame.model if frame is not None else None, digests=tuple(digests),
     )
 
 

@@ -113,7 +113,11 @@ class BatonRuntime:
 
     def exact_messages(self, batch: Sequence[Any]) -> int:
         """A message list's exact tokens (compaction budgets); raises when no exact count is available."""
-        counted = self.count_chat({"messages": list(batch)})
+        return self.exact_request({"messages": list(batch)})
+
+    def exact_request(self, request: dict[str, Any]) -> int:
+        """A chat request's exact tokens; raises when no exact count is available."""
+        counted = self.count_chat(request)
         if counted.tokens is None or not counted.exact:
             raise ValueError("no exact count")
         return counted.tokens

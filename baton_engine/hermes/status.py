@@ -40,6 +40,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
         "latest_handoff": engine.last_handoff,
         "recall": engine.recall_status(),
         "latest_handoff_path": engine.last_handoff_path,
+        "last_compaction_scan": engine.last_compaction_scan,
         "validation_warnings": list(engine.last_validation_warnings),
         "route": {"model": engine.route.model, "base_url": engine.route.base_url,
                   "provider": engine.route.provider, "api_mode": engine.route.api_mode,

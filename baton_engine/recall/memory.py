@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from baton_engine.recall.entry import Entry, Message, build_entries
@@ -63,18 +62,23 @@ class MemoryIndex:
 
     def add(self, key: str, messages: Iterable[Message]) -> list[str]:
         """Index the compacted ``messages`` under ``key``; returns the refs of the entries added."""
+        return self.add_entries(key, build_entries(messages))
+
+    def add_entries(self, key: str, entries: Iterable[Entry]) -> list[str]:
+        """Index entries already built (``build_entries``) under ``key``; returns the refs of those added."""
         with self._lock:
             lineage = self._lineages.setdefault(key, _Lineage())
             self._lineages.move_to_end(key)
             added = []
-            for entry in build_entries(messages):
+            for entry in entries:
                 if entry.ref in lineage.entries:
                     continue
-                entry = replace(entry, position=lineage.next_position)
+                entry = Entry(entry.ref, lineage.next_position, entry.role, entry.text, entry.tool_name, entry.arguments)
                 lineage.entries[entry.ref] = entry
                 lineage.next_position += 1
-                lineage.size += _cost(entry)
-                self._size += _cost(entry)
+                cost = _cost(entry)
+                lineage.size += cost
+                self._size += cost
                 added.append(entry.ref)
             if not lineage.entries:  # nothing indexable: no empty lineage left behind per session
                 del self._lineages[key]

@@ -227,6 +227,13 @@ class TokenCounter:
             self._record(fallbacks=1, last_fallback_reason=reason)
         return TokenCount(tokens=rough_tokens, exact=False, source=source, fallback_reason=reason, margin_tokens=margin)
 
+    def forget_counts(self) -> None:
+        """Forget the cached whole-request and text counts, keeping the backend's own state (its piece cache,
+        hf's rendered prompts): a benchmark repeating one compaction sees its counts as new, as a real one does."""
+        with self._lock:
+            self._epoch += 1
+            self._cache.clear()
+
     def clear_cache(self) -> None:
         """Forget every cached count; a reply already in flight cannot refill the cache (epoch)."""
         with self._lock:

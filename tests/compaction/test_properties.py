@@ -187,3 +187,25 @@ def _leading_system(messages: list) -> list:
             break
         leading.append(message)
     return leading
+
+
+def _containers(value: object) -> list[int]:
+    if isinstance(value, dict):
+        return [id(value), *(i for item in value.values() for i in _containers(item))]
+    if isinstance(value, list):
+        return [id(value), *(i for item in value for i in _containers(item))]
+    return []
+
+
+@FAST
+@given(messages=conversations(), fresh_tail_tokens=tail_budgets)
+def test_the_compacted_list_never_aliases_the_hosts_messages(messages: list, fresh_tail_tokens: int) -> None:
+    """The builder reads the host's dicts in place (no copy of the compacted region) and copies only what it
+    returns: the host may edit the new list's messages without touching its own, and the reverse."""
+    result = build_compacted_messages(messages, block=block(), fresh_tail_tokens=fresh_tail_tokens,
+                                      count_tokens=cl100k_messages)
+    degraded = degrade(messages, reason="disk_not_writable", keep_recent=4, max_tokens=2_000,
+                       count_tokens=cl100k_messages)
+    host = set(_containers(messages))
+    assert not host & set(_containers(result.messages))
+    assert not host & set(_containers(degraded.messages))

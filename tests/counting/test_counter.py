@@ -60,10 +60,10 @@ def test_exact_count_passes_through_and_is_cached() -> None:
     assert backend.calls == 1
     stats = counter.stats()
     assert (stats.calls, stats.cache_hits, stats.backend_calls, stats.fallbacks) == (2, 1, 1, 0)
-    # The key is the request's bytes: the same content with its keys in another order is counted again
-    # (a miss, never a wrong answer); different content never shares a key.
+    # Messages equal as values share a key (a message's keys in another order: templates read them by name);
+    # different content never shares a key.
     reordered = counter.count_chat({"messages": [{"content": "count these four words", "role": "user"}]})
-    assert reordered == first and backend.calls == 2
+    assert reordered == first and backend.calls == 1
     assert counter.count_chat({"messages": [{"role": "user", "content": "count these five words now"}]}).tokens == 5
     assert stats.last_max_model_len == 32768
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton_engine.tokens import request_key as keys
-from baton_engine.tokens.request_key import MAX_CHAINS, remembered, request_key
+from baton_engine.prefix_memo import MAX_CHAINS
+from baton_engine.tokens.request_key import DIGESTS, request_key
 
 TEXT = st.text(max_size=40)
 MESSAGE = st.one_of(
@@ -28,24 +28,24 @@ MESSAGE = st.one_of(
 
 
 def cold_key(request: dict) -> str:
-    """The definition: sha256 over the frame's marshal, then each message's."""
+    """The definition: sha256 over the frame's marshal, then each message's own sha256."""
     digest = hashlib.sha256(marshal.dumps({k: v for k, v in request.items() if k != "messages"}, 2))
     for message in request["messages"]:
-        digest.update(marshal.dumps(message, 2))
+        digest.update(hashlib.sha256(marshal.dumps(message, 2)).digest())
     return "chat:" + digest.hexdigest()
 
 
 @pytest.fixture(autouse=True)
 def fresh_chains():
-    keys._chains.clear()
+    DIGESTS.clear()
     yield
-    keys._chains.clear()
+    DIGESTS.clear()
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(MESSAGE, min_size=1, max_size=12), st.lists(st.integers(0, 11), max_size=4), st.data())
 def test_every_key_equals_the_cold_key_while_the_conversation_grows_and_changes(messages, edits, data):
-    keys._chains.clear()
+    DIGESTS.clear()
     history: list[dict] = []
     seen: dict[str, str] = {}
     for message in messages:
@@ -77,13 +77,13 @@ def test_only_the_new_messages_are_serialised(monkeypatch):
     request_key({"messages": history, "tools": []})
     serialised = []
     real = marshal.dumps
-    monkeypatch.setattr(keys.marshal, "dumps", lambda value, version: serialised.append(value) or real(value, version))
+    monkeypatch.setattr(marshal, "dumps", lambda value, version: serialised.append(value) or real(value, version))
     grown = [*history, {"role": "assistant", "content": "new"}]
     key = request_key({"messages": grown, "tools": []})
     assert len(serialised) == 2  # the frame and the one new message, not the 200 before it
     serialised.clear()
-    assert request_key({"messages": copy.deepcopy(grown), "tools": []}) == key
-    assert len(serialised) == 1  # an equal copy (another view of the same request) re-uses the whole chain
+    assert request_key({"messages": copy.deepcopy(grown), "tools": [{"name": "other"}]}) != key
+    assert len(serialised) == 1  # an equal copy under another frame re-uses every message digest
     monkeypatch.undo()
     assert key == cold_key({"messages": grown, "tools": []})
 
@@ -100,8 +100,22 @@ def test_not_plain_data_has_no_key_and_the_chains_stay_bounded():
     class Text(str):
         pass
 
-    assert request_key({"messages": [{"role": "user", "content": Text("x")}]}) is None
     assert request_key({"messages": [{"role": "user", "content": object()}]}) is None
+    assert request_key({"messages": [{"role": "user", "content": Text("x")}]}) is None
+    assert DIGESTS.remembered() == []
     for n in range(MAX_CHAINS + 3):
         request_key({"messages": [{"role": "system", "content": f"agent {n}"}]})
-    assert len(remembered()) == MAX_CHAINS
+    assert len(DIGESTS.remembered()) == MAX_CHAINS  # on probation: seen once each
+
+
+def test_one_off_lists_never_push_a_growing_conversation_out():
+    """A compaction counts a dozen candidate tails once each; the conversation that keeps growing stays."""
+    history = [{"role": "user", "content": f"turn {i}"} for i in range(300)]
+    request_key({"messages": history})
+    request_key({"messages": [*history, {"role": "assistant", "content": "a"}]})  # extended: protected
+    for start in range(20):
+        request_key({"messages": history[start * 10:]})  # one-off suffixes
+    grown = [*history, {"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]
+    before = DIGESTS.computed
+    assert request_key({"messages": grown}) == cold_key({"messages": grown})
+    assert DIGESTS.computed - before == 1

@@ -254,3 +254,27 @@ def test_one_compaction_redacts_its_record_once(project: Path, qwen3_env: Path,
     stored = next(r for r in _records(project) if r["id"] == handoff_id)
     assert not any(secret in json.dumps(_records(project)) for secret in SECRET_SAMPLE.secrets)
     assert "[REDACTED:" in json.dumps(stored["decisions"])
+
+
+def test_messages_counted_before_a_compaction_are_not_scanned_again(project: Path, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    """The pre-API estimate scans each new message for the next compaction; the compaction then scans none of
+    them itself. A failing scan ahead never breaks the estimate (the compaction scans what is missing)."""
+    from baton_engine.compaction import scan
+
+    scan.clear()
+    engine = _engine(project, fresh_tail_tokens=200)
+    messages = _conversation("Refactor the app.", 6)
+    for end in range(1, len(messages) + 1):  # one more message per request, as the loop sends them
+        engine.count_estimate(messages[:end])
+    engine.compress(copy.deepcopy(messages))
+    figures = engine.get_status()["last_compaction_scan"]
+    assert figures["region_messages"] >= 4 and figures["scanned_at_compaction"] == 0, figures
+
+    scan.clear()
+    other = _engine(project, fresh_tail_tokens=200)
+    monkeypatch.setattr(scan, "observe", lambda *_: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert other.count_estimate(messages).tokens is not None
+    other.compress(copy.deepcopy(messages))
+    figures = other.get_status()["last_compaction_scan"]
+    assert other.degradation_reason is None and figures["scanned_at_compaction"] == figures["messages"] == len(messages)

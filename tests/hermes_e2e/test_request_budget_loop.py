@@ -267,6 +267,15 @@ def test_healthy_vllm_one_tokenize_per_provider_request(healthy: Session) -> Non
         previous = upto
 
 
+def test_compaction_reads_only_what_no_request_carried(healthy: Session) -> None:
+    """Each message is scanned for compaction when it first reaches a counted request (the pre-API estimate),
+    and the real loop's compaction (which Hermes runs after that estimate) scans none of the transcript itself."""
+    figures = healthy.result["status"]["last_compaction_scan"]
+    print(f"\n[healthy] last compaction: {figures}")
+    assert figures is not None and figures["region_messages"] >= 4 and figures["messages"] > figures["region_messages"]
+    assert figures["scanned_at_compaction"] == 0, figures
+
+
 # ---- 2. a retry of the same request: no round trip ------------------------------------------------
 
 
