@@ -9,6 +9,7 @@ engine passes a plain ``SessionFacts`` snapshot, so this code never touches Herm
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -166,13 +167,11 @@ def touched_artifacts(messages: Sequence[Any], root: Path,
 
 def _project_file(value: str, resolved_root: Path) -> str | None:
     """``value`` as a path relative to the project root when it names a regular file there (not in .baton/)."""
-    candidate = Path(value)
-    lexical = candidate if candidate.is_absolute() else resolved_root / candidate
-    if not lexical.is_file():  # most paths a session names are not files here: one stat, no resolution
+    lexical = os.path.join(resolved_root, value)  # an absolute value stays as it is
+    if not os.path.isfile(lexical):  # most paths a session names are not files here: one stat, no resolution
         return None
-    target = lexical.resolve()
     try:
-        relative = target.relative_to(resolved_root).as_posix()
+        relative = Path(os.path.realpath(lexical)).relative_to(resolved_root).as_posix()
     except ValueError:
         return None
     return None if relative.startswith(".baton/") else relative
@@ -289,8 +288,9 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
                                          redacted_extra={"continuity": kept.to_state()} if kept is not None else None)
     record = _with_free_id(handoffs, record, now)
     record = _with_carried_items(record, session_draft or previous, now)
-    report = validate.validate_record(record, paths.root, config, repo=repo, redacted=True)
-    fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots, repo=repo)
+    with validate.remembered_paths():  # validation and freshness contain the same artifact paths
+        report = validate.validate_record(record, paths.root, config, repo=repo, redacted=True)
+        fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots, repo=repo)
     record = record.model_copy(update={"validation": report.to_validation(fresh.to_model(), at=stamp)})
     warnings = tuple(f"{c.name}: {c.detail}" for c in report.checks if c.status == "warn")
     if report.status == "fail":

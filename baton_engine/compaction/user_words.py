@@ -132,7 +132,8 @@ def collect_user_words(messages: Sequence[Any], brief_max_tokens: int, count_tex
     def estimate_with(word: UserWord) -> int:
         return math.ceil(scale * ((len(HEADER) + kept_chars + len(word.line())) // 4 + len(kept) + 2))
 
-    for word in sorted((w for w in pool if tier(w.text) < 3), key=lambda w: (tier(w.text), -w.position)):
+    tiers = {w.text: tier(w.text) for w in pool}  # texts are unique in the pool
+    for word in sorted((w for w in pool if tiers[w.text] < 3), key=lambda w: (tiers[w.text], -w.position)):
         chosen = word if estimate_with(word) <= budget else _clip(word, budget, estimate_with)
         if chosen is not None:
             kept.append(chosen)

@@ -23,6 +23,8 @@ Rules worth knowing:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import os
@@ -201,8 +203,33 @@ def _resolved_bases(lexical: tuple[Path, ...], identities: tuple[Any, ...]) -> t
     return [*lexical, *resolved], resolved
 
 
+_VERDICTS: contextvars.ContextVar[dict[tuple[Any, ...], PathVerdict] | None] = contextvars.ContextVar(
+    "baton_path_verdicts", default=None)
+
+
+@contextlib.contextmanager
+def remembered_paths() -> Iterator[None]:
+    """Within the block each path is contained once: a compaction checks every artifact for its record, its
+    validation and its freshness (three resolutions each, ~60 per compaction, otherwise)."""
+    token = _VERDICTS.set({})
+    try:
+        yield
+    finally:
+        _VERDICTS.reset(token)
+
+
 def contain_path(path_text: str, root: Path, allowed_roots: Collection[str] = ()) -> PathVerdict:
     """Where ``path_text`` points, or why it is not allowed (traversal, outside the roots, escaping symlink)."""
+    verdicts = _VERDICTS.get()
+    if verdicts is None:
+        return _contain(path_text, root, allowed_roots)
+    key = (path_text, os.fspath(root), tuple(allowed_roots))
+    if key not in verdicts:
+        verdicts[key] = _contain(path_text, root, allowed_roots)
+    return verdicts[key]
+
+
+def _contain(path_text: str, root: Path, allowed_roots: Collection[str]) -> PathVerdict:
     text = (path_text or "").strip()
     if not text:
         return PathVerdict(None, "empty path")
