@@ -214,12 +214,12 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "server and `git` children; for Hermes it includes its HTTP client's work during the LLM call), a "
             "load-independent view on this shared machine.", ""]
     out += _table(["size", "Qwen3 tok", "o200k tok", "msgs", "window", "arm", "p50 ms", "p95 ms", "CPU p50 ms",
-                   "first ms", "scan ahead max ms / request", "scan ahead ms / KB", "LLM calls", "stub LLM ms",
+                   "first ms", "scan ahead p95 ms / request", "scan ahead ms / KB", "LLM calls", "stub LLM ms",
                    "tokens after", "headroom", "pair errors", "same bytes (masked)"],
                   [[f"{r['size'] // 1000}k", r["tokens"], r["o200k_tokens"], r["messages"], r["context_length"],
                     r["arm"], f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['cpu_p50_ms']:.0f}",
                     f"{r['first_ms']:.0f}",
-                    f"{r['ahead_max_ms']:.1f}" if "ahead_max_ms" in r else "-",
+                    f"{r['ahead_p95_ms']:.1f}" if "ahead_p95_ms" in r else "-",
                     f"{r['ahead_ms_per_kb']:.3f}" if "ahead_ms_per_kb" in r else "-",
                     r["llm_calls"], f"{r['llm_ms']:.0f}",
                     r["tokens_after"], r["headroom"], r["tool_pair_errors"],

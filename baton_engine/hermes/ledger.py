@@ -118,10 +118,10 @@ class Ledger:
     def tail_budgets(self, view: ProviderRequest, messages: Sequence[Any], measure: Measure, limits: policy.Limits,
                      *, configured_tail: int | None) -> tuple[int, int]:
         """``(room for unanswered results, verbatim tail)`` for this transcript (``policy.tail_budgets``): the
-        fixed part is the request's frame (system prompt, tool schemas; the same every compaction of a session,
-        so counted once), the unanswered results are counted the way ``measure`` counts. (It was the request
-        less its whole conversation, which counted the whole transcript again at every compaction: 18 ms of a
-        200k-token compaction; the two differ by the template's few framing tokens.)"""
+        fixed part is what the request's frame (system prompt, tool schemas) adds, counted once per session
+        (``_frame_tokens``; the request less its whole conversation gives the same number but counted the
+        whole transcript again at every compaction: 18 ms at 200k tokens), the unanswered results are counted
+        the way ``measure`` counts."""
         transcript = list(messages or [])
         frame = view.frame()
         try:
@@ -130,7 +130,7 @@ class Ledger:
         except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
             inflight = 0
         try:
-            fixed = measure.count_request(frame.count_request()) if frame.messages or frame.tools else 0
+            fixed = _frame_tokens(frame, measure) if frame.messages or frame.tools else 0
         except Exception:  # noqa: BLE001 - an uncountable frame: as if it were free
             fixed = 0
         return policy.tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight,
@@ -159,6 +159,17 @@ class Ledger:
             return math.ceil(ratio * estimate_chat_request(request))
 
         return Measure(count_messages, count_text, count_request)
+
+
+_PROBE = {"role": "user", "content": "."}
+
+
+def _frame_tokens(frame: ProviderRequest, measure: Measure) -> int:
+    """What the frame adds to a conversation's count: the frame around a one-message probe less the probe alone,
+    so the template's framing (BOS, generation prompt), which a count of the conversation includes too, is
+    not counted twice. Two small counts, the same every compaction of a session (cached)."""
+    framed = measure.count_request(frame.with_conversation([_PROBE]).count_request())
+    return max(framed - measure.count_request({"messages": [_PROBE]}), 0)
 
 
 def _ratio(before: TokenCount, view: ProviderRequest) -> float:

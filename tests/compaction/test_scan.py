@@ -36,12 +36,14 @@ def test_a_growing_conversation_is_scanned_once_per_message():
 
 
 def test_the_scan_ahead_is_bounded_per_request_and_resumes():
-    history = [_tool_result(n, 40_000) for n in range(6)]
+    history = [_tool_result(n, 10_000) for n in range(6)]
     first = scan.observe(history, 0)
-    assert first == 2  # 64 KB of text per request: two 40 KB results, then the next request goes on
+    assert first == 2  # 16 KB of text per request: two 10 KB results, then the next request goes on
     assert scan.observe(history, first) == 4
     assert scan.observe(history[:3], 4) == 3  # a shorter (compacted) list continues from its end
     assert scan.scan_all(history)[1] == 2  # what no request scanned yet is scanned by the compaction
+    huge = [_tool_result(9, 50_000)]
+    assert scan.observe(huge, 0) == 1  # one message per request at least, however large
 
 
 def test_facts_come_from_the_key_and_are_shared_by_equal_keys():
