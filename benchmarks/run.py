@@ -444,6 +444,7 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation, ExactEstimators
     from baton_engine.hermes.request_view import _sent_message
+    from baton_engine.prefix_memo import _plain
     from baton_engine.hermes.runtime import set_runtime
     from batontest.agent_frames import LoopAgent, in_agent
 
@@ -462,8 +463,9 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
         runtime.count_chat({"messages": earlier, "tools": workload.TOOLS})  # the earlier turns: counted,
         while engine.scanned_upto < len(earlier):  # and scanned ahead (as their own requests did)
             engine.prepare_compaction(earlier)
-        baton, hermes = [], []
+        baton, hermes, compare = [], [], []
         for message in all_messages[size - turns: size]:
+            snapshot = _plain(api_messages if compare else earlier)  # what a memo keeps of the last request
             stored = [*stored, message]
             api_messages = [_sent_message(m) for m in stored]  # Hermes' per-call copies
             request = {"model": MODEL, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}
@@ -475,9 +477,14 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
             started = time.perf_counter()
             estimate_request_tokens_rough(stored[1:], system_prompt=SYSTEM["content"], tools=workload.TOOLS)
             hermes.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            same = snapshot == api_messages[:len(snapshot)]  # the floor: ONE value comparison of the history
+            compare.append(time.perf_counter() - started)
+            assert same
         rows.append({"messages": size, "tokens": judge.tokens(all_messages[:size]),
                      "baton_p50_ms": 1000 * statistics.median(baton), "baton_p95_ms": 1000 * percentile(baton, 0.95),
-                     "hermes_rough_p50_ms": 1000 * statistics.median(hermes)})
+                     "hermes_rough_p50_ms": 1000 * statistics.median(hermes),
+                     "compare_p50_ms": 1000 * statistics.median(compare)})
         print(f"overhead at {size} messages: baton {rows[-1]['baton_p50_ms']:.1f} ms", flush=True)
     return rows
 
