@@ -1,9 +1,8 @@
 """``PrefixMemo``: per-message results of a growing conversation, each message computed once.
 
 Why: a host sends the whole history on every request although only the last messages are new, and several
-of Baton's steps are per message (the request key's digest, the projection of a stored message onto the
-wire, the compaction scan). Recomputing them made per-turn overhead and ``compress()`` linear in the
-history. Messages are mutable dicts that hosts edit in place, so results cannot be keyed by identity: a
+of Baton's per-request steps are per message (the request key's digest, the projection of a stored message
+onto the wire). Recomputing them made the per-request overhead linear in the history. Messages are mutable dicts that hosts edit in place, so results cannot be keyed by identity: a
 chain remembers a snapshot of the messages it computed (plain copies of their dicts and lists, strings
 shared) and its results are reused for the longest remembered prefix whose snapshot equals the list's
 first messages. That comparison is ``==``, C-level, and identical strings compare by identity, so reusing a

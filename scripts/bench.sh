@@ -2,7 +2,7 @@
 # Head-to-head benchmarks in one command: builds a venv with this checkout + the three backends +
 # hermes-agent 0.19.0 + incontext 0.0.5 + matplotlib, runs benchmarks/run.py (about 7 minutes on
 # 2 cores, offline), then the soak benchmarks/soak.py (10,000 fuzzed compress() calls and 1,200
-# SIGKILLs of store writers; about 9 minutes on a quiet machine, 32 at load ~7; not part of CI), and
+# SIGKILLs of store writers; about 5 minutes on a quiet machine, 32 at load ~7; not part of CI), and
 # writes benchmarks/results/REPORT.md plus PNG plots from both.
 #   scripts/bench.sh [--quick]        venv: $BATON_BENCH_VENV (default .venv-bench)
 set -euo pipefail
