@@ -24,14 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from baton_engine.tokens.contract import NotPlain, plain_copy
+
 T = TypeVar("T")
 MAX_CHAINS = 4
 MAX_MESSAGES = 16_384
-_PLAIN_SCALARS = (str, int, float, bool, type(None))
-
-
-class _NotPlain(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,7 @@ class PrefixMemo(Generic[T]):
 
     def results(self, messages: Sequence[Any]) -> list[T]:
         """Per-message results (raises what ``compute`` raises). A list holding something other than plain data
-        (dict, list, tuple, str, int, float, bool, None) is computed but not remembered."""
+        (``plain_copy``) is computed but not remembered."""
         chain_id, chain = self._longest_prefix(messages)
         start = len(chain.snapshot) if chain is not None else 0
         added = messages[start:]
@@ -63,8 +60,8 @@ class PrefixMemo(Generic[T]):
         if len(results) > MAX_MESSAGES:
             return results
         try:
-            snapshot = (chain.snapshot if chain is not None else []) + [_plain(m) for m in added]
-        except _NotPlain:
+            snapshot = (chain.snapshot if chain is not None else []) + [plain_copy(m) for m in added]
+        except NotPlain:
             return results
         self._remember(chain_id, _Chain(snapshot, results))
         return list(results)
@@ -110,17 +107,3 @@ class PrefixMemo(Generic[T]):
                 self._probation[demoted] = old
             while len(self._probation) > MAX_CHAINS:
                 self._probation.popitem(last=False)
-
-
-def _plain(value: Any) -> Any:
-    """A deep copy of plain data (exact types only) with strings shared; anything else raises ``_NotPlain``."""
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return value
-    if kind is dict:
-        return {key: _plain(item) for key, item in value.items()}
-    if kind is list:
-        return [_plain(item) for item in value]
-    if kind is tuple:
-        return tuple(_plain(item) for item in value)
-    raise _NotPlain(kind.__name__)

@@ -444,7 +444,7 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation, ExactEstimators
     from baton_engine.hermes.request_view import _sent_message
-    from baton_engine.prefix_memo import _plain
+    from baton_engine.tokens.contract import plain_copy
     from baton_engine.hermes.runtime import set_runtime
     from batontest.agent_frames import LoopAgent, in_agent
 
@@ -464,8 +464,9 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
         while engine.scanned_upto < len(earlier):  # and scanned ahead (as their own requests did)
             engine.prepare_compaction(earlier)
         baton, hermes, compare = [], [], []
+        api_messages = earlier
         for message in all_messages[size - turns: size]:
-            snapshot = _plain(api_messages if compare else earlier)  # what a memo keeps of the last request
+            snapshot = plain_copy(api_messages)  # what a memo keeps of the last request
             stored = [*stored, message]
             api_messages = [_sent_message(m) for m in stored]  # Hermes' per-call copies
             request = {"model": MODEL, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}

@@ -23,6 +23,31 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+class NotPlain(Exception):
+    """A value holds something other than JSON data of exact types (``plain_copy``)."""
+
+
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of JSON data of exact types (dicts with str keys, lists, tuples, str, int, float, bool, None),
+    strings shared; anything else raises ``NotPlain``. The ONE such snapshot: what memos compare a later request
+    with (``==``) to know it did not change (the prefix memos, the hf backend's rendered prefix)."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return value
+    if kind is dict:
+        if not all(type(key) is str for key in value):
+            raise NotPlain("non-string key")
+        return {key: plain_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [plain_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(plain_copy(item) for item in value)
+    raise NotPlain(kind.__name__)
+
+
 class CannotCount(Exception):
     """The backend cannot count this request (server down, unsupported shape, ...).
 

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baton_engine.tokens.contract import CannotCount, ChatRequest
+from baton_engine.tokens.contract import CannotCount, ChatRequest, NotPlain, plain_copy
 from baton_engine.tokens.pieces import PieceCounter
 
 from baton_hf.chunks import Chunks
@@ -51,11 +51,6 @@ CONTEXT_KEYS = ("tools", "chat_template_kwargs", "add_generation_prompt", "conti
 # ints per piece of it, and copies of its messages' containers (their strings are shared with the caller's).
 MAX_STATES = 4  # conversations remembered
 MAX_STATE_CHARS = 16 * 1024 * 1024  # a rendered prompt longer than this (~4M tokens) is not remembered
-_PLAIN_SCALARS = (str, int, float, bool, type(None))
-
-
-class _NotPlain(Exception):
-    """A message holds something other than JSON data: its later mutation could not be detected."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +80,8 @@ class IncrementalCounter:
     def count(self, request: ChatRequest) -> int:
         messages = request.get("messages")
         try:
-            context = _plain({key: request.get(key) for key in CONTEXT_KEYS})
-        except _NotPlain:
+            context = plain_copy({key: request.get(key) for key in CONTEXT_KEYS})
+        except NotPlain:
             context = None
         if not self.enabled or context is None or not isinstance(messages, list):
             return self._pieces.count(self._render(request))
@@ -155,8 +150,8 @@ class IncrementalCounter:
         text = self._render(request)
         starts, before, total = self._pieces.spans(text)
         try:
-            snapshot: list[Any] | None = _plain(messages)
-        except _NotPlain:
+            snapshot: list[Any] | None = plain_copy(messages)
+        except NotPlain:
             snapshot = None
         users, developer = _roles((), False, messages, 0)
         return _State(context, snapshot, users, developer, Chunks.of(text), starts, before, total)
@@ -171,12 +166,12 @@ class IncrementalCounter:
         if outer < head or 2 * (len(messages) - outer) > len(messages):
             return None  # the windows would cover most of the conversation: a full render is cheaper
         try:
-            new_messages = _plain(messages[size:])
+            new_messages = plain_copy(messages[size:])
             old = self._render_window(request, messages[:size], head, inner)
             new = self._render_window(request, messages, head, inner)
             wide = self._render_window(request, messages, head, outer)
             wide_old = self._render_window(request, messages[:size], head, outer)
-        except (_NotPlain, CannotCount):
+        except (NotPlain, CannotCount):
             return None
         if len(wide_old) - _common_prefix(wide_old, wide) > len(old) - _common_prefix(old, new):
             return None  # with more history in view, the appended messages change output further back
@@ -272,18 +267,3 @@ def _common_suffix(a: str, b: str) -> int:
             high = middle
     return low
 
-
-def _plain(value: Any) -> Any:
-    """A deep copy of JSON data (strings shared); anything else raises ``_NotPlain``."""
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return value
-    if kind is dict:
-        if not all(type(key) is str for key in value):
-            raise _NotPlain("non-string key")
-        return {key: _plain(item) for key, item in value.items()}
-    if kind is list:
-        return [_plain(item) for item in value]
-    if kind is tuple:
-        return tuple(_plain(item) for item in value)
-    raise _NotPlain(kind.__name__)
