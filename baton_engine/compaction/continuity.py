@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_engine.compaction.anchors import Anchors, extract_anchors
+from baton_engine.compaction.scan import MessageScan, scan_of
 from baton_engine.compaction.user_words import UserWords, collect_user_words
 from baton_engine.handoff.render import MIN_MAX_TOKENS
-from baton_engine.compaction.scan import MessageScan, scan_of
 from baton_engine.recall.entry import Entry, build_entries
 
 USER_WORDS_SHARE = 0.35
