@@ -76,10 +76,6 @@ class PrefixMemo(Generic[T]):
         with self._lock:
             return [len(chain.snapshot) for chain in (*self._protected.values(), *self._probation.values())]
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> PrefixMemo[T]:
-        """Shared, not copied: Hermes deep-copies its engine per agent; chains are keyed by content."""
-        return self
-
     def _longest_prefix(self, messages: Sequence[Any]) -> tuple[int | None, _Chain[T] | None]:
         with self._lock:
             candidates = sorted([*self._protected.items(), *self._probation.items()],

@@ -97,9 +97,12 @@ def is_baton_message(message: dict[str, Any]) -> bool:
     Tool results are never ours: a ``baton_resume`` tool may print a block, and dropping its
     result would orphan the call.
     """
-    if message.get("role") == "tool":
-        return False
-    return is_baton_text(message_text(message))
+    return is_baton_role_text(message.get("role"), message_text(message))
+
+
+def is_baton_role_text(role: Any, text: str) -> bool:
+    """``is_baton_message`` of a message with this role and text (tool results are never ours)."""
+    return role != "tool" and is_baton_text(text)
 
 
 def is_baton_text(text: str) -> bool:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import hashlib
 import os
 import re
@@ -183,24 +182,8 @@ def _bases(root: Path, allowed_roots: Collection[str]) -> tuple[list[Path], list
     for extra in allowed_roots:
         candidate = Path(extra).expanduser()
         lexical.append(Path(os.path.abspath(candidate if candidate.is_absolute() else root / candidate)))
-    return _resolved_bases(tuple(lexical), tuple(_identity(base) for base in lexical))
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """The directory a path names now (device, inode; symlinks followed): a cached resolution is reused only
-    while every base still names the same directory."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-@functools.lru_cache(maxsize=32)
-def _resolved_bases(lexical: tuple[Path, ...], identities: tuple[Any, ...]) -> tuple[list[Path], list[Path]]:
-    """The roots resolved once per (roots, directories they name): one compaction checks ~60 paths."""
     resolved = [base.resolve() for base in lexical]
-    return [*lexical, *resolved], resolved
+    return lexical + resolved, resolved
 
 
 _VERDICTS: contextvars.ContextVar[dict[tuple[Any, ...], PathVerdict] | None] = contextvars.ContextVar(
@@ -209,8 +192,8 @@ _VERDICTS: contextvars.ContextVar[dict[tuple[Any, ...], PathVerdict] | None] = c
 
 @contextlib.contextmanager
 def remembered_paths() -> Iterator[None]:
-    """Within the block each path is contained once: a compaction checks every artifact for its record, its
-    validation and its freshness (three resolutions each, ~60 per compaction, otherwise)."""
+    """Within the block each path is contained once: a compaction checks every artifact path in validation
+    (paths, artifacts) and again for freshness (three resolutions each, ~60 per compaction, otherwise)."""
     token = _VERDICTS.set({})
     try:
         yield

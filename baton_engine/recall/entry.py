@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from cachetools import LRUCache
 
-from baton_engine.compaction.markers import is_baton_text, message_text
+from baton_engine.compaction.markers import is_baton_role_text, message_text
 
 Message = dict[str, Any]
 REF_PREFIX = "msg-"
@@ -175,7 +175,7 @@ def entry_text(key: MessageKey) -> str:
 
 def is_baton_key(key: MessageKey) -> bool:
     """``is_baton_message`` of a message with this key: a block or notice an earlier compaction wrote."""
-    return key.role != "tool" and is_baton_text(key.text)
+    return is_baton_role_text(key.role, key.text)
 
 
 class EntryFacts(Protocol):

@@ -235,10 +235,8 @@ class TokenCounter:
             self._cache.clear()
 
     def clear_cache(self) -> None:
-        """Forget every cached count; a reply already in flight cannot refill the cache (epoch)."""
-        with self._lock:
-            self._epoch += 1
-            self._cache.clear()
+        """Forget every cached count, the backend's too; a reply already in flight cannot refill the cache (epoch)."""
+        self.forget_counts()
         self._housekeeping("clear_cache")
 
     def close(self) -> None:
