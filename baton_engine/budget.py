@@ -2,8 +2,9 @@
 
 Symbols: W = compression window, P = prompt tokens, R = minimum output reserve, B = the caller's
 output cap. The output budget is a decision (``decide_output``) applied by a writer (``write_cap``):
-a cap is only ever lowered to a useful size (>= min(R, B)), never added; when no useful output fits,
-the answer is "needs compaction", not a ``max_tokens=1`` reply.
+a cap is only ever lowered, never added: to a useful size (>= min(R, B)) while one fits, else to what the
+window leaves (a short reply, never a request certain to be refused); only a prompt that alone exceeds the
+window "needs compaction" before it can be sent.
 """
 
 from __future__ import annotations
@@ -67,11 +68,13 @@ def margin_for(count: TokenCount, fallback_margin_tokens: int) -> int:
 class OutputDecision:
     """What the output budget of one request needs: ``lower_cap_to`` n, ``needs_compaction`` or ``leave``.
 
-    Numbers and field names only (safe for status and logs)."""
+    Numbers and field names only (safe for status and logs). ``short`` marks a cap lowered below the
+    minimum useful reply: the prompt left less room, and a short reply beats a refused request."""
 
     action: Literal["lower_cap_to", "needs_compaction", "leave"]
     reason: str
     value: int | None = None
+    short: bool = False
 
 
 def decide_output(
@@ -81,30 +84,41 @@ def decide_output(
     window: int,
     min_output_tokens: int,
     fallback_margin_tokens: int,
+    unconfirmed_margin: int = 0,
 ) -> OutputDecision:
-    """``lower_cap_to(W - P - margin)`` when the request's own cap does not fit but a useful one does.
+    """The output cap a request may carry so that prompt + cap never exceeds the window.
+
+    ``lower_cap_to(W - P - margin - unconfirmed)`` when the request's own cap does not fit; never below a
+    useful reply (``min(R, B)``) while one fits the window, never above what the window leaves. Below a
+    useful reply the cap is lowered to what is left (``short``): the request is never sent certain to be
+    refused, and the next check compacts. ``needs_compaction`` only when the prompt alone does not fit.
+    ``unconfirmed_margin``: room kept for a count its provider has not confirmed yet (``tokens.verify``).
 
     A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI) then default the
     output to what remains of the window, so it cannot overflow, while ADDING a cap field can be
-    refused (OpenAI reasoning models reject ``max_tokens``). Below a useful output (``min(R, B)``)
-    the answer is ``needs_compaction``: a ``max_tokens=1`` reply helps nobody.
+    refused (OpenAI reasoning models reject ``max_tokens``).
     """
-    if window <= 0 or min_output_tokens <= 0 or fallback_margin_tokens < 0:
-        raise ValueError("window and min_output_tokens must be positive, fallback_margin_tokens >= 0")
+    if window <= 0 or min_output_tokens <= 0 or fallback_margin_tokens < 0 or unconfirmed_margin < 0:
+        raise ValueError("window and min_output_tokens must be positive, margins >= 0")
     if not count.known:
         return OutputDecision("leave", "token count unknown; request unchanged")
     prompt = count.tokens
     margin = margin_for(count, fallback_margin_tokens)
     available = window - prompt - margin  # type: ignore[operator]
     reserve = min_output_tokens if cap is None else min(min_output_tokens, cap.value)
-    numbers = f"window={window} prompt={prompt} margin={margin} available={available} reserve={reserve}"
-    if available < reserve:
-        return OutputDecision("needs_compaction", f"needs compaction: {numbers}")
+    numbers = (f"window={window} prompt={prompt} margin={margin} unconfirmed={unconfirmed_margin} "
+               f"available={available} reserve={reserve}")
+    if available < 1:
+        return OutputDecision("needs_compaction", f"the prompt alone does not fit: {numbers}")
     if cap is None:
         return OutputDecision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
-    if cap.value <= available:
+    value = max(available - unconfirmed_margin, min(reserve, available))
+    if cap.value <= value:
         return OutputDecision("leave", f"{cap.field}={cap.value} fits: {numbers}")
-    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {available}: {numbers}", available)
+    if value < reserve:
+        return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}, below the minimum reply "
+                                              f"(compaction is due): {numbers}", value, short=True)
+    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}: {numbers}", value)
 
 
 def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[str, Any]:
@@ -130,6 +144,7 @@ def apply_output(
     min_output_tokens: int,
     fallback_margin_tokens: int,
     cap: OutputCap | None = None,
+    unconfirmed_margin: int = 0,
 ) -> tuple[OutputDecision, dict[str, Any] | None]:
     """Decide, then write: the decision and the rewritten request (None: leave the request as it is).
 
@@ -137,7 +152,7 @@ def apply_output(
     smallest cap found in ``request``."""
     cap = cap if cap is not None else find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=min_output_tokens,
-                             fallback_margin_tokens=fallback_margin_tokens)
+                             fallback_margin_tokens=fallback_margin_tokens, unconfirmed_margin=unconfirmed_margin)
     if decision.action != "lower_cap_to" or cap is None or decision.value is None:
         return decision, None
     return decision, write_cap(request, cap, decision.value)

@@ -49,7 +49,8 @@ TRUNCATION_MARK = "[... brief truncated to fit the handoff block budget]"
 UNCOUNTABLE_TOKENS = 1 << 40  # what a message costs when even the rough estimate fails: never fits
 
 DegradeReason = Literal[
-    "validation_failed", "not_initialised", "disk_not_writable", "tokenizer_down", "internal_error", "unspecified"
+    "validation_failed", "not_initialised", "disk_not_writable", "tokenizer_down", "internal_error", "window_overflow",
+    "unspecified"
 ]
 _DEGRADE_EXPLANATIONS: dict[str, str] = {
     "validation_failed": "the new handoff record failed validation",
@@ -57,6 +58,8 @@ _DEGRADE_EXPLANATIONS: dict[str, str] = {
     "disk_not_writable": "the handoff store is not writable",
     "tokenizer_down": "exact token counting is unavailable",
     "internal_error": "Baton hit an internal error while compacting",
+    "window_overflow": ("this request did not fit the model's window and no compaction could run before it, so it "
+                        "carries only the most recent messages; the conversation itself is unchanged"),
     "unspecified": "the compaction could not complete",
 }
 

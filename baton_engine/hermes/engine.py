@@ -111,21 +111,44 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                      provider: str = "", api_mode: str = "", **_: Any) -> None:
         """``/model``, a fallback provider or start-up: the route and window this agent budgets; never raises."""
         try:
-            self.route = self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
-                                          why="update_model")
+            self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
+                                             why="update_model"))
             ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
             self._set_window(context_length if ok else DEFAULT_CONTEXT_LENGTH)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
 
-    def effective_window(self) -> int:
-        """Hermes' context_length, or the serving model's smaller window once the server reported it;
-        lowers the threshold to fit it (only ever lowers: Hermes may have lowered it too)."""
+    def move_route(self, route: Route) -> None:
+        """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
+        anchor, verdict, frame and learned window belong to the old one)."""
+        if self.route.differs_from(route):
+            LOGGER.info("baton route moved by=%s; counts start over for the new route", route.changed_by)
+            self.ledger = Ledger()
+        self.route = route
+
+    def learn_window(self, window: int) -> None:
+        """A provider stated its real window (a refusal): this route budgets against it from now on."""
+        learned = self.ledger.learned_window
+        self.ledger.learned_window = window if learned is None else min(learned, window)
+
+    def window_source(self) -> tuple[int, str]:
+        """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
+        max_model_len and a window a refusal stated."""
+        candidates = [(self.context_length, "hermes context_length")]
         server = get_runtime().server_window()
-        if server is not None and server < self.context_length:
-            self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(server))
-            return server
-        return self.context_length
+        if server is not None:
+            candidates.append((server, "server max_model_len"))
+        if self.ledger.learned_window is not None:
+            candidates.append((self.ledger.learned_window, "provider refusal"))
+        return min(candidates, key=lambda item: item[0])
+
+    def effective_window(self) -> int:
+        """The window this route budgets against (``window_source``); lowers the threshold to fit it (only
+        ever lowers: Hermes may have lowered it too)."""
+        window = self.window_source()[0]
+        if window < self.context_length:
+            self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(window))
+        return window
 
     # ---- when to compact -------------------------------------------------------------------------
 

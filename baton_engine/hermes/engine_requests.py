@@ -9,19 +9,25 @@ estimators' and the middleware's counts, the output budget). State lives on the 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from baton_engine.budget import apply_output
+from baton_engine.budget import OutputDecision, apply_output, decide_output
+from baton_engine.compaction.builder import degrade_messages
 from baton_engine.hermes import request_view
 from baton_engine.hermes.runtime import get_runtime, usage_value
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.verify import reported_prompt_tokens
+
+if TYPE_CHECKING:
+    from baton_engine.refusal import Refusal
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 
 
 class RequestBudgeting:
-    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``route`` and ``effective_window()``."""
+    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``route``, ``move_route()``, ``learn_window()``,
+    ``effective_window()`` and ``prepare_compaction()``."""
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
         """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor)."""
@@ -32,12 +38,32 @@ class RequestBudgeting:
         total = usage_value(usage, "total_tokens")
         self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
         self.turns += 1
-        self.ledger.observe_usage(self.last_prompt_tokens)
+        self.observe_reported(reported_prompt_tokens(usage))
 
     def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
         """Hermes 0.20+: the turn's usage, when the host has not reported it through update_from_response."""
         if isinstance(usage, dict):
-            self.ledger.observe_usage(usage_value(usage, "prompt_tokens", "input_tokens"))
+            self.observe_reported(reported_prompt_tokens(usage))
+
+    def observe_reported(self, prompt_tokens: int) -> None:
+        """The provider's size of the last request sent: the anchor, and the check of this route's counts;
+        said once (a warning, then status and doctor) when it shows the counts are off."""
+        if self.ledger.observe_usage(prompt_tokens):
+            check = self.ledger.check
+            LOGGER.warning("baton counts disagree with the provider: counted=%s reported=%s ratio=%.3f source=%s; "
+                           "budgets now use the provider's scale (calibrated)", check.last.counted if check.last
+                           else None, prompt_tokens, check.ratio, get_runtime().source())
+
+    def observe_refusal(self, refusal: Refusal) -> None:
+        """A provider refused a request as too long: its window and prompt size become this route's truth, so
+        the next request (a retry of the same one too) fits."""
+        if refusal.window is not None and refusal.window > 0:
+            self.learn_window(refusal.window)
+        if refusal.prompt_tokens is not None and refusal.prompt_tokens > 0:
+            self.observe_reported(refusal.prompt_tokens)
+        self.ledger.refusals += 1
+        LOGGER.warning("baton saw a context-length refusal kind=%s window=%s prompt=%s", refusal.kind,
+                       refusal.window, refusal.prompt_tokens)
 
     def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
                        incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> None:
@@ -46,9 +72,12 @@ class RequestBudgeting:
         model sees only through ``compress()``, where the handoff makes the change auditable."""
         try:
             if isinstance(request_messages, list):
-                self.count(self.ledger.view_of(request_messages))
+                view = self.ledger.view_of(request_messages)
+                counted = self.count(view)
                 self.prepare_compaction(request_messages)
-        except Exception as exc:  # noqa: BLE001
+                if self._too_long(counted):
+                    return self.request_only_compaction(view, counted, kept=request_messages)
+        except Exception as exc:  # noqa: BLE001 - Hermes' select_context contract: None leaves the request alone
             LOGGER.warning("baton select_context failed type=%s", type(exc).__name__)
         return None
 
@@ -75,18 +104,67 @@ class RequestBudgeting:
         if view is None:
             return None
         if not auxiliary:
-            self.route = self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
-                                          why="request")
-            self.ledger.sent_request(view)
+            self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
+                                             why="request"))
         counted = self.count(view)
-        settings = get_runtime().settings
-        decision, rewritten = apply_output(request, counted, window=self.effective_window(), cap=view.cap,
-                                           min_output_tokens=settings.min_output_tokens,
-                                           fallback_margin_tokens=settings.fallback_margin_tokens)
+        if not auxiliary:
+            self.ledger.sent_request(view)
+        decision, rewritten = self._budget(request, view, counted)
+        if decision.action == "needs_compaction" and not auxiliary and isinstance(request.get("messages"), list):
+            shorter = self.request_only_compaction(view, counted, kept=request["messages"])
+            if shorter is not None:
+                request = {**request, "messages": shorter}
+                view = request_view.from_provider_kwargs(request, api_mode) or view
+                counted = self.count(view)
+                self.ledger.sent_request(view)
+                decision, rewritten = self._budget(request, view, counted)
+                rewritten = rewritten if rewritten is not None else request
         self.ledger.decided(decision, auxiliary=auxiliary)
         LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,
                     counted.source, auxiliary)
         return rewritten
+
+    def _budget(self, request: dict[str, Any], view: ProviderRequest,
+                counted: TokenCount) -> tuple[OutputDecision, dict[str, Any] | None]:
+        settings = get_runtime().settings
+        return apply_output(request, counted, window=self.effective_window(), cap=view.cap,
+                            min_output_tokens=settings.min_output_tokens,
+                            fallback_margin_tokens=settings.fallback_margin_tokens,
+                            unconfirmed_margin=self.ledger.unconfirmed_margin(counted))
+
+    def _too_long(self, counted: TokenCount) -> bool:
+        """The prompt alone does not fit the window (``budget.decide_output`` would say needs_compaction)."""
+        settings = get_runtime().settings
+        return decide_output(counted, None, window=self.effective_window(),
+                             min_output_tokens=settings.min_output_tokens,
+                             fallback_margin_tokens=settings.fallback_margin_tokens).action == "needs_compaction"
+
+    def request_only_compaction(self, view: ProviderRequest, counted: TokenCount,
+                                kept: list[Any]) -> list[Any] | None:
+        """This one request, shortened to fit when its prompt alone exceeds the window and Hermes did not compact
+        before it (cooldown, stuck, a window learned only now): the most recent whole turns within the window
+        less the minimum reply, behind a note. The conversation itself is unchanged: its next compaction is a
+        handoff. None when nothing shorter can be built."""
+        runtime = get_runtime()
+        settings = runtime.settings
+        measure = self.ledger.measure(counted, view, runtime)
+        system = [m for m in kept if isinstance(m, dict) and m.get("role") == "system"]
+        body = [m for m in kept if not (isinstance(m, dict) and m.get("role") == "system")]
+        try:
+            fixed = measure.count_request(view.frame().count_request()) if view.frame().messages or view.tools else 0
+        except Exception:  # noqa: BLE001 - an uncountable frame: budget the body alone
+            fixed = 0
+        budget = self.effective_window() - fixed - settings.min_output_tokens - settings.fallback_margin_tokens
+        if budget <= 0:
+            return None
+        shorter = degrade_messages(body, reason="window_overflow", keep_recent=len(body), max_tokens=budget,
+                                   count_tokens=measure.count_messages)
+        if len(shorter) >= len(body) and shorter == body:
+            return None
+        self.ledger.request_compactions += 1
+        LOGGER.warning("baton shortened one request to fit the window: prompt=%s window=%s kept=%d of %d messages",
+                       counted.tokens, self.effective_window(), len(shorter), len(body))
+        return system + shorter
 
     def aux_matches_route(self, model: Any, base_url: Any) -> bool:
         """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""

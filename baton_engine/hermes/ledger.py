@@ -23,6 +23,7 @@ from baton_engine.request import ProviderRequest
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
+from baton_engine.tokens.verify import RouteCheck
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,12 @@ class Route:
                   "provider": provider, "api_mode": api_mode}
         changes = {k: str(v) for k, v in values.items() if v and str(v) != getattr(self, k)}
         return replace(self, **changes, changed_by=why) if changes else self
+
+    def differs_from(self, other: Route) -> bool:
+        """True when ``other`` is another model or server (not this one with a blank filled in): the counts,
+        anchor and verdict of one route say nothing about another."""
+        return any(mine and theirs and mine != theirs for mine, theirs in
+                   ((self.model, other.model), (self.base_url, other.base_url)))
 
     def serves(self, model: Any, base_url: Any) -> bool:
         """True when a request to (model, base_url) goes to this route's model (unknown parts match)."""
@@ -65,46 +72,65 @@ class Measure:
 
 @dataclass
 class Ledger:
+    """One route's request state: it starts over when the agent moves to another model or server."""
+
     frame: ProviderRequest | None = None
     sent: dict[str, Any] | None = None  # the count request of the last main request sent
+    sent_count: TokenCount | None = None  # what the counter said of it (before calibration)
     memo_key: str | None = None
-    memo: TokenCount | None = None
+    memo: TokenCount | None = None  # the counter's own count of the last view
     anchor: UsageAnchor = field(default_factory=UsageAnchor)
+    check: RouteCheck = field(default_factory=RouteCheck)  # this route's counts against its provider's
     output: OutputDecision | None = None
     auxiliary_output: OutputDecision | None = None
     counted: int = 0  # views counted (memo misses)
     memo_hits: int = 0
+    learned_window: int | None = None  # the window a refusal stated
+    refusals: int = 0  # context-length refusals seen on this route
+    request_compactions: int = 0  # requests shortened for themselves (their prompt alone did not fit)
+    short_caps: int = 0  # caps lowered below the minimum reply (no room was left; compaction was due)
 
     def count(self, view: ProviderRequest, runtime: Any) -> TokenCount:
-        """One count per distinct view; the same view again (a retry) is answered from the memo."""
+        """One count per distinct view, on the provider's scale (``RouteCheck.adjust``); the same view again
+        (a retry) is answered from the memo."""
         key = view.key
         if key is not None and key == self.memo_key and self.memo is not None:
             self.memo_hits += 1
-            return self.memo
+            return self.check.adjust(self.memo)
         counted = runtime.count_chat(view.count_request(), anchor=self.anchor, key=key)
         self.counted += 1
         self.memo_key, self.memo = key, counted
-        return counted
+        return self.check.adjust(counted)
 
     def trigger_count(self, current_tokens: Any) -> TokenCount | None:
         """The count Hermes compacts on, when it is this ledger's last count: Hermes passes the number its
         (Baton's) estimate just returned, so the request that triggered the compaction is not counted again."""
-        memo = self.memo
+        memo = self.check.adjust(self.memo) if self.memo is not None else None
         if memo is not None and memo.tokens is not None and current_tokens == memo.tokens:
             return memo
         return None
 
     def sent_request(self, view: ProviderRequest) -> None:
-        """The main request about to go out: its frame completes later estimates, its body anchors usage."""
+        """The main request about to go out (counted just before): its frame completes later estimates, its
+        body anchors usage, its count is what the response's reported size is checked against."""
         self.frame = view.frame()
         self.sent = view.count_request()
+        self.sent_count = self.memo if view.key is not None and view.key == self.memo_key else None
 
-    def observe_usage(self, prompt_tokens: int) -> None:
-        """The provider's exact size of the last request sent (0 = no usage reported)."""
-        if self.sent is not None and prompt_tokens > 0:
-            self.anchor.observe_exact(self.sent, prompt_tokens)
+    def observe_usage(self, prompt_tokens: int) -> bool:
+        """The provider's size of the last request sent (0 = none reported): the anchor, and the check of
+        this route's counts. True when this response showed the counts are off (the route is calibrated)."""
+        if self.sent is None or prompt_tokens <= 0:
+            return False
+        self.anchor.observe_exact(self.sent, prompt_tokens)
+        return self.check.observe(self.sent_count, prompt_tokens)
+
+    def unconfirmed_margin(self, counted: TokenCount) -> int:
+        """Room an output cap keeps while this route's provider has not confirmed its counts."""
+        return self.check.output_margin(counted)
 
     def decided(self, decision: OutputDecision, *, auxiliary: bool) -> None:
+        self.short_caps += int(decision.short)
         if auxiliary:
             self.auxiliary_output = decision
         else:

@@ -21,6 +21,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
     stats = counter.stats() if counter is not None else None
     remaining = engine.get_active_compression_failure_cooldown()
     window = engine.effective_window()
+    window_source = engine.window_source()[1]
     server = runtime.server_window()
     limits = engine.limits()
     ledger = engine.ledger
@@ -46,11 +47,12 @@ def engine_status(engine: Any) -> dict[str, Any]:
                   "provider": engine.route.provider, "api_mode": engine.route.api_mode,
                   "changed_by": engine.route.changed_by},
         "window": {
-            "hermes_context_length": engine.context_length, "server_max_model_len": server, "effective": window,
-            "source": "server max_model_len" if window != engine.context_length else "hermes context_length",
-            "mismatch": (f"server max_model_len {server} < Hermes context_length {engine.context_length}; "
+            "hermes_context_length": engine.context_length, "server_max_model_len": server,
+            "refusal_window": ledger.learned_window, "effective": window, "source": window_source,
+            "mismatch": (f"{window_source} {window} < Hermes context_length {engine.context_length}; "
                          f"budgeting against {window}") if window != engine.context_length else None,
         },
+        "verification": {**ledger.check.status(runtime.source()), "refusals": ledger.refusals},
         "tokenizer": {
             "source": runtime.source(),
             "counting": counting_mode(last) if last is not None else None,
@@ -65,6 +67,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
             "last_action": ledger.output.action if ledger.output else None,
             "last_reason": ledger.output.reason if ledger.output else None,
             "auxiliary_last_reason": ledger.auxiliary_output.reason if ledger.auxiliary_output else None,
+            "short_caps": ledger.short_caps, "requests_shortened": ledger.request_compactions,
         },
         "detector": {"pressure": detector_view.get("pressure"), "readiness": detector_view.get("readiness"),
                      "reasons": detector_view.get("reasons", [])},

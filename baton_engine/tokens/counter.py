@@ -27,11 +27,12 @@ from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, 
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.request_key import request_key
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
+from baton_engine.tokens.verify import CALIBRATED_SOURCE
 
 LOGGER = logging.getLogger("baton_engine.tokens")
 FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"
 UNKNOWN_SOURCE = "unknown"
-CountingMode = Literal["exact", "anchored", "rough+margin", "estimate", "unknown"]
+CountingMode = Literal["exact", "calibrated", "anchored", "rough+margin", "estimate", "unknown"]
 
 
 def counting_mode(count: TokenCount) -> CountingMode:
@@ -41,6 +42,8 @@ def counting_mode(count: TokenCount) -> CountingMode:
         return "unknown"
     if count.exact:
         return "exact"
+    if count.source == CALIBRATED_SOURCE:
+        return "calibrated"
     if count.source == ANCHORED_SOURCE:
         return "anchored"
     if count.source == FALLBACK_SOURCE:

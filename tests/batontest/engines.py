@@ -39,3 +39,13 @@ def activated() -> Iterator[Any]:
         yield activation
     finally:
         activation.deactivate()
+
+
+def unconfirmed_cap(window: int, prompt: int) -> int:
+    """The output cap Baton sends for an exact ``prompt`` on a route whose provider has not reported a prompt
+    size yet: the window less the prompt less the room kept for an unconfirmed count (``tokens.verify``)."""
+    import math
+
+    from baton_engine.tokens.verify import UNCONFIRMED_SHARE
+
+    return window - prompt - math.ceil(UNCONFIRMED_SHARE * prompt)

@@ -84,11 +84,32 @@ def test_no_cap_is_never_added() -> None:
     assert decision.action == "leave" and out is None and "no output cap" in decision.reason
 
 
-def test_below_reserve_is_needs_compaction_never_one_token() -> None:
+def test_below_reserve_lowers_to_what_is_left_never_a_certain_refusal() -> None:
+    """A 32k model after a /model switch: the room (3,900) is below the minimum reply; the cap is lowered to
+    it (a short reply), never left at 65,536, which a strict server refuses."""
     request = {"messages": [], "max_tokens": 65536}
-    decision, out = budget(request, exact(100_000 - 4095))
-    assert decision.action == "needs_compaction" and out is None and "needs compaction" in decision.reason
-    assert budget({"messages": []}, exact(100_000 - 4095))[0].action == "needs_compaction"
+    decision, out = budget(request, exact(28_868), window=32_768)
+    assert decision.action == "lower_cap_to" and decision.short and decision.value == 3900
+    assert out is not None and out["max_tokens"] == 3900
+    assert budget({"messages": []}, exact(100_000 - 4095))[0].action == "leave"  # no cap: the server's default
+
+
+def test_only_a_prompt_that_alone_does_not_fit_needs_compaction() -> None:
+    request = {"messages": [], "max_tokens": 65536}
+    assert budget(request, exact(99_999))[0].action == "lower_cap_to"  # one token of room: a cap of 1
+    decision, out = budget(request, exact(100_000))
+    assert decision.action == "needs_compaction" and out is None and "alone does not fit" in decision.reason
+
+
+def test_an_unconfirmed_count_keeps_room_but_never_costs_the_useful_reply() -> None:
+    request = {"messages": [], "max_tokens": 65536}
+    cap = find_cap(request)
+    kept = decide_output(exact(20_000), cap, window=80_000, min_output_tokens=4096, fallback_margin_tokens=1024,
+                         unconfirmed_margin=2_500)
+    assert kept.value == 80_000 - 20_000 - 2_500
+    tight = decide_output(exact(74_000), cap, window=80_000, min_output_tokens=4096, fallback_margin_tokens=1024,
+                          unconfirmed_margin=18_500)
+    assert tight.value == 4096 and not tight.short
 
 
 def test_unknown_count_leaves_request_unchanged() -> None:
@@ -161,7 +182,7 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
         if count.tokens is not None and cap is not None and decision.action == "leave":
             assert count.tokens + cap.value + used_margin <= window  # a cap left alone fits
         if decision.action == "needs_compaction":
-            assert window - count.tokens - used_margin < min([reserve, *caller])
+            assert window - count.tokens - used_margin < 1  # only a prompt that alone does not fit
         return
     assert cap is not None and decision.value is not None  # only an existing cap is ever lowered
     out = write_cap(request, cap, decision.value)
@@ -170,7 +191,9 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
     assert all_caps == [decision.value]  # exactly one output field remains, the one the caller used
     assert (cap.field in (out.get("extra_body") or {})) == cap.in_extra_body
     assert count.tokens + decision.value + used_margin <= window  # never exceeds W
-    assert decision.value >= min([reserve, *caller])  # never below R (or the caller's smaller cap)
+    available = window - count.tokens - used_margin
+    assert decision.value >= min([reserve, *caller, available])  # never below R (or B) while one fits
+    assert decision.short == (decision.value < min([reserve, *caller]))
     assert decision.value < min(caller)
     assert {k for k in out if k not in OUTPUT_CAP_FIELDS} == {k for k in before if k not in OUTPUT_CAP_FIELDS}
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engines import activated
+from batontest.engines import activated, unconfirmed_cap
 
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
@@ -140,7 +140,7 @@ def test_pre_api_estimate_and_middleware_share_one_round_trip(active: Activation
         request = {"model": MODEL, "messages": wire, "tools": TOOLS, "max_tokens": 65536, "stream": True}
         result = in_agent(agent, active.llm_request, request=copy.deepcopy(request), original_request=request,
                           model=MODEL, base_url=BASE_URL)
-        assert result["request"]["max_tokens"] == CONTEXT - exact
+        assert result["request"]["max_tokens"] == unconfirmed_cap(CONTEXT, exact)
         ledger = agent.context_compressor.ledger
         assert counter.stats().backend_calls - calls_before == 1, ("one round trip per request", ledger.counted, ledger.memo_hits)
         again = in_agent(agent, active.llm_request, request=copy.deepcopy(request), original_request=request,
@@ -161,7 +161,7 @@ def test_template_kwargs_and_options_are_counted(active: Activation, runtime: Ba
     request = {"model": MODEL, "messages": messages, "tools": TOOLS, "max_tokens": 65536,
                "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
     result = in_agent(agent, active.llm_request, request=request, model=MODEL, base_url=BASE_URL)
-    assert result["request"]["max_tokens"] == CONTEXT - off
+    assert result["request"]["max_tokens"] == unconfirmed_cap(CONTEXT, off)
     assert in_agent(agent, loop.estimate_messages_tokens_rough, messages) == off
 
 
@@ -173,7 +173,7 @@ def test_middleware_lowers_the_65536_default_so_it_fits(active: Activation, runt
                       base_url=BASE_URL)
     assert request == snapshot, "the caller's request is never mutated"
     prompt = exact_count(runtime, {"messages": request["messages"]})
-    assert result["request"]["max_tokens"] == CONTEXT - prompt
+    assert result["request"]["max_tokens"] == unconfirmed_cap(CONTEXT, prompt)
     assert agent.context_compressor.get_status()["output_budget"]["last_action"] == "lower_cap_to"
 
 
@@ -198,11 +198,25 @@ def test_middleware_without_an_agent_or_inactive_leaves_the_request(active: Acti
     assert in_agent(LoopAgent(engine), active.llm_request, request=request, model=MODEL, base_url=BASE_URL) is None
 
 
-def test_middleware_leaves_a_request_that_needs_compaction_unchanged(active: Activation, agent: LoopAgent) -> None:
-    huge = [{"role": "user", "content": "word " * 70000}]
-    assert in_agent(agent, active.llm_request, request={"model": MODEL, "messages": huge, "max_tokens": 65536},
-                    model=MODEL, base_url=BASE_URL) is None
-    assert agent.context_compressor.get_status()["output_budget"]["last_action"] == "needs_compaction"
+def test_a_request_whose_prompt_alone_cannot_fit_is_shortened_for_itself(active: Activation, runtime: BatonRuntime,
+                                                                          agent: LoopAgent) -> None:
+    """Hermes did not compact (cooldown, stuck): the request is never sent certain to be refused. It carries the
+    most recent whole turns behind a note, within the window less the minimum reply; the transcript is unchanged."""
+    turns = [m for i in range(12) for m in ({"role": "user", "content": f"question {i} " + "word " * 6000},
+                                            {"role": "assistant", "content": f"answer {i}"})]
+    request = {"model": MODEL, "messages": [{"role": "system", "content": "You are Hermes."}, *turns,
+                                            {"role": "user", "content": "the latest request"}], "max_tokens": 65536}
+    before = copy.deepcopy(request)
+    assert exact_count(runtime, {"messages": request["messages"]}) > CONTEXT
+    result = in_agent(agent, active.llm_request, request=request, model=MODEL, base_url=BASE_URL)
+    assert request == before
+    sent = result["request"]
+    assert sent["messages"][0] == request["messages"][0] and sent["messages"][-1] == request["messages"][-1]
+    assert len(sent["messages"]) < len(request["messages"])
+    prompt = exact_count(runtime, {"messages": sent["messages"]})
+    assert prompt + sent["max_tokens"] <= CONTEXT and sent["max_tokens"] >= 4096
+    status = agent.context_compressor.get_status()["output_budget"]
+    assert status["requests_shortened"] == 1 and status["last_action"] == "lower_cap_to"
 
 
 def test_auxiliary_builder_is_clamped_on_the_agents_route_only(active: Activation, runtime: BatonRuntime,
@@ -216,7 +230,7 @@ def test_auxiliary_builder_is_clamped_on_the_agents_route_only(active: Activatio
     fields = [f for f in ("max_tokens", "max_completion_tokens") if f in original]
     assert [f for f in ("max_tokens", "max_completion_tokens") if f in built] == fields  # no field added
     for field in fields:
-        assert built[field] == CONTEXT - prompt
+        assert built[field] == unconfirmed_cap(CONTEXT, prompt)
     # positional base_url binds by signature, not by position guesses
     positional = in_agent(agent, aux._build_call_kwargs, "custom", MODEL, messages, None, 65536, None, 30.0, None,
                           None, BASE_URL)

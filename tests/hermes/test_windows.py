@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engines import activated
+from batontest.engines import activated, unconfirmed_cap
 from batontest.threads import run_in_threads
 
 from baton_engine.hermes.config import HermesView
@@ -72,13 +72,13 @@ def test_two_agents_with_different_windows_each_get_their_own_budget(
     small = new_agent(registered, MODEL, SMALL, "session-small")
     large = new_agent(registered, MODEL, LARGE, "session-large")
     BatonContextEngine(project_dir=project)  # a later engine (another agent being built) changes nothing
-    assert sent_max_tokens(activation, small) == SMALL - prompt
-    assert sent_max_tokens(activation, large) == LARGE - prompt
+    assert sent_max_tokens(activation, small) == unconfirmed_cap(SMALL, prompt)
+    assert sent_max_tokens(activation, large) == unconfirmed_cap(LARGE, prompt)
     assert small.context_compressor.threshold_tokens < large.context_compressor.threshold_tokens
     # Without the calling frame, the session id finds the agent; it survives Hermes' rotation at compaction.
     small.context_compressor.on_session_start("session-small-2", boundary_reason="compression",
                                               old_session_id="session-small")
-    assert sent_max_tokens(activation, None, session_id="session-small-2") == SMALL - prompt
+    assert sent_max_tokens(activation, None, session_id="session-small-2") == unconfirmed_cap(SMALL, prompt)
     assert sent_max_tokens(activation, None, session_id="no-such-session") is None  # nobody's: left alone
 
 
@@ -87,11 +87,11 @@ def test_constructing_or_copying_an_engine_has_no_side_effect(project: Path,
     activation, runtime = active
     prompt = exact(runtime, MESSAGES)
     agent = new_agent(BatonContextEngine(project_dir=project), MODEL, SMALL, "s1")
-    assert sent_max_tokens(activation, agent) == SMALL - prompt
+    assert sent_max_tokens(activation, agent) == unconfirmed_cap(SMALL, prompt)
     for _ in range(3):
         BatonContextEngine(project_dir=project)
     assert runtime.context_length == CONFIGURED
-    assert sent_max_tokens(activation, agent) == SMALL - prompt, "a new engine reset the agent's window"
+    assert sent_max_tokens(activation, agent) == unconfirmed_cap(SMALL, prompt), "a new engine reset the agent's window"
     clone = copy.deepcopy(agent.context_compressor)  # deepcopy-safe after use: plain data, own ledger
     assert (clone.context_length, clone.threshold_tokens) == (SMALL, agent.context_compressor.threshold_tokens)
     assert clone.ledger is not agent.context_compressor.ledger
@@ -102,10 +102,10 @@ def test_route_and_window_follow_the_model(project: Path, active: tuple[Activati
     activation, runtime = active
     prompt = exact(runtime, MESSAGES)
     agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
-    assert sent_max_tokens(activation, agent) == LARGE - prompt
+    assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)
     agent.context_compressor.update_model("fallback-model", SMALL, base_url="http://127.0.0.1:10/v1",
                                           provider="vllm")
-    assert sent_max_tokens(activation, agent, model="fallback-model") == SMALL - prompt
+    assert sent_max_tokens(activation, agent, model="fallback-model") == unconfirmed_cap(SMALL, prompt)
     route = agent.context_compressor.get_status()["route"]
     assert route["model"] == "fallback-model" and route["provider"] == "custom"  # the request's own provider
     assert agent.context_compressor.get_status()["window"]["effective"] == SMALL
@@ -125,7 +125,7 @@ def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
                     {"role": "user", "content": "next"}]
         window = 64_000 + 9_000 * i
         agents.append((new_agent(registered, MODEL, window, f"session-{i}", tools), messages))
-        expected.append(window - exact(runtime, messages, tools))
+        expected.append(unconfirmed_cap(window, exact(runtime, messages, tools)))
     assert len(set(expected)) == 8
     results: dict[int, list[int | None]] = {i: [] for i in range(8)}
     barrier = threading.Barrier(8)

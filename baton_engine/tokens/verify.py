@@ -1,0 +1,165 @@
+"""Counts the provider confirms: each route's counts checked against the prompt size its provider reports.
+
+Why: an exact tokenizer is only exact when it is the right one. A wrong family (o200k for a Qwen3 model) or
+wrong template kwargs count ~20% low, and a clamp that trusts them sends prompt + cap above the window. Every
+response says the truth (``usage.prompt_tokens``), so each one is compared with what Baton counted for that
+exact request. Within ``TOLERANCE`` the route stays ``confirmed`` (exact); beyond it the route is
+``calibrated``: counts are put on the provider's scale (``ratio * count`` with the largest reported/counted
+ratio of the recent requests) plus a margin, and labelled inexact. Until a route's first response nothing is
+confirmed, so output caps keep ``UNCONFIRMED_SHARE`` of the count free (the first request of a wrong tokenizer
+must not overflow either).
+
+One ``RouteCheck`` per route (model + server); plain data (Hermes deep-copies engines), numbers only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from baton_engine.tokens.anchor import ANCHORED_SOURCE
+from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.rough import ROUGH_SOURCE
+
+CALIBRATED_SOURCE = "calibrated"
+Verdict = Literal["unconfirmed", "confirmed", "calibrated"]
+
+# The reported size may differ from the count by this much and the count stays exact (tokens, share of the
+# count; the larger applies). The benchmark report states the figures it is chosen from.
+TOLERANCE_TOKENS = 8
+TOLERANCE_SHARE = 0.002
+# Calibrated counts: ratio * count plus this share of it and a floor (the ratio's drift over a session).
+CALIBRATED_MARGIN_SHARE = 0.03
+CALIBRATED_MARGIN_FLOOR = 64
+# Before a route's first confirmed response, output caps keep this share of the prompt free.
+UNCONFIRMED_SHARE = 0.25
+RECENT = 8  # ratios remembered per route
+
+
+def reported_prompt_tokens(usage: Mapping[str, Any]) -> int:
+    """The provider's size of the prompt it was sent, from any usage shape (0 = not reported).
+
+    OpenAI-compatible (vLLM, SGLang, llama.cpp, OpenAI chat): ``prompt_tokens`` (cached tokens included).
+    Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens`` (Hermes'
+    normalised ``cache_read_tokens`` / ``cache_write_tokens``). Responses API: ``input_tokens``."""
+
+    def number(*keys: str) -> int:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return 0
+
+    prompt = number("prompt_tokens")
+    if prompt:
+        return prompt
+    return (number("input_tokens") + number("cache_read_input_tokens", "cache_read_tokens")
+            + number("cache_creation_input_tokens", "cache_write_tokens"))
+
+
+def within_tolerance(counted: int, reported: int) -> bool:
+    return abs(reported - counted) <= max(TOLERANCE_TOKENS, math.ceil(TOLERANCE_SHARE * counted))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One response: what Baton counted for the request and what the provider reported."""
+
+    counted: int
+    reported: int
+
+    @property
+    def ratio(self) -> float:
+        return self.reported / self.counted if self.counted > 0 else 1.0
+
+
+class RouteCheck:
+    """The verdict on one route's counts, from the responses seen so far."""
+
+    def __init__(self) -> None:
+        self.verdict: Verdict = "unconfirmed"
+        self.requests_seen = 0
+        self.mismatches = 0
+        self.last: Comparison | None = None
+        self.excess = 0  # the largest within-tolerance undercount seen: added to confirmed counts
+        self._ratios: deque[float] = deque(maxlen=RECENT)
+        self.calibrated_at: int | None = None  # requests_seen when the route flipped
+
+    def observe(self, counted: TokenCount | None, reported: int) -> bool:
+        """Compare a response's reported size with the count of the request it answers; True when this
+        response flipped the route to ``calibrated``. Only tokenizer counts are verified: an anchored or
+        rough count is already an estimate from the provider's numbers."""
+        if counted is None or counted.tokens is None or reported <= 0 or not _from_tokenizer(counted):
+            return False
+        tokenizer_tokens = raw_tokens(counted)
+        if tokenizer_tokens <= 0:
+            return False
+        comparison = Comparison(tokenizer_tokens, reported)
+        self.requests_seen += 1
+        self.last = comparison
+        self._ratios.append(comparison.ratio)
+        if within_tolerance(comparison.counted, reported):
+            if self.verdict == "unconfirmed":
+                self.verdict = "confirmed"
+            self.excess = max(self.excess, reported - comparison.counted)
+            return False
+        self.mismatches += 1
+        flipped = self.verdict != "calibrated"
+        if flipped:
+            self.verdict, self.calibrated_at = "calibrated", self.requests_seen
+        return flipped
+
+    @property
+    def ratio(self) -> float:
+        """The largest recent reported/counted ratio (a ratio drifts; the largest is the safe one)."""
+        return max(self._ratios) if self._ratios else 1.0
+
+    def adjust(self, counted: TokenCount) -> TokenCount:
+        """A tokenizer count on this route's provider scale: as it is while confirmed (plus the largest small
+        undercount seen), ``ratio * count + margin`` (inexact, ``calibrated``) once calibrated."""
+        if counted.tokens is None or not _from_tokenizer(counted):
+            return counted
+        if self.verdict == "confirmed" and self.excess > 0:
+            return replace(counted, tokens=counted.tokens + self.excess)
+        if self.verdict != "calibrated":
+            return counted
+        scaled = math.ceil(self.ratio * raw_tokens(counted))
+        margin = math.ceil(CALIBRATED_MARGIN_SHARE * scaled) + CALIBRATED_MARGIN_FLOOR
+        return TokenCount(scaled + margin, False, CALIBRATED_SOURCE, counted.max_model_len,
+                          fallback_reason=counted.fallback_reason, margin_tokens=margin)
+
+    def output_margin(self, counted: TokenCount) -> int:
+        """Extra room an output cap keeps for this count: a share of it until the route is confirmed."""
+        if self.verdict != "unconfirmed" or counted.tokens is None or not _from_tokenizer(counted):
+            return 0
+        return math.ceil(UNCONFIRMED_SHARE * raw_tokens(counted))
+
+    def status(self, source: str) -> dict[str, Any]:
+        """Numbers for ``baton_status`` and doctor: counted vs reported, the ratio, requests seen."""
+        last = self.last
+        advice = None
+        if self.verdict == "calibrated" and last is not None:
+            share = round(abs(1 - self.ratio) * 100)
+            direction = "undercounts" if self.ratio > 1 else "overcounts"
+            advice = (f"your tokenizer {source} {direction} this server by {share}%: set baton.tokenizer to the "
+                      f"served model's tokenizer (backend vllm with the server's url, or hf with its files); "
+                      f"budgets use the provider's reported sizes meanwhile")
+        return {"verdict": self.verdict, "requests_seen": self.requests_seen, "mismatches": self.mismatches,
+                "last_counted": last.counted if last else None, "last_reported": last.reported if last else None,
+                "ratio": round(self.ratio, 4), "calibrated_after_requests": self.calibrated_at, "advice": advice}
+
+
+def raw_tokens(counted: TokenCount) -> int:
+    """The tokenizer's own number inside a count (any margin left out)."""
+    return int(counted.tokens or 0) - counted.margin_tokens
+
+
+_NOT_TOKENIZER = frozenset({ANCHORED_SOURCE, CALIBRATED_SOURCE, ROUGH_SOURCE, f"{ROUGH_SOURCE}+margin", "unknown"})
+
+
+def _from_tokenizer(counted: TokenCount) -> bool:
+    """Whether the count is the tokenizer's own (not a fallback, an anchored estimate or a calibration)."""
+    return counted.fallback_reason is None and counted.source not in _NOT_TOKENIZER
