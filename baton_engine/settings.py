@@ -11,6 +11,7 @@ names the variable (or config key) and says what is expected. Every call reads t
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import types
 from collections.abc import Callable, Mapping
@@ -74,6 +75,32 @@ class _MappingEnvSource(EnvSource):  # type: ignore[type-arg]
         self.data = {str(key).upper(): value for key, value in env.items()}  # type: ignore[misc]
 
 
+ROUTE_MATCH_KEYS = ("model", "provider", "base_url")
+
+
+@dataclass(frozen=True)
+class TokenizerRoute:
+    """A ``baton.tokenizer_routes`` entry: the tokenizer of the routes it matches (model glob, provider, server).
+
+    Why: the tokenizer follows the model. A fallback provider or a ``/model`` switch to another family counts
+    with its own backend; an unmatched route that is not the configured model uses ``auto`` for its name."""
+
+    tokenizer: TokenizerConfig
+    model: str | None = None  # fnmatch glob over the served model name, e.g. "gpt-*"
+    provider: str | None = None
+    base_url: str | None = None
+
+    def matches(self, model: str | None, base_url: str | None, provider: str | None) -> bool:
+        if self.model is not None and not (model and fnmatch.fnmatchcase(model, self.model)):
+            return False
+        if self.provider is not None and provider != self.provider:
+            return False
+        return self.base_url is None or bool(base_url) and str(base_url).rstrip("/") == self.base_url
+
+    def describe(self) -> str:
+        return " ".join(f"{key}={getattr(self, key)}" for key in ROUTE_MATCH_KEYS if getattr(self, key) is not None)
+
+
 @dataclass(frozen=True)
 class BatonSettings:
     """Everything Baton reads at start-up. ``origins`` says where each non-default value came from."""
@@ -88,6 +115,7 @@ class BatonSettings:
     degradation_max_tokens: int | None = None
     brief_max_tokens: int = DEFAULT_MAX_TOKENS  # every brief: the compaction's and ``baton resume``'s
     fresh_tail_tokens: int | None = None
+    tokenizer_routes: tuple[TokenizerRoute, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()
 
 
@@ -193,7 +221,7 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[An
     if not isinstance(hermes_block, Mapping):
         raise SettingsError("baton: in config.yaml must be a mapping of settings")
     found: dict[str, tuple[Any, str]] = {}
-    known = [*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer"]
+    known = [*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer", "tokenizer_routes"]
     for key, value in hermes_block.items():
         if key == "tokenizer":
             if not isinstance(value, Mapping):
@@ -204,11 +232,44 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[An
                         f"baton.tokenizer.{sub_key} in config.yaml is not a setting; known: {', '.join(TOKENIZER_KEYS)}"
                     )
                 found[sub_key] = (sub_value, f"baton.tokenizer.{sub_key} in config.yaml")
+        elif key == "tokenizer_routes":
+            found[key] = (_tokenizer_routes(value), "baton.tokenizer_routes in config.yaml")
         elif key in known:
             found[key] = (value, f"baton.{key} in config.yaml")
         else:
             raise SettingsError(f"baton.{key} in config.yaml is not a setting; known: {', '.join(known)}")
     return found
+
+
+def _tokenizer_routes(raw: Any) -> tuple[TokenizerRoute, ...]:
+    """``baton.tokenizer_routes``: a list of ``{match: {model|provider|base_url}, backend, url, path, ...}``."""
+    if not isinstance(raw, list):
+        raise SettingsError("baton.tokenizer_routes in config.yaml must be a list of "
+                            "{match: {model: 'gpt-*'}, backend: tiktoken, ...} entries")
+    routes = []
+    for index, entry in enumerate(raw):
+        label = f"baton.tokenizer_routes[{index}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("match"), Mapping) or not entry["match"]:
+            raise SettingsError(f"{label} in config.yaml must be a mapping with a non-empty 'match' "
+                                f"(keys: {', '.join(ROUTE_MATCH_KEYS)}) and tokenizer keys")
+        match = {}
+        for key, value in entry["match"].items():
+            if key not in ROUTE_MATCH_KEYS:
+                raise SettingsError(f"{label}.match.{key} in config.yaml is not a match key; known: "
+                                    f"{', '.join(ROUTE_MATCH_KEYS)}")
+            match[key] = _url(value, f"{label}.match.{key}") if key == "base_url" else _text(value, f"{label}.match.{key}")
+        tokenizer = {}
+        for key, value in entry.items():
+            if key == "match":
+                continue
+            if key not in TOKENIZER_KEYS:
+                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; known: match, "
+                                    f"{', '.join(TOKENIZER_KEYS)}")
+            tokenizer[key] = _TOKENIZER_PARSERS[key](value, f"{label}.{key} in config.yaml")
+        if "backend" not in tokenizer:
+            raise SettingsError(f"{label}.backend in config.yaml is required (e.g. tiktoken, hf, vllm, rough)")
+        routes.append(TokenizerRoute(TokenizerConfig(**tokenizer), **match))
+    return tuple(routes)
 
 
 # setting -> its key in the project's ``.baton/config.json`` (the layer below config.yaml)
@@ -241,7 +302,8 @@ def load_settings(
     from_env = _env_values(env)
     hermes = {key: chosen for key, chosen in _config_values(hermes_block).items() if chosen[0] is not None}
     from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through
-    parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_CONFIG_ONLY_PARSERS}
+    parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_CONFIG_ONLY_PARSERS,
+               "tokenizer_routes": lambda routes, _label: routes}
     values: dict[str, Any] = {}
     origins: list[tuple[str, str]] = []
     for setting, parse in parsers.items():
@@ -276,6 +338,9 @@ def describe(settings: BatonSettings) -> list[dict[str, str]]:
     for name, value in values.items():
         shown = "(set)" if name == "api_key" and value is not None else ("unset" if value is None else str(value))
         rows.append({"setting": name, "value": shown, "origin": origins.get(name, DEFAULT_ORIGIN)})
+    routes = "; ".join(f"{route.describe()} -> {route.tokenizer.backend}" for route in settings.tokenizer_routes)
+    rows.append({"setting": "tokenizer_routes", "value": routes or "none",
+                 "origin": origins.get("tokenizer_routes", DEFAULT_ORIGIN)})
     return rows
 
 

@@ -30,7 +30,7 @@ from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
-from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, clock_now, get_runtime
+from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
@@ -118,6 +118,11 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
 
+    def counting(self) -> RouteCounting:
+        """This agent's route's counting: the tokenizer that fits its model (``BatonRuntime.for_route``)."""
+        route = self.route
+        return get_runtime().for_route(route.model, route.base_url, route.provider)
+
     def move_route(self, route: Route) -> None:
         """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
         anchor, verdict, frame and learned window belong to the old one)."""
@@ -135,7 +140,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
         max_model_len and a window a refusal stated."""
         candidates = [(self.context_length, "hermes context_length")]
-        server = get_runtime().server_window()
+        server = self.counting().server_window()
         if server is not None:
             candidates.append((server, "server max_model_len"))
         if self.ledger.learned_window is not None:
@@ -248,7 +253,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                                                 f"(trigger {limits.trigger})", self.last_decision)
         if result is not None and result.recommend:
             self.detector_state = result.new_state.to_json_dict()
-        measure = self.ledger.measure(before, view, runtime)
+        counting = self.counting()
+        measure = self.ledger.measure(before, view, counting)
         room, tail_tokens = self.ledger.tail_budgets(view, messages, measure, limits,
                                                      configured_tail=settings.fresh_tail_tokens)
         facts = cycle.SessionFacts(
@@ -263,7 +269,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             inflight_tokens=room, now=now, recall=self._recall_hooks(),
         )
         outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
-                                  count_text=measure.count_text, counter_source=runtime.source(),
+                                  count_text=measure.count_text, counter_source=counting.source(),
                                   focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
         self._absorb(outcome)
         self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
@@ -358,7 +364,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         messages = kwargs.get("messages")
         runtime = get_runtime()
-        with operations.host_counting(runtime.settings, runtime.counter):  # baton_resume counts like the engine
+        with operations.host_counting(runtime.settings, self.counting().counter):  # baton_resume counts like the engine
             return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
 
     def set_objective(self, text: str) -> None:

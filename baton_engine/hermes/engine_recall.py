@@ -66,7 +66,7 @@ class RecallBinding:
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
-        counted = get_runtime().count_text(text)
+        counted = self.counting().count_text(text)
         return counted.tokens if counted.tokens is not None else estimate_tokens_rough(text)
 
     def recall(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,8 @@ LOGGER = logging.getLogger("baton_engine.hermes")
 
 
 class RequestBudgeting:
-    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``route``, ``move_route()``, ``learn_window()``,
-    ``effective_window()`` and ``prepare_compaction()``."""
+    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``route``, ``counting()``, ``move_route()``,
+    ``learn_window()``, ``effective_window()`` and ``prepare_compaction()``."""
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
         """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor)."""
@@ -52,7 +52,7 @@ class RequestBudgeting:
             check = self.ledger.check
             LOGGER.warning("baton counts disagree with the provider: counted=%s reported=%s ratio=%.3f source=%s; "
                            "budgets now use the provider's scale (calibrated)", check.last.counted if check.last
-                           else None, prompt_tokens, check.ratio, get_runtime().source())
+                           else None, prompt_tokens, check.ratio, self.counting().source())
 
     def observe_refusal(self, refusal: Refusal) -> None:
         """A provider refused a request as too long: its window and prompt size become this route's truth, so
@@ -85,7 +85,7 @@ class RequestBudgeting:
 
     def count(self, view: ProviderRequest) -> TokenCount:
         """The view's provider-visible size: exact, anchored on real usage, or rough + margin."""
-        return self.ledger.count(view, get_runtime())
+        return self.ledger.count(view, self.counting())
 
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
         """An estimator's arguments, counted as the request the transport will send (shares its count); the
@@ -145,9 +145,8 @@ class RequestBudgeting:
         before it (cooldown, stuck, a window learned only now): the most recent whole turns within the window
         less the minimum reply, behind a note. The conversation itself is unchanged: its next compaction is a
         handoff. None when nothing shorter can be built."""
-        runtime = get_runtime()
-        settings = runtime.settings
-        measure = self.ledger.measure(counted, view, runtime)
+        settings = get_runtime().settings
+        measure = self.ledger.measure(counted, view, self.counting())
         system = [m for m in kept if isinstance(m, dict) and m.get("role") == "system"]
         body = [m for m in kept if not (isinstance(m, dict) and m.get("role") == "system")]
         try:

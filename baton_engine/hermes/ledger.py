@@ -90,14 +90,14 @@ class Ledger:
     request_compactions: int = 0  # requests shortened for themselves (their prompt alone did not fit)
     short_caps: int = 0  # caps lowered below the minimum reply (no room was left; compaction was due)
 
-    def count(self, view: ProviderRequest, runtime: Any) -> TokenCount:
+    def count(self, view: ProviderRequest, counting: Any) -> TokenCount:
         """One count per distinct view, on the provider's scale (``RouteCheck.adjust``); the same view again
         (a retry) is answered from the memo."""
         key = view.key
         if key is not None and key == self.memo_key and self.memo is not None:
             self.memo_hits += 1
             return self.check.adjust(self.memo)
-        counted = runtime.count_chat(view.count_request(), anchor=self.anchor, key=key)
+        counted = counting.count_chat(view.count_request(), anchor=self.anchor, key=key)
         self.counted += 1
         self.memo_key, self.memo = key, counted
         return self.check.adjust(counted)
@@ -162,10 +162,11 @@ class Ledger:
         return policy.tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight,
                                    block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
 
-    def measure(self, before: TokenCount, view: ProviderRequest, runtime: Any) -> Measure:
-        local = not runtime.remote_tokenizer()
+    def measure(self, before: TokenCount, view: ProviderRequest, counting: Any) -> Measure:
+        """How a compaction counts on this route (``counting``: its ``RouteCounting``)."""
+        local = not counting.remote_tokenizer()
         if before.exact and local:
-            return Measure(runtime.exact_messages, runtime.exact_text, runtime.exact_request)
+            return Measure(counting.exact_messages, counting.exact_text, counting.exact_request)
         ratio = _ratio(before, view)
 
         def count_messages(batch: list[dict[str, Any]]) -> int:
@@ -176,7 +177,7 @@ class Ledger:
             # the whole request's ratio is no rate for other text (an emoji transcript's ~12 over-counted the
             # ASCII brief 12x until it could not fit; found by benchmarks/soak.py).
             if local:
-                counted = runtime.count_text(text)
+                counted = counting.count_text(text)
                 if counted.exact and counted.tokens is not None:
                     return counted.tokens
             return math.ceil(ratio * estimate_tokens_rough(text))

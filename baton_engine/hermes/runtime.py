@@ -1,9 +1,10 @@
-"""The process-wide Baton runtime inside Hermes: settings, ONE token counter and the live engines.
+"""The process-wide Baton runtime inside Hermes: settings, the token counters (one per tokenizer a route uses)
+and the live engines.
 
 Why module state and not engine attributes: Hermes deep-copies the registered engine for every agent,
 and a live tokenizer client or lock must not be copied (a copy failure silently falls back to the
-built-in compressor). The counter (backend behind a circuit breaker and a content-keyed cache) is
-shared; everything per request — frame, route, window, anchor, the last count — is per agent, on the
+built-in compressor). A counter (backend behind a circuit breaker and a content-keyed cache) is
+shared by the routes that use its tokenizer (``RouteCounting``); everything per request — frame, route, window, anchor, the last count — is per agent, on the
 agent's engine (``hermes/ledger.py``). The settings are those of the working directory's project (where
 the engine looks for ``.baton/``), in ``settings.load_settings``' one precedence. ``engines`` finds an
 agent's engine by session id when the calling frame does not name it.
@@ -28,7 +29,7 @@ from baton_engine.hermes.config import HermesView, load_hermes_settings
 from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.anchor import UsageAnchor
-from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.contract import TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
@@ -46,48 +47,24 @@ def _remote(counter: TokenCounter | None) -> bool:
     return counter is not None and counter.backend.remote
 
 
-class BatonRuntime:
-    """Settings + host view + a lazily built, thread-safe counter (never built at import or copy time)."""
+class RouteCounting:
+    """Counting for one route (model + server): its tokenizer's counter, or the fallbacks when it has none.
 
-    def __init__(self, settings: BatonSettings, view: HermesView | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
-        self.settings = settings
-        self.clock: Callable[[], datetime] = clock or _utc_clock
-        self.view = view or HermesView()
-        self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
-        self.engines = EngineRegistry()
-        self.recall_index = MemoryIndex()  # what Baton compacted, per lineage, for hosts that bind no session store
-        self._counter: TokenCounter | None = None
-        self._counter_error: str | None = None
-        self._lock = threading.Lock()
+    Why per route: the tokenizer follows the model. A ``/model`` switch, a fallback provider or an auxiliary
+    model counts with the backend that fits it, and a tokenizer server's ``max_model_len`` is the window of the
+    routes that count with that server only. Counters are shared by every agent on the same tokenizer."""
 
-    def now(self) -> datetime:
-        """The clock's time as aware UTC; a naive clock is refused (it would silently mean local time)."""
-        moment = self.clock()
-        if not isinstance(moment, datetime) or moment.tzinfo is None:
-            raise TypeError("BatonRuntime.clock must return an aware datetime (UTC)")
-        return moment.astimezone(UTC)
-
-    # ---- counting --------------------------------------------------------------------------------
+    def __init__(self, runtime: BatonRuntime, config: TokenizerConfig, why: str) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.why = why  # which rule chose this tokenizer for the route (status)
 
     def counter(self) -> TokenCounter | None:
-        """The shared counter, built on first use; None (and a status reason) when the backend cannot start."""
-        with self._lock:
-            if self._counter is None and self._counter_error is None:
-                config = replace(self.settings.tokenizer, context_length=self.context_length)
-                try:
-                    backend, selection = build_backend(config)
-                except Exception as exc:  # noqa: BLE001 - reported in status; counting falls back to rough
-                    self._counter_error = f"tokenizer backend unavailable: {type(exc).__name__}"
-                    LOGGER.warning("baton tokenizer backend could not start type=%s", type(exc).__name__)
-                    return None
-                self._counter = TokenCounter(backend, fallback_margin_tokens=self.settings.fallback_margin_tokens)
-                LOGGER.info("baton tokenizer selected name=%s source=%s", selection.name, self._counter.source)
-            return self._counter
+        return self.runtime.counter_of(self.config)
 
     @property
     def counter_error(self) -> str | None:
-        return self._counter_error
+        return self.runtime.counter_error_of(self.config)
 
     def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None,
                    key: str | None = None) -> TokenCount:
@@ -95,20 +72,21 @@ class BatonRuntime:
         counter = self.counter()
         if counter is not None:
             return counter.count_chat(request, anchor=anchor, key=key)
+        error = self.counter_error
         estimate = anchor.estimate(request) if anchor is not None else None
         if estimate is not None:
-            return replace(estimate, fallback_reason=self._counter_error)
+            return replace(estimate, fallback_reason=error)
+        margin = self.runtime.settings.fallback_margin_tokens
         try:
-            tokens = estimate_chat_request(request) + self.settings.fallback_margin_tokens
-        except Exception:  # noqa: BLE001
-            return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=self._counter_error)
-        return TokenCount(tokens, False, FALLBACK_SOURCE, fallback_reason=self._counter_error,
-                          margin_tokens=self.settings.fallback_margin_tokens)
+            tokens = estimate_chat_request(request) + margin
+        except Exception:  # noqa: BLE001 - an uncountable request: "unknown", the request is left alone
+            return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=error)
+        return TokenCount(tokens, False, FALLBACK_SOURCE, fallback_reason=error, margin_tokens=margin)
 
     def count_text(self, text: str) -> TokenCount:
         counter = self.counter()
         if counter is None:
-            return TokenCount(estimate_tokens_rough(text), False, ROUGH_SOURCE, fallback_reason=self._counter_error)
+            return TokenCount(estimate_tokens_rough(text), False, ROUGH_SOURCE, fallback_reason=self.counter_error)
         return counter.count_text(text)
 
     def exact_messages(self, batch: Sequence[Any]) -> int:
@@ -136,16 +114,124 @@ class BatonRuntime:
         counter = self.counter()
         return counter.source if counter is not None else "rough (backend unavailable)"
 
-    # ---- budgets ---------------------------------------------------------------------------------
-
     def server_window(self) -> int | None:
-        """The serving model's own window as the tokenizer server last reported it (vLLM's
+        """The serving model's own window as this route's tokenizer server last reported it (vLLM's
         ``max_model_len``); None for local tokenizers, whose ``model_max_length`` is metadata, not a limit a
         server enforces. No I/O: known after one count."""
-        with self._lock:
-            counter = self._counter
+        counter = self.runtime.built_counter(self.config)
         server = counter.stats().last_max_model_len if counter is not None and _remote(counter) else None
         return server if isinstance(server, int) and not isinstance(server, bool) and server > 0 else None
+
+
+class BatonRuntime:
+    """Settings + host view + lazily built, thread-safe counters, one per tokenizer configuration (never built
+    at import or copy time). The configured tokenizer serves the main route; ``for_route`` picks the others'."""
+
+    def __init__(self, settings: BatonSettings, view: HermesView | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.settings = settings
+        self.clock: Callable[[], datetime] = clock or _utc_clock
+        self.view = view or HermesView()
+        self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
+        self.engines = EngineRegistry()
+        self.recall_index = MemoryIndex()  # what Baton compacted, per lineage, for hosts that bind no session store
+        self._counters: dict[TokenizerConfig, TokenCounter] = {}
+        self._errors: dict[TokenizerConfig, str] = {}
+        self._lock = threading.Lock()
+        self.main = RouteCounting(self, settings.tokenizer, "the configured tokenizer (baton.tokenizer)")
+
+    def now(self) -> datetime:
+        """The clock's time as aware UTC; a naive clock is refused (it would silently mean local time)."""
+        moment = self.clock()
+        if not isinstance(moment, datetime) or moment.tzinfo is None:
+            raise TypeError("BatonRuntime.clock must return an aware datetime (UTC)")
+        return moment.astimezone(UTC)
+
+    # ---- counting --------------------------------------------------------------------------------
+
+    def for_route(self, model: str | None, base_url: str | None = None, provider: str | None = None) -> RouteCounting:
+        """The counting of a route: the first ``tokenizer_routes`` entry that matches it; the configured
+        tokenizer for the main route (Hermes' configured model and server, or any route when they are unknown);
+        else ``auto`` for the route's own model (tiktoken for OpenAI-family names, else rough, which the
+        provider's usage then anchors)."""
+        for entry in self.settings.tokenizer_routes:
+            if entry.matches(model, base_url, provider):
+                return RouteCounting(self, entry.tokenizer, f"tokenizer_routes entry {entry.describe()}")
+        if self._is_main(model, base_url):
+            return self.main
+        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=self.settings.tokenizer.timeout_seconds)
+        return RouteCounting(self, config, f"auto for model {model!r} (not the configured model)")
+
+    def _is_main(self, model: str | None, base_url: str | None) -> bool:
+        main_model, main_url = self.view.model, self.view.base_url
+        if not model or not main_model:
+            return True
+        served = self.settings.tokenizer.model
+        if model != main_model and model != served:
+            return False
+        return not (base_url and main_url and base_url.rstrip("/") != main_url.rstrip("/"))
+
+    def counter_of(self, config: TokenizerConfig) -> TokenCounter | None:
+        """The counter of ``config``, built on first use; None (and a status reason) when its backend cannot
+        start."""
+        with self._lock:
+            counter = self._counters.get(config)
+            if counter is None and config not in self._errors:
+                built = replace(config, context_length=self.context_length)
+                try:
+                    backend, selection = build_backend(built)
+                except Exception as exc:  # noqa: BLE001 - reported in status; counting falls back to rough
+                    self._errors[config] = f"tokenizer backend unavailable: {type(exc).__name__}"
+                    LOGGER.warning("baton tokenizer backend could not start type=%s", type(exc).__name__)
+                    return None
+                counter = TokenCounter(backend, fallback_margin_tokens=self.settings.fallback_margin_tokens)
+                self._counters[config] = counter
+                LOGGER.info("baton tokenizer selected name=%s source=%s", selection.name, counter.source)
+            return counter
+
+    def built_counter(self, config: TokenizerConfig) -> TokenCounter | None:
+        """The counter of ``config`` if it was built already (never builds: status and windows read it)."""
+        with self._lock:
+            return self._counters.get(config)
+
+    def counter_error_of(self, config: TokenizerConfig) -> str | None:
+        with self._lock:
+            return self._errors.get(config)
+
+    # The main route's counting, for callers outside an agent (tools, doctor, tests).
+    def counter(self) -> TokenCounter | None:
+        return self.main.counter()
+
+    @property
+    def counter_error(self) -> str | None:
+        return self.main.counter_error
+
+    def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None,
+                   key: str | None = None) -> TokenCount:
+        return self.main.count_chat(request, anchor=anchor, key=key)
+
+    def count_text(self, text: str) -> TokenCount:
+        return self.main.count_text(text)
+
+    def exact_messages(self, batch: Sequence[Any]) -> int:
+        return self.main.exact_messages(batch)
+
+    def exact_request(self, request: dict[str, Any]) -> int:
+        return self.main.exact_request(request)
+
+    def exact_text(self, text: str) -> int:
+        return self.main.exact_text(text)
+
+    def remote_tokenizer(self) -> bool:
+        return self.main.remote_tokenizer()
+
+    def source(self) -> str:
+        return self.main.source()
+
+    def server_window(self) -> int | None:
+        return self.main.server_window()
+
+    # ---- budgets ---------------------------------------------------------------------------------
 
     def reserved_output_tokens(self) -> int:
         """Output kept free below the compaction threshold: the clamp guarantees the rest (see patches)."""
@@ -161,8 +247,8 @@ class BatonRuntime:
 
     def close(self) -> None:
         with self._lock:
-            counter, self._counter = self._counter, None
-        if counter is not None:
+            counters, self._counters = list(self._counters.values()), {}
+        for counter in counters:
             counter.close()
 
 

@@ -17,12 +17,13 @@ from baton_engine.tokens.counter import counting_mode
 
 def engine_status(engine: Any) -> dict[str, Any]:
     runtime = get_runtime()
-    counter = runtime.counter()
+    counting = engine.counting()
+    counter = counting.counter()
     stats = counter.stats() if counter is not None else None
     remaining = engine.get_active_compression_failure_cooldown()
     window = engine.effective_window()
     window_source = engine.window_source()[1]
-    server = runtime.server_window()
+    server = counting.server_window()
     limits = engine.limits()
     ledger = engine.ledger
     detector_view = engine.last_detector or {}
@@ -52,13 +53,13 @@ def engine_status(engine: Any) -> dict[str, Any]:
             "mismatch": (f"{window_source} {window} < Hermes context_length {engine.context_length}; "
                          f"budgeting against {window}") if window != engine.context_length else None,
         },
-        "verification": {**ledger.check.status(runtime.source()), "refusals": ledger.refusals},
+        "verification": {**ledger.check.status(counting.source()), "refusals": ledger.refusals},
         "tokenizer": {
-            "source": runtime.source(),
+            "source": counting.source(), "chosen_by": counting.why,
             "counting": counting_mode(last) if last is not None else None,
             "exact": last.exact if last is not None else None,
             "fallbacks": stats.fallbacks if stats else 0,
-            "last_fallback_reason": (last.fallback_reason if last is not None else None) or runtime.counter_error,
+            "last_fallback_reason": (last.fallback_reason if last is not None else None) or counting.counter_error,
             "breaker": asdict(counter.breaker_state()) if counter is not None else None,
             "anchor_observations": ledger.anchor.observations,
             "views_counted": ledger.counted, "view_repeats": ledger.memo_hits,

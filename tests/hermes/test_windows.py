@@ -18,6 +18,7 @@ from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
 from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.tokens.rough import estimate_chat_request
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
@@ -103,12 +104,22 @@ def test_route_and_window_follow_the_model(project: Path, active: tuple[Activati
     prompt = exact(runtime, MESSAGES)
     agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
     assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)
-    agent.context_compressor.update_model("fallback-model", SMALL, base_url="http://127.0.0.1:10/v1",
-                                          provider="vllm")
-    assert sent_max_tokens(activation, agent, model="fallback-model") == unconfirmed_cap(SMALL, prompt)
-    route = agent.context_compressor.get_status()["route"]
+    engine = agent.context_compressor
+    engine.update_model("fallback-model", SMALL, base_url="http://127.0.0.1:10/v1", provider="vllm")
+    assert engine.ledger.counted == 0  # another model: its counts, anchor and verdict start over
+    # The fallback model is not the configured one: its tokenizer is chosen for it (auto: no OpenAI-family name,
+    # so rough + the fallback margin, until its provider's usage anchors it), not Qwen3's.
+    cap = sent_max_tokens(activation, agent, model="fallback-model")
+    status = engine.get_status()
+    assert status["tokenizer"]["counting"] == "rough+margin" and "auto for model 'fallback-model'" in \
+        status["tokenizer"]["chosen_by"]
+    rough = estimate_chat_request({"messages": MESSAGES})
+    assert cap == SMALL - rough - runtime.settings.fallback_margin_tokens
+    route = status["route"]
     assert route["model"] == "fallback-model" and route["provider"] == "custom"  # the request's own provider
-    assert agent.context_compressor.get_status()["window"]["effective"] == SMALL
+    assert status["window"]["effective"] == SMALL
+    engine.update_model(MODEL, LARGE, base_url=BASE_URL, provider="custom")
+    assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)  # back: Qwen3 counts again
 
 
 def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
