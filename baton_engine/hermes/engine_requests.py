@@ -59,8 +59,8 @@ class RequestBudgeting:
         the next request (a retry of the same one too) fits."""
         if refusal.window is not None and refusal.window > 0:
             self.learn_window(refusal.window)
-        if refusal.prompt_tokens is not None and refusal.prompt_tokens > 0:
-            self.observe_reported(refusal.prompt_tokens)
+        if refusal.prompt_exact and refusal.prompt_tokens is not None and refusal.prompt_tokens > 0:
+            self.observe_reported(refusal.prompt_tokens)  # a bound ("at least N") is no size to calibrate on
         self.ledger.refusals += 1
         LOGGER.warning("baton saw a context-length refusal kind=%s window=%s prompt=%s", refusal.kind,
                        refusal.window, refusal.prompt_tokens)

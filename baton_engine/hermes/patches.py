@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,19 +40,21 @@ class Patch:
     wrapper: Any = None
     installed: bool = False
     skipped: str | None = None
+    alternative: bool = False  # one of several places the same name lives in different Hermes versions
+
+    def _skip(self, reason: str) -> bool:
+        self.skipped = reason
+        LOGGER.log(logging.DEBUG if self.alternative else logging.WARNING, "baton patch skipped: %s", reason)
+        return False
 
     def install(self) -> bool:
         try:
             target = importlib.import_module(self.module)
         except Exception as exc:  # noqa: BLE001 - another Hermes version: skip, say so
-            self.skipped = f"module {self.module} not importable ({type(exc).__name__})"
-            LOGGER.warning("baton patch skipped: %s", self.skipped)
-            return False
+            return self._skip(f"module {self.module} not importable ({type(exc).__name__})")
         original = getattr(target, self.attr, _MISSING)
         if original is _MISSING or not callable(original):
-            self.skipped = f"{self.module}.{self.attr} not found in this Hermes version"
-            LOGGER.warning("baton patch skipped: %s", self.skipped)
-            return False
+            return self._skip(f"{self.module}.{self.attr} not found in this Hermes version")
         self.original, self.wrapper = original, self.make(original)
         self.wrapper.__baton_original__ = original  # type: ignore[attr-defined]
         setattr(target, self.attr, self.wrapper)
@@ -154,10 +156,11 @@ class ExactEstimators:
 class Activation:
     """The patches and middleware of one active Baton runtime; ``deactivate`` undoes them."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra: Sequence[Patch] = ()) -> None:
+        """``extra``: further guarded patches activated with these (the refusal observer)."""
         self.estimators = ExactEstimators()
         e = self.estimators
-        self.patches = [
+        self.patches = [*extra,
             Patch("agent.turn_context", "estimate_request_tokens_rough", e.request_tokens),
             Patch("agent.conversation_loop", "estimate_request_tokens_rough", e.request_tokens),
             Patch("agent.conversation_loop", "estimate_messages_tokens_rough", e.messages_tokens),
@@ -171,7 +174,8 @@ class Activation:
         self.active = True
         for patch in self.patches:
             patch.install()
-        return [p.skipped for p in self.patches if p.skipped]
+        installed = {p.attr for p in self.patches if p.installed}
+        return [p.skipped for p in self.patches if p.skipped and not (p.alternative and p.attr in installed)]
 
     def deactivate(self) -> None:
         self.active = False

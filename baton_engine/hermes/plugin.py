@@ -17,6 +17,7 @@ from typing import Any
 from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.patches import Activation
+from baton_engine.hermes.refusal_patch import refusal_patches
 from baton_engine.hermes.runtime import host_runtime, set_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -65,7 +66,7 @@ def register(ctx: Any) -> None:
                             provider=view.provider or "")
     ctx.register_context_engine(engine)
     ctx.register_skill("baton", SKILL_PATH, description=SKILL_DESCRIPTION)
-    _ACTIVATION = Activation()
+    _ACTIVATION = Activation(extra=refusal_patches())
     ctx.register_middleware("llm_request", _ACTIVATION.llm_request)
     if view.engine_selected:
         skipped = _ACTIVATION.activate()

@@ -32,7 +32,7 @@ TARGETS = (
 def refusal_patches(engine_type: type | None = None) -> list[Patch]:
     """One ``Patch`` per Hermes module that classifies the main loop's API errors; each tells the calling
     agent's engine (an ``engine_type``, by default ``BatonContextEngine``) what a refusal proved."""
-    return [Patch(module, attr, lambda original: observing_refusals(original, engine_type))
+    return [Patch(module, attr, lambda original: observing_refusals(original, engine_type), alternative=True)
             for module, attr in TARGETS]
 
 

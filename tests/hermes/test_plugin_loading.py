@@ -42,7 +42,8 @@ def test_entry_point_registers_engine_skill_middleware_and_patches(hermes_home: 
     assert "llm_request" in loaded.middleware_registered
     assert _patched()
     installed = engine.get_status()["exact_estimators"]["installed"]
-    assert "agent.turn_context.estimate_request_tokens_rough" in installed and len(installed) == 5
+    assert "agent.turn_context.estimate_request_tokens_rough" in installed and len(installed) == 6
+    assert "agent.conversation_loop.classify_api_error" in installed  # the refusal observer (0.19.0 place)
     assert check_selection(hermes_home)["status"] == "pass"
 
 

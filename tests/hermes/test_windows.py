@@ -151,3 +151,29 @@ def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
     assert {i: set(values) for i, values in results.items()} == {i: {expected[i]} for i in range(8)}
     frames = [agent.context_compressor.ledger.frame for agent, _ in agents]
     assert [len(frame.tools) for frame in frames] == list(range(1, 9))
+
+
+def test_a_refusal_states_the_window_and_the_next_request_fits(project: Path,
+                                                               active: tuple[Activation, BatonRuntime]) -> None:
+    """config.yaml says LARGE, the server serves SMALL: its refusal's window becomes this route's, and a later
+    update_model with Hermes' own (larger or no) number does not undo it; another route starts over."""
+    from baton_engine.refusal import parse_refusal
+
+    activation, runtime = active
+    prompt = exact(runtime, MESSAGES)
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
+    engine = agent.context_compressor
+    assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)
+    refusal = parse_refusal(f"This model's maximum context length is {SMALL} tokens. However, you requested "
+                            f"{LARGE} tokens ({prompt} in the messages, {LARGE - prompt} in the completion). "
+                            "Please reduce the length of the messages or completion.")
+    assert refusal is not None and refusal.window == SMALL
+    engine.observe_refusal(refusal)
+    engine.update_model(MODEL, LARGE, base_url=BASE_URL, provider="custom")  # Hermes' own retry path
+    assert sent_max_tokens(activation, agent) == SMALL - prompt  # the refusal also confirmed the count
+    status = engine.get_status()
+    assert status["window"]["effective"] == SMALL and status["window"]["source"] == "provider refusal"
+    assert status["verification"]["refusals"] == 1 and status["verification"]["verdict"] == "confirmed"
+    assert engine.threshold_tokens <= SMALL
+    engine.update_model("other-model", LARGE, base_url="http://127.0.0.1:11/v1", provider="custom")
+    assert engine.get_status()["window"]["effective"] == LARGE  # another server: what it refused says nothing
