@@ -92,7 +92,8 @@ def decide_output(
     useful reply (``min(R, B)``) while one fits the window, never above what the window leaves. Below a
     useful reply the cap is lowered to what is left (``short``): the request is never sent certain to be
     refused, and the next check compacts. ``needs_compaction`` only when the prompt alone does not fit.
-    ``unconfirmed_margin``: room kept for a count its provider has not confirmed yet (``tokens.verify``).
+    ``unconfirmed_margin``: room kept for a count its provider has not confirmed yet (``tokens.verify``), kept
+    even when that makes the reply short.
 
     A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI) then default the
     output to what remains of the window, so it cannot overflow, while ADDING a cap field can be
@@ -112,7 +113,9 @@ def decide_output(
         return OutputDecision("needs_compaction", f"the prompt alone does not fit: {numbers}")
     if cap is None:
         return OutputDecision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
-    value = max(available - unconfirmed_margin, min(reserve, available))
+    # An unconfirmed count keeps its room even at the cost of a short reply: a wrong tokenizer's first request
+    # would otherwise overflow exactly when the room is tight (benchmarks/verify_bench.py, "as each first").
+    value = available - unconfirmed_margin if available - unconfirmed_margin >= 1 else available
     if cap.value <= value:
         return OutputDecision("leave", f"{cap.field}={cap.value} fits: {numbers}")
     if value < reserve:

@@ -46,7 +46,7 @@ def test_the_margin_a_third_party_count_includes_is_not_added_again() -> None:
 def test_the_server_window_is_read_only_from_a_backend_that_says_it_is_remote(remote: bool,
                                                                                window: int | None) -> None:
     runtime = BatonRuntime(load_settings(env={}))
-    runtime._counter = TokenCounter(ThirdPartyServer(remote=remote), fallback_margin_tokens=1024)
+    runtime._counters[runtime.settings.tokenizer] = TokenCounter(ThirdPartyServer(remote=remote), fallback_margin_tokens=1024)
     runtime.count_chat(REQUEST)
     assert runtime.remote_tokenizer() is remote
     assert runtime.server_window() == window
