@@ -48,10 +48,6 @@ def counting_mode(count: TokenCount) -> CountingMode:
     return "estimate"
 
 
-class MalformedCount(Exception):
-    """The backend returned something that is not a usable TokenCount."""
-
-
 @dataclass(frozen=True)
 class CounterStats:
     calls: int = 0
@@ -67,19 +63,6 @@ def _text_key(text: str) -> str | None:
     if not isinstance(text, str):
         return None
     return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _checked(result: object) -> TokenCount:
-    if (
-        not isinstance(result, TokenCount)
-        or isinstance(result.tokens, bool)
-        or not isinstance(result.tokens, int)
-        or result.tokens < 0
-        or not isinstance(result.exact, bool)
-        or not (result.max_model_len is None or type(result.max_model_len) is int)
-    ):
-        raise MalformedCount
-    return result
 
 
 # Whole-request counts remembered (LRU): a sha256 hex key and one TokenCount each, well under 1 KB an entry.
@@ -181,7 +164,7 @@ class TokenCounter:
         )
 
     def _count(
-        self, key: str | None, kind: str, exact: Callable[[], object], estimate: Callable[[], int], margin: int
+        self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int], margin: int
     ) -> TokenCount:
         with self._lock:
             self._record(calls=1)
@@ -192,7 +175,7 @@ class TokenCounter:
             self._record(backend_calls=1)
             epoch = self._epoch
         try:
-            result = _checked(exact())
+            result = exact()  # the breaker checked it: a malformed answer is a backend failure
         except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
             return self._fallback(kind, exc, estimate, margin)
         if result.source == ROUGH_SOURCE and margin:
