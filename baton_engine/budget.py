@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap
+from baton_engine.request import INFERENCE_CONFIG, OUTPUT_CAP_FIELDS, OutputCap, find_cap
 from baton_engine.tokens.contract import TokenCount
 
 
@@ -110,14 +110,16 @@ def decide_output(
 def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[str, Any]:
     """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names.
 
-    Conflicting aliases of the cap are removed so the provider sees one; the input and its
-    ``extra_body`` are never mutated; no field the request did not use is added.
+    Conflicting aliases of the cap are removed so the provider sees one; the input and its nested
+    mappings are never mutated; no field the request did not use is added.
     """
     rewritten = {k: v for k, v in request.items() if k not in OUTPUT_CAP_FIELDS}
     extra = request.get("extra_body")
     if isinstance(extra, Mapping):
         rewritten["extra_body"] = {k: v for k, v in extra.items() if k not in OUTPUT_CAP_FIELDS}
-    target = rewritten["extra_body"] if cap.in_extra_body else rewritten
+    if cap.within == INFERENCE_CONFIG:
+        rewritten[INFERENCE_CONFIG] = dict(request.get(INFERENCE_CONFIG) or {})
+    target = rewritten[cap.within] if cap.within else rewritten
     target[cap.field] = value
     return rewritten
 
@@ -134,7 +136,7 @@ def apply_output(
     """Decide, then write: the decision and the rewritten request (None: leave the request as it is).
 
     ``cap`` is the request's own cap when the caller already knows it (a host's request view), else the
-    smallest cap found in ``request``."""
+    cap ``request`` sends that the provider honours (``find_cap``)."""
     cap = cap if cap is not None else find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=min_output_tokens,
                              fallback_margin_tokens=fallback_margin_tokens)

@@ -15,7 +15,7 @@ from baton_engine.budget import (
     threshold_tokens,
     write_cap,
 )
-from baton_engine.request import OUTPUT_CAP_FIELDS, find_cap
+from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap
 from baton_engine.tokens.contract import TokenCount
 
 EXACT = "hf:Qwen/Qwen3-8B"
@@ -108,14 +108,41 @@ def test_margin_applies_once_the_count_says_what_it_includes() -> None:
 
 
 def test_aliases_in_extra_body_keep_field_and_location_and_conflicts_are_removed() -> None:
-    request = {"messages": [], "max_tokens": 9000, "extra_body": {"max_output_tokens": 7000, "top_k": 5}}
-    assert budget(request, exact(10_000))[1] is None  # the smaller cap, 7,000, fits: left alone
+    request = {"messages": [], "max_tokens": 9000, "extra_body": {"max_completion_tokens": 7000, "top_k": 5}}
+    assert budget(request, exact(10_000))[1] is None  # the honoured cap, 7,000, fits: left alone
     _, out = budget(request, exact(95_000))
-    assert out == {"messages": [], "extra_body": {"top_k": 5, "max_output_tokens": 5000}}
+    assert out == {"messages": [], "extra_body": {"top_k": 5, "max_completion_tokens": 5000}}
     nested_only = {"messages": [], "extra_body": {"max_completion_tokens": 50_000}}
     _, out = budget(nested_only, exact(60_000))
     assert out == {"messages": [], "extra_body": {"max_completion_tokens": 40_000}}
     assert nested_only["extra_body"] == {"max_completion_tokens": 50_000}
+
+
+@pytest.mark.parametrize(("request_", "honoured"), [
+    # vLLM reads max_completion_tokens before max_tokens, whichever is smaller
+    ({"max_tokens": 1000, "max_completion_tokens": 50_000}, OutputCap("max_completion_tokens", 50_000)),
+    ({"max_tokens": 50_000, "max_completion_tokens": 1000}, OutputCap("max_completion_tokens", 1000)),
+    # the OpenAI SDK merges extra_body over the top level: its value is the one sent
+    ({"max_tokens": 1000, "extra_body": {"max_tokens": 50_000}}, OutputCap("max_tokens", 50_000, "extra_body")),
+    ({"max_tokens": 50_000, "extra_body": {"max_completion_tokens": 2000}},
+     OutputCap("max_completion_tokens", 2000, "extra_body")),
+    ({"max_completion_tokens": 3000, "extra_body": {"max_tokens": 1000}}, OutputCap("max_completion_tokens", 3000)),
+    ({"max_tokens": 4000, "extra_body": {"max_tokens": None}}, None),  # null is sent: no max_tokens at all
+    ({"max_output_tokens": 5000}, OutputCap("max_output_tokens", 5000)),  # the Responses API
+    ({"inferenceConfig": {"maxTokens": 6000, "temperature": 0.2}}, OutputCap("maxTokens", 6000, "inferenceConfig")),
+])
+def test_the_cap_is_the_one_the_provider_honours(request_: dict, honoured: OutputCap | None) -> None:
+    assert find_cap({"messages": [], **request_}) == honoured
+
+
+def test_the_writer_lowers_the_honoured_cap_where_it_lives() -> None:
+    request = {"messages": [], "max_tokens": 1000, "max_completion_tokens": 50_000}
+    decision, out = budget(request, exact(60_000))  # 1,000 would fit; the honoured 50,000 does not
+    assert decision.action == "lower_cap_to" and out == {"messages": [], "max_completion_tokens": 40_000}
+    bedrock = {"modelId": "m", "messages": [], "inferenceConfig": {"maxTokens": 65_536, "temperature": 0.2}}
+    _, out = budget(bedrock, exact(90_000))
+    assert out == {"modelId": "m", "messages": [], "inferenceConfig": {"maxTokens": 10_000, "temperature": 0.2}}
+    assert bedrock["inferenceConfig"]["maxTokens"] == 65_536  # the input's nested mapping is not mutated
 
 
 def test_invalid_caps_are_ignored() -> None:
@@ -154,24 +181,25 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
     cap = find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
     used_margin = margin_for(count, margin)
-    caller = [v for d in (before, before.get("extra_body") or {}) for f, v in d.items()
-              if f in OUTPUT_CAP_FIELDS and isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    assert (cap is None) == (not caller) and (cap is None or cap.value == min(caller))
+    sent = {f: v for f, v in before.items() if f in OUTPUT_CAP_FIELDS} | {  # the body the SDK sends
+        f: v for f, v in (before.get("extra_body") or {}).items() if f in OUTPUT_CAP_FIELDS}
+    caller = [v for f in OUTPUT_CAP_FIELDS if isinstance(v := sent.get(f), int) and not isinstance(v, bool) and v > 0]
+    assert (cap is None) == (not caller) and (cap is None or cap.value == caller[0])
     if decision.action != "lower_cap_to":
         if count.tokens is not None and cap is not None and decision.action == "leave":
             assert count.tokens + cap.value + used_margin <= window  # a cap left alone fits
         if decision.action == "needs_compaction":
-            assert window - count.tokens - used_margin < min([reserve, *caller])
+            assert window - count.tokens - used_margin < min([reserve, *caller[:1]])
         return
     assert cap is not None and decision.value is not None  # only an existing cap is ever lowered
     out = write_cap(request, cap, decision.value)
     assert request == before  # never mutates
     all_caps = [v for d in (out, out.get("extra_body") or {}) for f, v in d.items() if f in OUTPUT_CAP_FIELDS]
     assert all_caps == [decision.value]  # exactly one output field remains, the one the caller used
-    assert (cap.field in (out.get("extra_body") or {})) == cap.in_extra_body
+    assert (cap.field in (out.get("extra_body") or {})) == (cap.within == "extra_body")
     assert count.tokens + decision.value + used_margin <= window  # never exceeds W
-    assert decision.value >= min([reserve, *caller])  # never below R (or the caller's smaller cap)
-    assert decision.value < min(caller)
+    assert decision.value >= min(reserve, caller[0])  # never below R (or the caller's smaller cap)
+    assert decision.value < caller[0]
     assert {k for k in out if k not in OUTPUT_CAP_FIELDS} == {k for k in before if k not in OUTPUT_CAP_FIELDS}
 
 

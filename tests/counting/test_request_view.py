@@ -100,8 +100,8 @@ def test_anthropic_kwargs_count_the_separate_system_prompt_and_blocks(qwen3: Any
 def test_auxiliary_kwargs_and_caps_in_extra_body() -> None:
     aux = {"model": "q", "messages": CHAT[1:2], "timeout": 30.0, "extra_body": {"max_completion_tokens": 500}}
     view = request_view.from_chat_kwargs(aux)
-    assert view is not None and view.cap == OutputCap("max_completion_tokens", 500, in_extra_body=True)
-    assert find_cap({"max_tokens": 700, "extra_body": {"max_tokens": 600}}) == OutputCap("max_tokens", 600, True)
+    assert view is not None and view.cap == OutputCap("max_completion_tokens", 500, "extra_body")
+    assert find_cap({"max_tokens": 500, "extra_body": {"max_tokens": 600}}) == OutputCap("max_tokens", 600, "extra_body")
     assert request_view.from_chat_kwargs({"model": "q", "input": "responses api"}) is None
 
 
