@@ -3,7 +3,10 @@
 Symbols: W = compression window, P = prompt tokens, R = minimum output reserve, B = the caller's
 output cap. The output budget is a decision (``decide_output``) applied by a writer (``write_cap``):
 a cap is only ever lowered to a useful size (>= min(R, B)), never added; when no useful output fits,
-the answer is "needs compaction", not a ``max_tokens=1`` reply.
+the answer is "needs compaction", not a ``max_tokens=1`` reply. Anthropic extended thinking spends its
+``budget_tokens`` inside ``max_tokens`` and refuses a budget >= max_tokens or < 1,024: a lowered cap lowers
+the thinking budget with it, keeping beside it the answer room the caller left (Hermes: 4,096) up to R, and
+a room too small for 1,024 thinking tokens plus that answer is "needs compaction", never an invalid request.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baton_engine.request import INFERENCE_CONFIG, OUTPUT_CAP_FIELDS, OutputCap, find_cap
+from baton_engine.request import INFERENCE_CONFIG, OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 
+# Anthropic's smallest extended-thinking budget (a smaller ``budget_tokens`` is refused).
+MIN_THINKING_BUDGET_TOKENS = 1024
 
 
 def threshold_tokens(context_length: int, threshold_percent: float) -> int:
@@ -67,11 +72,13 @@ def margin_for(count: TokenCount, fallback_margin_tokens: int) -> int:
 class OutputDecision:
     """What the output budget of one request needs: ``lower_cap_to`` n, ``needs_compaction`` or ``leave``.
 
+    ``thinking_budget``: the extended-thinking budget that goes with a lowered cap (None: no thinking budget).
     Numbers and field names only (safe for status and logs)."""
 
     action: Literal["lower_cap_to", "needs_compaction", "leave"]
     reason: str
     value: int | None = None
+    thinking_budget: int | None = None
 
 
 def decide_output(
@@ -81,6 +88,7 @@ def decide_output(
     window: int,
     min_output_tokens: int,
     fallback_margin_tokens: int,
+    thinking_budget: int | None = None,
 ) -> OutputDecision:
     """``lower_cap_to(W - P - margin)`` when the request's own cap does not fit but a useful one does.
 
@@ -104,11 +112,21 @@ def decide_output(
         return OutputDecision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
     if cap.value <= available:
         return OutputDecision("leave", f"{cap.field}={cap.value} fits: {numbers}")
-    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {available}: {numbers}", available)
+    if thinking_budget is None:
+        return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {available}: {numbers}", available)
+    answer = max(min(cap.value - thinking_budget, min_output_tokens), 1)  # the answer room beside the thinking
+    thinking = min(thinking_budget, available - answer)
+    if thinking < MIN_THINKING_BUDGET_TOKENS:
+        return OutputDecision("needs_compaction", f"needs compaction: {cap.field} {available} has no room for "
+                              f"{MIN_THINKING_BUDGET_TOKENS} thinking tokens beside an answer of {answer}: {numbers}")
+    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {available}, thinking budget "
+                          f"{thinking_budget} -> {thinking}: {numbers}", available, thinking)
 
 
-def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[str, Any]:
-    """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names.
+def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int,
+              thinking_budget: int | None = None) -> dict[str, Any]:
+    """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names, and whose
+    ``thinking.budget_tokens`` is ``thinking_budget`` when given.
 
     Conflicting aliases of the cap are removed so the provider sees one; the input and its nested
     mappings are never mutated; no field the request did not use is added.
@@ -121,6 +139,8 @@ def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[st
         rewritten[INFERENCE_CONFIG] = dict(request.get(INFERENCE_CONFIG) or {})
     target = rewritten[cap.within] if cap.within else rewritten
     target[cap.field] = value
+    if thinking_budget is not None and isinstance(request.get("thinking"), Mapping):
+        rewritten["thinking"] = {**request["thinking"], "budget_tokens": thinking_budget}
     return rewritten
 
 
@@ -139,7 +159,8 @@ def apply_output(
     cap ``request`` sends that the provider honours (``find_cap``)."""
     cap = cap if cap is not None else find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=min_output_tokens,
-                             fallback_margin_tokens=fallback_margin_tokens)
+                             fallback_margin_tokens=fallback_margin_tokens,
+                             thinking_budget=find_thinking_budget(request))
     if decision.action != "lower_cap_to" or cap is None or decision.value is None:
         return decision, None
-    return decision, write_cap(request, cap, decision.value)
+    return decision, write_cap(request, cap, decision.value, decision.thinking_budget)

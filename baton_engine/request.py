@@ -106,6 +106,15 @@ def positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def find_thinking_budget(request: Mapping[str, Any]) -> int | None:
+    """Anthropic extended thinking's ``budget_tokens`` when the request enables it (``thinking: {type: enabled,
+    budget_tokens: B}``; adaptive thinking has no budget); the budget is part of ``max_tokens``."""
+    thinking = request.get("thinking")
+    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+        return positive_int(thinking.get("budget_tokens"))
+    return None
+
+
 def find_cap(request: Mapping[str, Any]) -> OutputCap | None:
     """The output cap the provider honours: Bedrock's ``inferenceConfig.maxTokens``; else the first field of
     ``OUTPUT_CAP_FIELDS`` set in the body as sent, where ``extra_body`` is merged over the top level (the

@@ -14,8 +14,9 @@ from baton_engine.budget import (
     margin_for,
     threshold_tokens,
     write_cap,
+    apply_output,
 )
-from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap
+from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 
 EXACT = "hf:Qwen/Qwen3-8B"
@@ -207,3 +208,59 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
 def test_pressure_is_p_plus_r_minus_one(prompt: int, reserve: int) -> None:
     window = prompt + reserve
     assert compression_pressure(prompt, reserve) == window - 1
+
+
+def thinking_request(budget_tokens: int, max_tokens: int | None = None) -> dict:
+    """What Hermes 0.19 sends for manual extended thinking: ``max_tokens = budget + 4096`` (at least)."""
+    return {"model": "claude-sonnet-4-5", "messages": [], "temperature": 1,
+            "max_tokens": max_tokens if max_tokens is not None else budget_tokens + 4096,
+            "thinking": {"type": "enabled", "budget_tokens": budget_tokens}}
+
+
+def test_a_lowered_cap_lowers_the_thinking_budget_and_keeps_the_answer_room() -> None:
+    request = thinking_request(32_000)  # Hermes' "high" budget: max_tokens 36,096
+    before = copy.deepcopy(request)
+    decision, out = apply_output(request, exact(80_000), window=100_000, min_output_tokens=4096,
+                                 fallback_margin_tokens=1024)
+    assert decision.action == "lower_cap_to" and out is not None
+    assert out["max_tokens"] == 20_000 and out["thinking"] == {"type": "enabled", "budget_tokens": 20_000 - 4096}
+    assert request == before  # the input (and its thinking mapping) is never mutated
+
+
+def test_a_thinking_budget_that_still_fits_is_kept() -> None:
+    _, out = apply_output(thinking_request(8000, max_tokens=64_000), exact(80_000), window=100_000,
+                          min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert out is not None and out["max_tokens"] == 20_000 and out["thinking"]["budget_tokens"] == 8000
+
+
+def test_no_room_for_the_minimum_thinking_budget_is_needs_compaction() -> None:
+    """Room for a 4,096-token answer but not for 1,024 thinking tokens beside it: an invalid request
+    (budget_tokens >= max_tokens, or < 1,024) is never written."""
+    decision, out = apply_output(thinking_request(8000), exact(100_000 - 5000), window=100_000,
+                                 min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert decision.action == "needs_compaction" and out is None and "thinking" in decision.reason
+    decision, out = apply_output(thinking_request(8000), exact(100_000 - 4096 - 1024), window=100_000,
+                                 min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert out is not None and out["thinking"]["budget_tokens"] == 1024 and out["max_tokens"] == 4096 + 1024
+
+
+def test_adaptive_thinking_has_no_budget_to_lower() -> None:
+    request = {"messages": [], "max_tokens": 64_000, "thinking": {"type": "adaptive", "display": "summarized"}}
+    assert find_thinking_budget(request) is None
+    _, out = apply_output(request, exact(80_000), window=100_000, min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert out == {**request, "max_tokens": 20_000}
+
+
+@given(st.integers(1024, 64_000), st.integers(0, 20_000), st.integers(0, 150_000), st.integers(1, 8192))
+def test_a_written_thinking_request_is_always_valid(budget_tokens: int, answer: int, prompt: int,
+                                                    reserve: int) -> None:
+    request = thinking_request(budget_tokens, budget_tokens + answer)
+    before = copy.deepcopy(request)
+    decision, out = apply_output(request, exact(prompt), window=100_000, min_output_tokens=reserve,
+                                 fallback_margin_tokens=0)
+    assert request == before
+    if out is None:
+        return
+    thinking = out["thinking"]["budget_tokens"]
+    assert 1024 <= thinking < out["max_tokens"] <= 100_000 - prompt  # what Anthropic accepts, within the window
+    assert thinking <= budget_tokens and out["max_tokens"] - thinking >= min(max(answer, 1), reserve)
