@@ -1,7 +1,8 @@
 """The one place Baton asks for a token count: cache -> circuit breaker -> backend; never raises.
 
-Exact when the backend can count; else the session's usage-anchored estimate when one is given and has seen
-an exact count; else rough + margin; else "unknown". Every backend is wrapped in a ``CircuitBreaker``, so a
+Exact when the backend can count (images and documents, which no tokenizer counts, are taken out and added
+at their ``tokens.media`` cost, which makes the count an estimate); else the session's usage-anchored estimate
+when one is given and has seen an exact count; else rough + margin; else "unknown". Every backend is wrapped in a ``CircuitBreaker``, so a
 failing tokenizer is asked once per cool-off rather than on every count.
 
 Logs carry counts, sources and exception TYPE names only: prompts, exception messages and
@@ -16,7 +17,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from cachetools import LRUCache
 from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker, CircuitOpen
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.media import split_request
 from baton_engine.tokens.request_key import request_key
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 
@@ -133,9 +135,10 @@ class TokenCounter:
         """Exact count when the backend can (and ``anchor`` observes it); else ``anchor``'s estimate when it has
         one; else rough + margin; else ``tokens=None``. Never raises.
         ``key`` is ``request_key(request)`` when the caller already computed it (one hash per request)."""
+        text_request, media = split_request(request) if isinstance(request, Mapping) else (request, 0)
         counted = self._count(
-            key if key is not None else request_key(request), "chat", lambda: self._breaker.count_chat(request),
-            lambda: estimate_chat_request(request), self._margin,
+            key if key is not None else request_key(request), "chat", lambda: self._breaker.count_chat(text_request),
+            lambda: estimate_chat_request(request), self._margin, media,
         )
         if anchor is None:
             return counted
@@ -164,8 +167,11 @@ class TokenCounter:
         )
 
     def _count(
-        self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int], margin: int
+        self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int], margin: int,
+        media: int = 0,
     ) -> TokenCount:
+        """``exact``'s count (plus ``media``, the cost of the media parts it was not given: then an estimate)
+        or the fallback ``estimate`` (which counts them itself)."""
         with self._lock:
             self._record(calls=1)
             cached = self._cache.get(key) if key is not None else None
@@ -182,6 +188,8 @@ class TokenCounter:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
             result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
                                 margin_tokens=margin)
+        if media:  # a bound on the media's cost, not their count: the whole is an estimate (budgets add the margin)
+            result = replace(result, tokens=result.tokens + media, exact=False)  # type: ignore[operator]
         LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
         with self._lock:
             if result.max_model_len is not None:
