@@ -212,10 +212,10 @@ def from_bedrock_kwargs(request: Mapping[str, Any]) -> ProviderRequest | None:
                                 "content": _parts_content(inner)})
             elif "reasoningContent" not in block:
                 parts.append(_text_or_media(block, block.get("text")))
+        messages.extend(results)  # the tool messages that came before this user turn's own text
         if parts or calls or not results:
             messages.append({"role": message.get("role"), "content": _parts_content(parts),
                              **({"tool_calls": calls} if calls else {})})
-        messages.extend(results)
     config = request.get("toolConfig")
     specs = [t["toolSpec"] for t in _mappings(config.get("tools") if isinstance(config, Mapping) else None)
              if isinstance(t.get("toolSpec"), Mapping)]
@@ -328,9 +328,9 @@ def _anthropic_message(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
                             "content": _blocks_content(block.get("content"))})
         else:
             texts.append(block)
-    converted: list[Mapping[str, Any]] = []
+    converted: list[Mapping[str, Any]] = list(results)  # Hermes merges a turn's text after its tool results
     if texts or calls or not results:
         converted.append({"role": role, "content": _blocks_content(texts),
                           **({"tool_calls": calls} if calls else {})})
-    return converted + results
+    return converted
 
