@@ -5,6 +5,10 @@ output cap. The output budget is a decision (``decide_output``) applied by a wri
 a cap is only ever lowered, never added: to a useful size (>= min(R, B)) while one fits, else to what the
 window leaves (a short reply, never a request certain to be refused); only a prompt that alone exceeds the
 window "needs compaction" before it can be sent.
+Anthropic extended thinking spends its ``budget_tokens`` inside ``max_tokens`` and refuses a budget >=
+max_tokens or < 1,024: a lowered cap lowers the thinking budget with it, keeping beside it the answer room the
+caller left (Hermes: 4,096) up to R, and a room too small for 1,024 thinking tokens plus that answer is "needs
+compaction", never an invalid request.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap
+from baton_engine.request import INFERENCE_CONFIG, OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 
+# Anthropic's smallest extended-thinking budget (a smaller ``budget_tokens`` is refused).
+MIN_THINKING_BUDGET_TOKENS = 1024
 
 
 def threshold_tokens(context_length: int, threshold_percent: float) -> int:
@@ -69,12 +75,14 @@ class OutputDecision:
     """What the output budget of one request needs: ``lower_cap_to`` n, ``needs_compaction`` or ``leave``.
 
     Numbers and field names only (safe for status and logs). ``short`` marks a cap lowered below the
-    minimum useful reply: the prompt left less room, and a short reply beats a refused request."""
+    minimum useful reply: the prompt left less room, and a short reply beats a refused request.
+    ``thinking_budget``: the extended-thinking budget that goes with a lowered cap (None: no thinking budget)."""
 
     action: Literal["lower_cap_to", "needs_compaction", "leave"]
     reason: str
     value: int | None = None
     short: bool = False
+    thinking_budget: int | None = None
 
 
 def decide_output(
@@ -85,6 +93,7 @@ def decide_output(
     min_output_tokens: int,
     fallback_margin_tokens: int,
     unconfirmed_margin: int = 0,
+    thinking_budget: int | None = None,
 ) -> OutputDecision:
     """The output cap a request may carry so that prompt + cap never exceeds the window.
 
@@ -118,24 +127,37 @@ def decide_output(
     value = available - unconfirmed_margin if available - unconfirmed_margin >= 1 else available
     if cap.value <= value:
         return OutputDecision("leave", f"{cap.field}={cap.value} fits: {numbers}")
-    if value < reserve:
-        return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}, below the minimum reply "
-                                              f"(compaction is due): {numbers}", value, short=True)
-    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}: {numbers}", value)
+    short = value < reserve
+    why = f", below the minimum reply (compaction is due)" if short else ""
+    if thinking_budget is None:
+        return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}{why}: {numbers}", value, short)
+    answer = max(min(cap.value - thinking_budget, min_output_tokens), 1)  # the answer room beside the thinking
+    thinking = min(thinking_budget, value - answer)
+    if thinking < MIN_THINKING_BUDGET_TOKENS:
+        return OutputDecision("needs_compaction", f"needs compaction: {cap.field} {value} has no room for "
+                              f"{MIN_THINKING_BUDGET_TOKENS} thinking tokens beside an answer of {answer}: {numbers}")
+    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}, thinking budget "
+                          f"{thinking_budget} -> {thinking}{why}: {numbers}", value, short, thinking)
 
 
-def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int) -> dict[str, Any]:
-    """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names.
+def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int,
+              thinking_budget: int | None = None) -> dict[str, Any]:
+    """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names, and whose
+    ``thinking.budget_tokens`` is ``thinking_budget`` when given.
 
-    Conflicting aliases of the cap are removed so the provider sees one; the input and its
-    ``extra_body`` are never mutated; no field the request did not use is added.
+    Conflicting aliases of the cap are removed so the provider sees one; the input and its nested
+    mappings are never mutated; no field the request did not use is added.
     """
     rewritten = {k: v for k, v in request.items() if k not in OUTPUT_CAP_FIELDS}
     extra = request.get("extra_body")
     if isinstance(extra, Mapping):
         rewritten["extra_body"] = {k: v for k, v in extra.items() if k not in OUTPUT_CAP_FIELDS}
-    target = rewritten["extra_body"] if cap.in_extra_body else rewritten
+    if cap.within == INFERENCE_CONFIG:
+        rewritten[INFERENCE_CONFIG] = dict(request.get(INFERENCE_CONFIG) or {})
+    target = rewritten[cap.within] if cap.within else rewritten
     target[cap.field] = value
+    if thinking_budget is not None and isinstance(request.get("thinking"), Mapping):
+        rewritten["thinking"] = {**request["thinking"], "budget_tokens": thinking_budget}
     return rewritten
 
 
@@ -152,10 +174,11 @@ def apply_output(
     """Decide, then write: the decision and the rewritten request (None: leave the request as it is).
 
     ``cap`` is the request's own cap when the caller already knows it (a host's request view), else the
-    smallest cap found in ``request``."""
+    cap ``request`` sends that the provider honours (``find_cap``)."""
     cap = cap if cap is not None else find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=min_output_tokens,
-                             fallback_margin_tokens=fallback_margin_tokens, unconfirmed_margin=unconfirmed_margin)
+                             fallback_margin_tokens=fallback_margin_tokens, unconfirmed_margin=unconfirmed_margin,
+                             thinking_budget=find_thinking_budget(request))
     if decision.action != "lower_cap_to" or cap is None or decision.value is None:
         return decision, None
-    return decision, write_cap(request, cap, decision.value)
+    return decision, write_cap(request, cap, decision.value, decision.thinking_budget)

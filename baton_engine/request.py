@@ -20,18 +20,24 @@ from typing import Any
 
 from baton_engine.tokens.request_key import request_key
 
-OUTPUT_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+# The output-cap fields of the OpenAI-style APIs (chat completions, Anthropic messages, the Responses API), in
+# the order a provider honours them when a request carries several: vLLM reads ``max_completion_tokens``
+# before ``max_tokens``; the Responses API knows only ``max_output_tokens``.
+OUTPUT_CAP_FIELDS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+# Bedrock Converse keeps its cap inside ``inferenceConfig``.
+INFERENCE_CONFIG, INFERENCE_CAP_FIELD = "inferenceConfig", "maxTokens"
 # Request options that change the rendered prompt on some servers (vLLM folds them into the template).
 PROMPT_OPTIONS = ("tool_choice", "reasoning_effort")
 
 
 @dataclass(frozen=True)
 class OutputCap:
-    """The output cap a request carries: its field name, where it lives, its value."""
+    """The output cap a request carries: its field name, its value, and the nested mapping it lives in
+    (``within``: ``"extra_body"``, ``"inferenceConfig"``; None at the top level)."""
 
     field: str
     value: int
-    in_extra_body: bool = False
+    within: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,10 +106,33 @@ def positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def find_thinking_budget(request: Mapping[str, Any]) -> int | None:
+    """Anthropic extended thinking's ``budget_tokens`` when the request enables it (``thinking: {type: enabled,
+    budget_tokens: B}``; adaptive thinking has no budget); the budget is part of ``max_tokens``."""
+    thinking = request.get("thinking")
+    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+        return positive_int(thinking.get("budget_tokens"))
+    return None
+
+
 def find_cap(request: Mapping[str, Any]) -> OutputCap | None:
-    """The smallest positive output cap among the known fields, top level before ``extra_body``."""
+    """The output cap the provider honours: Bedrock's ``inferenceConfig.maxTokens``; else the first field of
+    ``OUTPUT_CAP_FIELDS`` set in the body as sent, where ``extra_body`` is merged over the top level (the
+    OpenAI SDK's rule: an ``extra_body`` value wins, even a null one). A value that is not a positive int
+    sets no cap."""
+    inference = request.get(INFERENCE_CONFIG)
+    if isinstance(inference, Mapping) and INFERENCE_CAP_FIELD in inference:
+        value = positive_int(inference[INFERENCE_CAP_FIELD])
+        return OutputCap(INFERENCE_CAP_FIELD, value, INFERENCE_CONFIG) if value is not None else None
     extra = request.get("extra_body")
-    found = [OutputCap(f, v) for f in OUTPUT_CAP_FIELDS if (v := positive_int(request.get(f))) is not None]
-    if isinstance(extra, Mapping):
-        found += [OutputCap(f, v, True) for f in OUTPUT_CAP_FIELDS if (v := positive_int(extra.get(f))) is not None]
-    return min(found, key=lambda cap: (cap.value, cap.in_extra_body)) if found else None
+    extra = extra if isinstance(extra, Mapping) else {}
+    for name in OUTPUT_CAP_FIELDS:
+        if name in extra:
+            value, within = positive_int(extra[name]), "extra_body"
+        elif name in request:
+            value, within = positive_int(request[name]), None
+        else:
+            continue
+        if value is not None:
+            return OutputCap(name, value, within)
+    return None

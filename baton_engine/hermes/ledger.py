@@ -38,10 +38,14 @@ class Route:
 
     def moved(self, *, model: Any = None, base_url: Any = None, provider: Any = None, api_mode: Any = None,
               why: str) -> Route:
-        """This route with every given (non-empty) value replaced; ``changed_by`` says why when it moved."""
-        values = {"model": model, "base_url": str(base_url).rstrip("/") if base_url else None,
-                  "provider": provider, "api_mode": api_mode}
-        changes = {k: str(v) for k, v in values.items() if v and str(v) != getattr(self, k)}
+        """This route with every given (non-empty) value replaced; ``changed_by`` says why when it moved.
+
+        A ``base_url`` given empty ("") clears it: Hermes passes its route's whole base URL, and a provider
+        without one (Bedrock, a native SDK) must not keep the previous server's (None: not given, kept)."""
+        values = {"model": model, "provider": provider, "api_mode": api_mode}
+        changes: dict[str, str | None] = {k: str(v) for k, v in values.items() if v and str(v) != getattr(self, k)}
+        if base_url is not None and (url := str(base_url).rstrip("/") or None) != self.base_url:
+            changes["base_url"] = url
         return replace(self, **changes, changed_by=why) if changes else self
 
     def differs_from(self, other: Route) -> bool:

@@ -4,7 +4,8 @@ A hanging vLLM ``/tokenize`` costs a full timeout per call; retried on every cou
 minutes. After a failure the breaker fails fast (``CircuitOpen``, a ``CannotCount`` with a safe message) for the
 cool-off, then lets ONE probe through (half-open; concurrent callers keep failing fast); success closes the
 circuit, failure re-opens it for twice the previous period, up to ``max_cool_off_seconds``. A
-``RequestNotCountable`` (one request the healthy backend cannot render) never trips it. It wraps a backend the
+``RequestNotCountable`` (one request the healthy backend cannot render) never trips it; an answer that is not a
+usable ``TokenCount`` (``MalformedCount``) does, like any other failure. It wraps a backend the
 way httpx composes retries around a transport, so a third-party backend gets it without code of its own.
 """
 
@@ -18,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from baton_engine.tokens.contract import CannotCount, ChatRequest, RequestNotCountable, TokenCount, TokenizerBackend
+from baton_engine.tokens.contract import (
+    CannotCount,
+    ChatRequest,
+    RequestNotCountable,
+    TokenCount,
+    TokenizerBackend,
+    checked_count,
+)
 
 # Measured in benchmarks/breaker_bench.py: a healthy probe (/tokenize of a 200-message, 11k-token request on the
 # vLLM stand-in) costs ~25 ms, so probing is cheap; a hanging server costs one 10 s timeout (the default) per
@@ -111,10 +119,10 @@ class CircuitBreaker(TokenizerBackend):
         self._inner.close()
 
     def count_chat(self, request: ChatRequest) -> TokenCount:
-        return self._call(lambda: self._inner.count_chat(request))
+        return self._call(lambda: checked_count(self._inner.count_chat(request)))
 
     def count_text(self, text: str) -> TokenCount:
-        return self._call(lambda: self._inner.count_text(text))
+        return self._call(lambda: checked_count(self._inner.count_text(text)))
 
     def state(self) -> BreakerState:
         with self._lock:

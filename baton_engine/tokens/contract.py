@@ -63,6 +63,11 @@ class RequestNotCountable(CannotCount):
     """
 
 
+class MalformedCount(Exception):
+    """The backend answered with something that is not a usable TokenCount: a backend failure like any other
+    (the circuit breaker counts it), never a count."""
+
+
 class BackendConfigError(ValueError):
     """The backend's settings are unusable; raised at start-up, names the setting to fix."""
 
@@ -86,6 +91,21 @@ class TokenCount:
     @property
     def known(self) -> bool:
         return self.tokens is not None
+
+
+def checked_count(result: object) -> TokenCount:
+    """``result`` when it is a usable TokenCount (non-negative int tokens, bool exact, int or None
+    max_model_len); raises ``MalformedCount`` otherwise."""
+    if (
+        not isinstance(result, TokenCount)
+        or isinstance(result.tokens, bool)
+        or not isinstance(result.tokens, int)
+        or result.tokens < 0
+        or not isinstance(result.exact, bool)
+        or not (result.max_model_len is None or type(result.max_model_len) is int)
+    ):
+        raise MalformedCount
+    return result
 
 
 @dataclass(frozen=True)

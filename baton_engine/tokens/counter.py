@@ -1,7 +1,8 @@
 """The one place Baton asks for a token count: cache -> circuit breaker -> backend; never raises.
 
-Exact when the backend can count; else the session's usage-anchored estimate when one is given and has seen
-an exact count; else rough + margin; else "unknown". Every backend is wrapped in a ``CircuitBreaker``, so a
+Exact when the backend can count (images and documents, which no tokenizer counts, are taken out and added
+at their ``tokens.media`` cost, which makes the count an estimate); else the session's usage-anchored estimate
+when one is given and has seen an exact count; else rough + margin; else "unknown". Every backend is wrapped in a ``CircuitBreaker``, so a
 failing tokenizer is asked once per cool-off rather than on every count.
 
 Logs carry counts, sources and exception TYPE names only: prompts, exception messages and
@@ -16,7 +17,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from cachetools import LRUCache
 from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker, CircuitOpen
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.media import split_request
 from baton_engine.tokens.request_key import request_key
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 from baton_engine.tokens.verify import CALIBRATED_SOURCE
@@ -51,10 +53,6 @@ def counting_mode(count: TokenCount) -> CountingMode:
     return "estimate"
 
 
-class MalformedCount(Exception):
-    """The backend returned something that is not a usable TokenCount."""
-
-
 @dataclass(frozen=True)
 class CounterStats:
     calls: int = 0
@@ -70,19 +68,6 @@ def _text_key(text: str) -> str | None:
     if not isinstance(text, str):
         return None
     return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _checked(result: object) -> TokenCount:
-    if (
-        not isinstance(result, TokenCount)
-        or isinstance(result.tokens, bool)
-        or not isinstance(result.tokens, int)
-        or result.tokens < 0
-        or not isinstance(result.exact, bool)
-        or not (result.max_model_len is None or type(result.max_model_len) is int)
-    ):
-        raise MalformedCount
-    return result
 
 
 # Whole-request counts remembered (LRU): a sha256 hex key and one TokenCount each, well under 1 KB an entry.
@@ -153,9 +138,10 @@ class TokenCounter:
         """Exact count when the backend can (and ``anchor`` observes it); else ``anchor``'s estimate when it has
         one; else rough + margin; else ``tokens=None``. Never raises.
         ``key`` is ``request_key(request)`` when the caller already computed it (one hash per request)."""
+        text_request, media = split_request(request) if isinstance(request, Mapping) else (request, 0)
         counted = self._count(
-            key if key is not None else request_key(request), "chat", lambda: self._breaker.count_chat(request),
-            lambda: estimate_chat_request(request), self._margin,
+            key if key is not None else request_key(request), "chat", lambda: self._breaker.count_chat(text_request),
+            lambda: estimate_chat_request(request), self._margin, media,
         )
         if anchor is None:
             return counted
@@ -184,8 +170,11 @@ class TokenCounter:
         )
 
     def _count(
-        self, key: str | None, kind: str, exact: Callable[[], object], estimate: Callable[[], int], margin: int
+        self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int], margin: int,
+        media: int = 0,
     ) -> TokenCount:
+        """``exact``'s count (plus ``media``, the cost of the media parts it was not given: then an estimate)
+        or the fallback ``estimate`` (which counts them itself)."""
         with self._lock:
             self._record(calls=1)
             cached = self._cache.get(key) if key is not None else None
@@ -195,13 +184,15 @@ class TokenCounter:
             self._record(backend_calls=1)
             epoch = self._epoch
         try:
-            result = _checked(exact())
+            result = exact()  # the breaker checked it: a malformed answer is a backend failure
         except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
             return self._fallback(kind, exc, estimate, margin)
         if result.source == ROUGH_SOURCE and margin:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
             result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
                                 margin_tokens=margin)
+        if media:  # a bound on the media's cost, not their count: the whole is an estimate (budgets add the margin)
+            result = replace(result, tokens=result.tokens + media, exact=False)  # type: ignore[operator]
         LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
         with self._lock:
             if result.max_model_len is not None:

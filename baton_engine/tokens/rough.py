@@ -2,8 +2,10 @@
 
 The arithmetic mirrors ``agent/model_metadata.py`` of hermes-agent 0.19.0 (``estimate_tokens_rough``,
 ``estimate_messages_tokens_rough``, ``estimate_request_tokens_rough``) so that a Baton fallback never
-disagrees with the number Hermes itself would have used. Hermes is not imported: the core must work
-without it, and the hermes-marked tests compare both implementations on the same inputs.
+disagrees with the number Hermes itself would have used, with one exception: an image or a document costs
+what ``tokens.media`` says (the one definition, read from its size; Hermes: a flat 1,500 an image, a
+document's base64 as text). Hermes is not imported: the core must work without it, and the hermes-marked
+tests compare both implementations on the same inputs.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from baton_engine.tokens.contract import (
     TokenizerConfig,
 )
 from baton_engine.tokens.hookspecs import hookimpl
+from baton_engine.tokens.media import part_tokens
 
 ROUGH_SOURCE = "rough"
-IMAGE_TOKEN_COST = 1500
-_IMAGE_PART_TYPES = {"image", "image_url", "input_image"}
 
 
 def estimate_tokens_rough(text: str) -> int:
@@ -34,27 +35,25 @@ def estimate_tokens_rough(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def _media_tokens(parts: Any) -> int:
+    if not isinstance(parts, list):
+        return 0
+    return sum(tokens for part in parts if (tokens := part_tokens(part)) is not None)
+
+
 def _count_image_tokens(msg: Any) -> int:
-    count = 0
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if isinstance(content, list):
-        count += sum(
-            1 for part in content if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES
-        )
-    stashed = msg.get("_anthropic_content_blocks") if isinstance(msg, dict) else None
-    if isinstance(stashed, list):
-        count += sum(1 for part in stashed if isinstance(part, dict) and part.get("type") == "image")
+    """The media parts Hermes looks for (content, its stashed Anthropic blocks, its ``_multimodal`` wrapper)."""
+    if not isinstance(msg, dict):
+        return 0
+    content = msg.get("content")
+    count = _media_tokens(content) + _media_tokens(msg.get("_anthropic_content_blocks"))
     if isinstance(content, dict) and content.get("_multimodal"):
-        inner = content.get("content")
-        if isinstance(inner, list):
-            count += sum(
-                1 for part in inner if isinstance(part, dict) and part.get("type") in {"image", "image_url"}
-            )
-    return count * IMAGE_TOKEN_COST
+        count += _media_tokens(content.get("content"))
+    return count
 
 
 def _message_chars(msg: Any) -> int:
-    """len(str(...)) of the message with image payloads stripped, exactly as Hermes measures it."""
+    """len(str(...)) of the message with media payloads stripped, as Hermes measures it (Hermes strips images)."""
     if not isinstance(msg, dict):
         return len(str(msg))
     shadow: dict[str, Any] = {}
@@ -63,9 +62,7 @@ def _message_chars(msg: Any) -> int:
             continue
         if key == "content" and isinstance(value, list):
             shadow[key] = [
-                {"type": part.get("type"), "image": "[stripped]"}
-                if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES
-                else part
+                {"type": part.get("type"), "image": "[stripped]"} if part_tokens(part) is not None else part
                 for part in value
             ]
         elif key == "content" and isinstance(value, dict) and value.get("_multimodal"):

@@ -24,3 +24,22 @@ class LostTokenizer(TokenizerBackend):
 
     def count_text(self, text: str) -> TokenCount:
         return self.inner.count_text(text)
+
+
+class GarbageTokenizer(TokenizerBackend):
+    """Answers every count with ``answer`` (not a usable TokenCount); ``calls`` counts the times it was asked."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer, self.calls = answer, 0
+
+    @property
+    def source(self) -> str:
+        return "garbage"
+
+    def count_chat(self, request: ChatRequest) -> TokenCount:
+        self.calls += 1
+        return self.answer  # type: ignore[return-value]
+
+    def count_text(self, text: str) -> TokenCount:
+        self.calls += 1
+        return self.answer  # type: ignore[return-value]

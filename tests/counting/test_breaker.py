@@ -14,6 +14,7 @@ import pytest
 from baton_engine.tokens.breaker import BreakerState, CircuitBreaker, CircuitOpen
 from baton_engine.tokens.contract import CannotCount, RequestNotCountable, TokenCount
 from baton_engine.tokens.counter import TokenCounter
+from batontest.faulty_backends import GarbageTokenizer
 from test_counter import SECRET, WordBackend
 
 REQUEST = {"messages": [{"role": "user", "content": f"four words {SECRET} here"}]}
@@ -263,3 +264,20 @@ def test_an_outage_logs_one_warning_with_type_names_only(caplog: pytest.LogCaptu
     assert warnings[1].startswith("count fell back kind=chat backend=words error=ConnectionError tokens=")
     assert "tokenizer circuit closed: backend answered again" in [r.getMessage() for r in caplog.records]
     assert not any(SECRET in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("garbage", [None, "12", TokenCount(-3, True, "garbage"), TokenCount(4, "yes", "garbage")])  # type: ignore[arg-type]
+def test_a_backend_answering_garbage_trips_the_breaker(garbage: object) -> None:
+    """A malformed answer is a backend failure: after one, the counter stops asking until the cool-off ends."""
+    clock = Clock()
+    backend = GarbageTokenizer(garbage)
+    counter = TokenCounter(backend, cool_off_seconds=30, clock=clock)
+    first = counter.count_chat(REQUEST)
+    assert not first.exact and first.fallback_reason == "garbage: MalformedCount"
+    state = counter.breaker_state()
+    assert state.state == "open" and state.last_error_type == "MalformedCount"
+    counter.count_chat({"messages": [{"role": "user", "content": "another request"}]})
+    assert backend.calls == 1  # failing fast: the garbage backend was not asked again
+    clock.now += 30
+    counter.count_text("probe")
+    assert backend.calls == 2 and counter.breaker_state().consecutive_failures == 2

@@ -14,8 +14,9 @@ from baton_engine.budget import (
     margin_for,
     threshold_tokens,
     write_cap,
+    apply_output,
 )
-from baton_engine.request import OUTPUT_CAP_FIELDS, find_cap
+from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 
 EXACT = "hf:Qwen/Qwen3-8B"
@@ -132,14 +133,41 @@ def test_margin_applies_once_the_count_says_what_it_includes() -> None:
 
 
 def test_aliases_in_extra_body_keep_field_and_location_and_conflicts_are_removed() -> None:
-    request = {"messages": [], "max_tokens": 9000, "extra_body": {"max_output_tokens": 7000, "top_k": 5}}
-    assert budget(request, exact(10_000))[1] is None  # the smaller cap, 7,000, fits: left alone
+    request = {"messages": [], "max_tokens": 9000, "extra_body": {"max_completion_tokens": 7000, "top_k": 5}}
+    assert budget(request, exact(10_000))[1] is None  # the honoured cap, 7,000, fits: left alone
     _, out = budget(request, exact(95_000))
-    assert out == {"messages": [], "extra_body": {"top_k": 5, "max_output_tokens": 5000}}
+    assert out == {"messages": [], "extra_body": {"top_k": 5, "max_completion_tokens": 5000}}
     nested_only = {"messages": [], "extra_body": {"max_completion_tokens": 50_000}}
     _, out = budget(nested_only, exact(60_000))
     assert out == {"messages": [], "extra_body": {"max_completion_tokens": 40_000}}
     assert nested_only["extra_body"] == {"max_completion_tokens": 50_000}
+
+
+@pytest.mark.parametrize(("request_", "honoured"), [
+    # vLLM reads max_completion_tokens before max_tokens, whichever is smaller
+    ({"max_tokens": 1000, "max_completion_tokens": 50_000}, OutputCap("max_completion_tokens", 50_000)),
+    ({"max_tokens": 50_000, "max_completion_tokens": 1000}, OutputCap("max_completion_tokens", 1000)),
+    # the OpenAI SDK merges extra_body over the top level: its value is the one sent
+    ({"max_tokens": 1000, "extra_body": {"max_tokens": 50_000}}, OutputCap("max_tokens", 50_000, "extra_body")),
+    ({"max_tokens": 50_000, "extra_body": {"max_completion_tokens": 2000}},
+     OutputCap("max_completion_tokens", 2000, "extra_body")),
+    ({"max_completion_tokens": 3000, "extra_body": {"max_tokens": 1000}}, OutputCap("max_completion_tokens", 3000)),
+    ({"max_tokens": 4000, "extra_body": {"max_tokens": None}}, None),  # null is sent: no max_tokens at all
+    ({"max_output_tokens": 5000}, OutputCap("max_output_tokens", 5000)),  # the Responses API
+    ({"inferenceConfig": {"maxTokens": 6000, "temperature": 0.2}}, OutputCap("maxTokens", 6000, "inferenceConfig")),
+])
+def test_the_cap_is_the_one_the_provider_honours(request_: dict, honoured: OutputCap | None) -> None:
+    assert find_cap({"messages": [], **request_}) == honoured
+
+
+def test_the_writer_lowers_the_honoured_cap_where_it_lives() -> None:
+    request = {"messages": [], "max_tokens": 1000, "max_completion_tokens": 50_000}
+    decision, out = budget(request, exact(60_000))  # 1,000 would fit; the honoured 50,000 does not
+    assert decision.action == "lower_cap_to" and out == {"messages": [], "max_completion_tokens": 40_000}
+    bedrock = {"modelId": "m", "messages": [], "inferenceConfig": {"maxTokens": 65_536, "temperature": 0.2}}
+    _, out = budget(bedrock, exact(90_000))
+    assert out == {"modelId": "m", "messages": [], "inferenceConfig": {"maxTokens": 10_000, "temperature": 0.2}}
+    assert bedrock["inferenceConfig"]["maxTokens"] == 65_536  # the input's nested mapping is not mutated
 
 
 def test_invalid_caps_are_ignored() -> None:
@@ -178,9 +206,10 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
     cap = find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
     used_margin = margin_for(count, margin)
-    caller = [v for d in (before, before.get("extra_body") or {}) for f, v in d.items()
-              if f in OUTPUT_CAP_FIELDS and isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    assert (cap is None) == (not caller) and (cap is None or cap.value == min(caller))
+    sent = {f: v for f, v in before.items() if f in OUTPUT_CAP_FIELDS} | {  # the body the SDK sends
+        f: v for f, v in (before.get("extra_body") or {}).items() if f in OUTPUT_CAP_FIELDS}
+    caller = [v for f in OUTPUT_CAP_FIELDS if isinstance(v := sent.get(f), int) and not isinstance(v, bool) and v > 0]
+    assert (cap is None) == (not caller) and (cap is None or cap.value == caller[0])
     if decision.action != "lower_cap_to":
         if count.tokens is not None and cap is not None and decision.action == "leave":
             assert count.tokens + cap.value + used_margin <= window  # a cap left alone fits
@@ -192,12 +221,12 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
     assert request == before  # never mutates
     all_caps = [v for d in (out, out.get("extra_body") or {}) for f, v in d.items() if f in OUTPUT_CAP_FIELDS]
     assert all_caps == [decision.value]  # exactly one output field remains, the one the caller used
-    assert (cap.field in (out.get("extra_body") or {})) == cap.in_extra_body
+    assert (cap.field in (out.get("extra_body") or {})) == (cap.within == "extra_body")
     assert count.tokens + decision.value + used_margin <= window  # never exceeds W
     available = window - count.tokens - used_margin
-    assert decision.value >= min([reserve, *caller, available])  # never below R (or B) while one fits
-    assert decision.short == (decision.value < min([reserve, *caller]))
-    assert decision.value < min(caller)
+    assert decision.value >= min(reserve, caller[0], available)  # never below R (or B) while one fits
+    assert decision.short == (decision.value < min(reserve, caller[0]))
+    assert decision.value < caller[0]
     assert {k for k in out if k not in OUTPUT_CAP_FIELDS} == {k for k in before if k not in OUTPUT_CAP_FIELDS}
 
 
@@ -205,3 +234,59 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
 def test_pressure_is_p_plus_r_minus_one(prompt: int, reserve: int) -> None:
     window = prompt + reserve
     assert compression_pressure(prompt, reserve) == window - 1
+
+
+def thinking_request(budget_tokens: int, max_tokens: int | None = None) -> dict:
+    """What Hermes 0.19 sends for manual extended thinking: ``max_tokens = budget + 4096`` (at least)."""
+    return {"model": "claude-sonnet-4-5", "messages": [], "temperature": 1,
+            "max_tokens": max_tokens if max_tokens is not None else budget_tokens + 4096,
+            "thinking": {"type": "enabled", "budget_tokens": budget_tokens}}
+
+
+def test_a_lowered_cap_lowers_the_thinking_budget_and_keeps_the_answer_room() -> None:
+    request = thinking_request(32_000)  # Hermes' "high" budget: max_tokens 36,096
+    before = copy.deepcopy(request)
+    decision, out = apply_output(request, exact(80_000), window=100_000, min_output_tokens=4096,
+                                 fallback_margin_tokens=1024)
+    assert decision.action == "lower_cap_to" and out is not None
+    assert out["max_tokens"] == 20_000 and out["thinking"] == {"type": "enabled", "budget_tokens": 20_000 - 4096}
+    assert request == before  # the input (and its thinking mapping) is never mutated
+
+
+def test_a_thinking_budget_that_still_fits_is_kept() -> None:
+    _, out = apply_output(thinking_request(8000, max_tokens=64_000), exact(80_000), window=100_000,
+                          min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert out is not None and out["max_tokens"] == 20_000 and out["thinking"]["budget_tokens"] == 8000
+
+
+def test_no_room_for_the_minimum_thinking_budget_is_needs_compaction() -> None:
+    """Room for a 4,096-token answer but not for 1,024 thinking tokens beside it: an invalid request
+    (budget_tokens >= max_tokens, or < 1,024) is never written."""
+    decision, out = apply_output(thinking_request(8000), exact(100_000 - 5000), window=100_000,
+                                 min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert decision.action == "needs_compaction" and out is None and "thinking" in decision.reason
+    decision, out = apply_output(thinking_request(8000), exact(100_000 - 4096 - 1024), window=100_000,
+                                 min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert out is not None and out["thinking"]["budget_tokens"] == 1024 and out["max_tokens"] == 4096 + 1024
+
+
+def test_adaptive_thinking_has_no_budget_to_lower() -> None:
+    request = {"messages": [], "max_tokens": 64_000, "thinking": {"type": "adaptive", "display": "summarized"}}
+    assert find_thinking_budget(request) is None
+    _, out = apply_output(request, exact(80_000), window=100_000, min_output_tokens=4096, fallback_margin_tokens=1024)
+    assert out == {**request, "max_tokens": 20_000}
+
+
+@given(st.integers(1024, 64_000), st.integers(0, 20_000), st.integers(0, 150_000), st.integers(1, 8192))
+def test_a_written_thinking_request_is_always_valid(budget_tokens: int, answer: int, prompt: int,
+                                                    reserve: int) -> None:
+    request = thinking_request(budget_tokens, budget_tokens + answer)
+    before = copy.deepcopy(request)
+    decision, out = apply_output(request, exact(prompt), window=100_000, min_output_tokens=reserve,
+                                 fallback_margin_tokens=0)
+    assert request == before
+    if out is None:
+        return
+    thinking = out["thinking"]["budget_tokens"]
+    assert 1024 <= thinking < out["max_tokens"] <= 100_000 - prompt  # what Anthropic accepts, within the window
+    assert thinking <= budget_tokens and out["max_tokens"] - thinking >= min(max(answer, 1), reserve)

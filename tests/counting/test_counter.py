@@ -109,7 +109,8 @@ def test_failure_falls_back_to_rough_plus_margin_and_is_not_cached(failure: Base
             TokenCount(3, "yes", "words"), TokenCount(3, True, "words", max_model_len="big")],  # type: ignore[arg-type]
 )
 def test_malformed_backend_results_fall_back(bad: object) -> None:
-    counter = TokenCounter(WordBackend(result=bad), fallback_margin_tokens=1000)
+    # no cool-off: each count asks the backend again (a malformed answer opens the breaker: test_breaker.py)
+    counter = TokenCounter(WordBackend(result=bad), fallback_margin_tokens=1000, cool_off_seconds=0)
     result = counter.count_text("one two three four five")
     assert result == TokenCount(6, False, "rough", None, "words: MalformedCount")  # ceil(23 / 4), no margin
     request = {"messages": [{"role": "user", "content": "one two"}]}

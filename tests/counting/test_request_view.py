@@ -90,7 +90,7 @@ def test_anthropic_kwargs_count_the_separate_system_prompt_and_blocks(qwen3: Any
     view = request_view.from_provider_kwargs(anthropic, "anthropic_messages")
     assert view is not None and view.cap == OutputCap("max_tokens", 8192)
     roles = [m["role"] for m in view.messages]
-    assert roles == ["system", "user", "assistant", "user", "tool"]
+    assert roles == ["system", "user", "assistant", "tool", "user"]  # the chat order: results, then the text
     assert view.messages[0]["content"] == SYSTEM
     assert json.loads(view.messages[2]["tool_calls"][0]["function"]["arguments"]) == {"path": "a.py"}
     without_system = request_view.from_anthropic_kwargs({**anthropic, "system": ""})
@@ -100,8 +100,8 @@ def test_anthropic_kwargs_count_the_separate_system_prompt_and_blocks(qwen3: Any
 def test_auxiliary_kwargs_and_caps_in_extra_body() -> None:
     aux = {"model": "q", "messages": CHAT[1:2], "timeout": 30.0, "extra_body": {"max_completion_tokens": 500}}
     view = request_view.from_chat_kwargs(aux)
-    assert view is not None and view.cap == OutputCap("max_completion_tokens", 500, in_extra_body=True)
-    assert find_cap({"max_tokens": 700, "extra_body": {"max_tokens": 600}}) == OutputCap("max_tokens", 600, True)
+    assert view is not None and view.cap == OutputCap("max_completion_tokens", 500, "extra_body")
+    assert find_cap({"max_tokens": 500, "extra_body": {"max_tokens": 600}}) == OutputCap("max_tokens", 600, "extra_body")
     assert request_view.from_chat_kwargs({"model": "q", "input": "responses api"}) is None
 
 
@@ -110,3 +110,45 @@ def test_with_conversation_keeps_the_frame() -> None:
     compacted = sent.with_conversation([{"role": "user", "content": "brief"}, CHAT[-1]])
     assert compacted.messages[0]["content"] == SYSTEM and len(compacted.messages) == 3
     assert compacted.tools == sent.tools and compacted.cap == sent.cap
+
+
+RESPONSES = {  # what hermes-agent 0.19.0's ResponsesApiTransport.build_kwargs makes of CHAT (codex_responses)
+    "model": "gpt-5", "instructions": SYSTEM, "store": False, "tool_choice": "auto", "parallel_tool_calls": True,
+    "input": [{"role": "user", "content": "Read a.py"}, {"role": "assistant", "content": "Reading."},
+              {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": '{"path":"a.py"}'},
+              {"type": "function_call_output", "call_id": "call_1", "output": CHAT[3]["content"]},
+              {"type": "reasoning", "encrypted_content": "gAAAA" + "x" * 400, "summary": []},
+              {"role": "user", "content": "Now explain it."}],
+    "tools": [{"type": "function", "name": "read_file", "description": "Read a file.", "strict": False,
+               "parameters": TOOLS[0]["function"]["parameters"]}],
+    "reasoning": {"effort": "medium", "summary": "auto"}, "max_output_tokens": 9000,
+}
+BEDROCK = {  # what hermes-agent 0.19.0's build_converse_kwargs makes of CHAT (bedrock_converse)
+    "modelId": "anthropic.claude-3-5-sonnet", "system": [{"text": SYSTEM}], "__bedrock_converse__": True,
+    "messages": [{"role": "user", "content": [{"text": "Read a.py"}]},
+                 {"role": "assistant", "content": [{"text": "Reading."}, {"toolUse": {
+                     "toolUseId": "call_1", "name": "read_file", "input": {"path": "a.py"}}}]},
+                 {"role": "user", "content": [{"toolResult": {"toolUseId": "call_1",
+                                                              "content": [{"text": CHAT[3]["content"]}]}},
+                                              {"text": "Now explain it."}]}],
+    "inferenceConfig": {"maxTokens": 9000},
+    "toolConfig": {"tools": [{"toolSpec": {"name": "read_file", "description": "Read a file.",
+                                           "inputSchema": {"json": TOOLS[0]["function"]["parameters"]}}}]},
+}
+
+
+@pytest.mark.parametrize(("request_", "api_mode", "cap"), [
+    (RESPONSES, "codex_responses", OutputCap("max_output_tokens", 9000)),
+    (BEDROCK, "bedrock_converse", OutputCap("maxTokens", 9000, "inferenceConfig"))])
+def test_responses_and_bedrock_kwargs_count_what_the_chat_request_counts(
+        qwen3: Any, request_: dict, api_mode: str, cap: OutputCap) -> None:
+    """Both become the chat messages they were built from (system, tool call, tool result in order), so they
+    count like the chat request, and carry the cap field the writer lowers."""
+    view = request_view.from_provider_kwargs(request_, api_mode)
+    chat = request_view.from_chat_kwargs({"messages": CHAT, "tools": TOOLS})
+    assert view is not None and view.cap == cap
+    assert [m["role"] for m in view.messages] == [m["role"] for m in CHAT]
+    assert view.messages[2]["tool_calls"][0]["function"]["name"] == "read_file"
+    assert view.tools[0]["function"]["parameters"] == TOOLS[0]["function"]["parameters"]
+    assert abs(count(qwen3, view) - count(qwen3, chat)) <= 16  # tool-call ids / argument spacing only
+    assert request_view.from_provider_kwargs({"input": "text"}, api_mode) is None

@@ -122,6 +122,23 @@ def test_route_and_window_follow_the_model(project: Path, active: tuple[Activati
     assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)  # back: Qwen3 counts again
 
 
+def test_a_move_to_a_route_without_base_url_forgets_the_old_server(
+        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+    """Hermes passes ``base_url=""`` for a provider without one (Bedrock): the old server's URL must not
+    stay on the route, or auxiliary calls to that server would still be budgeted against this window."""
+    engine = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s").context_compressor
+    assert engine.aux_matches_route(MODEL, "http://elsewhere:1/v1") is False
+    engine.update_model("bedrock-model", SMALL, base_url="", provider="bedrock", api_mode="bedrock_converse")
+    route = engine.get_status()["route"]
+    assert route["base_url"] is None and route["model"] == "bedrock-model" and route["provider"] == "bedrock"
+    engine.on_session_start("s2", model="bedrock-model")  # a call that does not name a base URL keeps it
+    assert engine.route.base_url is None and engine.aux_matches_route("bedrock-model", None)
+    engine.update_model(MODEL, LARGE, base_url=BASE_URL + "/", provider="custom")
+    assert engine.route.base_url == BASE_URL
+    engine.on_session_start("s3", model=MODEL)
+    assert engine.route.base_url == BASE_URL
+
+
 def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
                                                              active: tuple[Activation, BatonRuntime]) -> None:
     """Threads, one agent each: different tools, windows and conversations; every budget is its own."""

@@ -1,0 +1,238 @@
+"""What an image or a document costs in a prompt: ONE definition for every request view, backend and estimate.
+
+Why: providers charge an image by its size, not by its bytes, and no text tokenizer can count one (a
+~300 KB base64 PNG counted as text is ~75,000 tokens; its provider cost is ~1,600). So every media part is
+taken out of the request the tokenizer counts and costed here, from the provider's published rules:
+
+* Anthropic: ``width * height / 750`` tokens after the image is scaled to fit a 1,568 px long edge and
+  ~1.15 megapixels; its own size table sends 1,092 x 1,092 and 784 x 1,568 unscaled, so the pixel limit
+  here is the larger, 1,229,312 (at most 1,640 tokens);
+* OpenAI (high detail): scaled to fit 2,048 x 2,048, then its short side to 768 px; 85 + 170 per 512 px tile
+  (at most 1,445 tokens).
+
+A count does not know which provider will read it, so an image costs the larger of the two for its size
+(a conservative bound for both), read cheaply from its first bytes (PNG, JPEG, GIF, WebP headers), and
+``UNKNOWN_IMAGE_TOKENS`` (the larger maximum) when its size cannot be read (a URL, another format).
+A PDF costs ``PDF_PAGE_TOKENS`` a page (Anthropic renders each page as an image and extracts its text:
+1,500-3,000 text tokens a page plus the image), other documents a token per 3 bytes (denser than any
+tokenizer's text).
+
+A view replaces each media part by a ``placeholder`` (``{"type": "media", "tokens": n}``): its payload never
+reaches a cache key, and two views of one request (the estimator's chat messages, the transport's Anthropic or
+Bedrock blocks) carry the same part. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+MEDIA_PART = "media"  # the placeholder's part type: no provider uses it
+_ANTHROPIC_LONG_EDGE, _ANTHROPIC_PIXELS, _ANTHROPIC_PIXELS_PER_TOKEN = 1568, 1568 * 784, 750
+UNKNOWN_IMAGE_TOKENS = math.ceil(_ANTHROPIC_PIXELS / _ANTHROPIC_PIXELS_PER_TOKEN)  # 1,640: above OpenAI's 1,445
+PDF_PAGE_TOKENS = 3000 + UNKNOWN_IMAGE_TOKENS
+BYTES_PER_DOCUMENT_TOKEN = 3
+_OPENAI_FIT, _OPENAI_SHORT_SIDE, _OPENAI_TILE, _OPENAI_BASE, _OPENAI_PER_TILE = 2048, 768, 512, 85, 170
+_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+_DOCUMENT_TYPES = frozenset({"document", "file", "input_file"})
+_HEADER_CHARS = 64  # base64 characters holding the PNG, GIF and WebP size fields
+_JPEG_SCAN_CHARS = 96 * 1024  # a JPEG's frame header follows its EXIF block (thumbnails: up to 64 KB)
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def image_tokens(width: int, height: int) -> int:
+    """An image of ``width`` x ``height`` pixels: the larger of Anthropic's and OpenAI's cost."""
+    if width <= 0 or height <= 0:
+        return UNKNOWN_IMAGE_TOKENS
+    return max(_anthropic_tokens(width, height), _openai_tokens(width, height))
+
+
+def _anthropic_tokens(width: int, height: int) -> int:
+    scale = min(1.0, _ANTHROPIC_LONG_EDGE / max(width, height), math.sqrt(_ANTHROPIC_PIXELS / (width * height)))
+    return math.ceil(int(width * scale) * int(height * scale) / _ANTHROPIC_PIXELS_PER_TOKEN)
+
+
+def _openai_tokens(width: int, height: int) -> int:
+    scale = min(1.0, _OPENAI_FIT / max(width, height))
+    w, h = width * scale, height * scale
+    scale = min(1.0, _OPENAI_SHORT_SIDE / min(w, h))
+    w, h = w * scale, h * scale
+    return _OPENAI_BASE + _OPENAI_PER_TILE * math.ceil(w / _OPENAI_TILE) * math.ceil(h / _OPENAI_TILE)
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG, GIF, WebP or JPEG header; None when it is none of these or cut short."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return struct.unpack(">II", data[16:24])
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        return struct.unpack("<HH", data[6:10])
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP" and len(data) >= 30:
+        chunk = data[12:16]
+        if chunk == b"VP8 ":
+            width, height = struct.unpack("<HH", data[26:30])
+            return width & 0x3FFF, height & 0x3FFF
+        if chunk == b"VP8L":
+            bits = int.from_bytes(data[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        if chunk == b"VP8X":
+            return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+        return None
+    if data[:2] == b"\xff\xd8":
+        return _jpeg_size(data)
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """The frame header (SOF0-SOF15 but DHT, JPG, DAC) after the segments before it."""
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[at + 5:at + 9])
+            return width, height
+        at += 2 + int.from_bytes(data[at + 2:at + 4], "big")
+    return None
+
+
+def _decoded(data: str, chars: int | None = None) -> bytes:
+    """The bytes of (a prefix of) base64 ``data``; b"" when it is not base64."""
+    text = data if chars is None else data[:chars - chars % 4]
+    try:
+        return base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _base64_image_tokens(data: str) -> int:
+    size = image_size(_decoded(data, _HEADER_CHARS))
+    if size is None and _decoded(data, 4)[:2] == b"\xff\xd8":
+        size = _jpeg_size(_decoded(data, _JPEG_SCAN_CHARS))
+    return image_tokens(*size) if size else UNKNOWN_IMAGE_TOKENS
+
+
+def _bytes_image_tokens(data: bytes) -> int:
+    size = image_size(data[:_JPEG_SCAN_CHARS])
+    return image_tokens(*size) if size else UNKNOWN_IMAGE_TOKENS
+
+
+def _document_tokens(data: bytes, media_type: str) -> int:
+    if media_type.endswith("pdf") or data[:5] == b"%PDF-":
+        return PDF_PAGE_TOKENS * max(1, len(_PDF_PAGE.findall(data)))
+    return max(1, math.ceil(len(data) / BYTES_PER_DOCUMENT_TOKEN))
+
+
+def _data_url(url: Any) -> tuple[str, str] | None:
+    """(media type, base64 payload) of a ``data:`` URL; None for anything else."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    header, _, payload = url.partition(",")
+    return header[5:].split(";", 1)[0], payload
+
+
+def part_tokens(part: Any) -> int | None:
+    """What one content part costs when it is an image or a document (OpenAI ``image_url`` / ``input_image`` /
+    ``file``, Anthropic ``image`` / ``document``, Bedrock ``{"image": ...}`` / ``{"document": ...}``, a
+    placeholder); None when it is not a media part."""
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    if kind == MEDIA_PART:
+        tokens = part.get("tokens")
+        return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else 0
+    if kind is None:
+        return _bedrock_tokens(part)
+    if kind in _IMAGE_TYPES:
+        return _image_part_tokens(part)
+    if kind in _DOCUMENT_TYPES:
+        return _document_part_tokens(part)
+    return None
+
+
+def _image_part_tokens(part: Mapping[str, Any]) -> int:
+    source = part.get("source")
+    if isinstance(source, Mapping):  # Anthropic
+        data = source.get("data")
+        return _base64_image_tokens(data) if source.get("type") == "base64" and isinstance(data, str) \
+            else UNKNOWN_IMAGE_TOKENS
+    url = part.get("image_url", part.get("url"))
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    found = _data_url(url)
+    return _base64_image_tokens(found[1]) if found else UNKNOWN_IMAGE_TOKENS
+
+
+def _document_part_tokens(part: Mapping[str, Any]) -> int:
+    source = part.get("source")
+    if isinstance(source, Mapping):  # Anthropic: base64, text or url
+        data = source.get("data")
+        if isinstance(data, str):
+            raw = _decoded(data) if source.get("type") == "base64" else data.encode("utf-8", "replace")
+            return _document_tokens(raw, str(source.get("media_type") or ""))
+        return PDF_PAGE_TOKENS
+    file = part.get("file") if isinstance(part.get("file"), Mapping) else part
+    found = _data_url(file.get("file_data"))
+    return _document_tokens(_decoded(found[1]), found[0]) if found else PDF_PAGE_TOKENS
+
+
+def _bedrock_tokens(part: Mapping[str, Any]) -> int | None:
+    for key in ("image", "document"):
+        block = part.get(key)
+        if isinstance(block, Mapping) and len(part) == 1:
+            source = block.get("source")
+            data = source.get("bytes") if isinstance(source, Mapping) else None
+            if not isinstance(data, (bytes, bytearray)):
+                return UNKNOWN_IMAGE_TOKENS if key == "image" else PDF_PAGE_TOKENS
+            if key == "image":
+                return _bytes_image_tokens(bytes(data))
+            return _document_tokens(bytes(data), str(block.get("format") or ""))
+    return None
+
+
+def placeholder(tokens: int) -> dict[str, Any]:
+    """The part a view puts where a media part was: its cost, no payload."""
+    return {"type": MEDIA_PART, "tokens": tokens}
+
+
+def as_placeholder(part: Any) -> Any:
+    """``part`` as a placeholder when it is a media part, else ``part`` itself."""
+    tokens = part_tokens(part)
+    return part if tokens is None else placeholder(tokens)
+
+
+def content_with_placeholders(content: Any) -> Any:
+    """A content list with each media part a placeholder (the same list when it has none)."""
+    if not isinstance(content, list):
+        return content
+    converted = [as_placeholder(part) for part in content]
+    return content if all(a is b for a, b in zip(converted, content)) else converted
+
+
+def split_request(request: Mapping[str, Any]) -> tuple[Mapping[str, Any], int]:
+    """``(request without its media parts, what they cost)``: the tokenizer counts the first, the second is added.
+    The request itself (no copy) when it has none."""
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return request, 0
+    total, out = 0, None
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(content, list):
+            continue
+        costs = [part_tokens(part) for part in content]
+        if all(cost is None for cost in costs):
+            continue
+        if out is None:
+            out = list(messages)
+        total += sum(cost for cost in costs if cost is not None)
+        out[index] = {**message, "content": [part for part, cost in zip(content, costs) if cost is None]}
+    return (request, 0) if out is None else ({**request, "messages": out}, total)
