@@ -12,7 +12,7 @@ Result keys (all results start with ``"ok"``):
 
 - errors: ``{"ok": false, "error": {"kind", "message"}}`` plus any ``exc.details`` keys (e.g. ``validation``).
 - ``handoff`` entries (``summary_of``): ``{"id", "short_id", "status", "title", "created_at", "updated_at",
-  "relation", "parents", "owner"}`` (``owner``: ``{"platform", "conversation"}`` or null).
+  "relation", "parents", "owner"}`` (``owner``: ``{"platform", "conversation_id"}`` or null).
 - init: ``{"ok", "root", "data_dir", "created", "migrated", "config"}``.
 - status: ``{"ok", "root", "data_dir", "legacy", "scope", "counts", "latest_ready", "latest_draft", "problems"}``
   (``scope``: ``{"kind": "project"}`` or the owner it is limited to).

@@ -255,19 +255,19 @@ def handoff_ready(root: Path | None, as_json: bool, ref: str, accept_warnings: s
 
 
 _PLATFORM = click.option("--platform", help="Only handoffs written on this Hermes platform (cli, telegram, ...).")
-_CONVERSATION = click.option("--conversation", metavar="KEY",
-                             help="Only one conversation's handoffs: its gateway session key (or the stored "
-                                  "sha256: hash shown in the owner column).")
+_SESSION_KEY = click.option("--session-key", "conversation_id", metavar="KEY",
+                            help="Only one conversation's handoffs: its gateway session key (or the stored "
+                                 "sha256: hash shown in the owner column).")
 
 
 @handoff.command("list")
 @click.option("--status", type=click.Choice(STATUSES))
 @_PLATFORM
-@_CONVERSATION
+@_SESSION_KEY
 @root_option
 @json_option
 def handoff_list(root: Path | None, as_json: bool, status: str | None, platform: str | None,
-                 conversation: str | None) -> None:
+                 conversation_id: str | None) -> None:
     """List handoff records, oldest first, with their owners."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
@@ -278,7 +278,7 @@ def handoff_list(root: Path | None, as_json: bool, status: str | None, platform:
         for problem in result["problems"]:
             console.print(Text(f"unreadable: {problem['path']}: {problem['problem']}", style="yellow"))
 
-    scope = Scope.filter(platform, conversation)
+    scope = Scope.filter(platform, conversation_id)
     run(as_json, lambda: operations.list_handoffs(root, status=status, scope=scope), render)
 
 
@@ -308,12 +308,12 @@ def handoff_show(root: Path | None, as_json: bool, ref: str, fmt: str) -> None:
 @click.option("--mark-resumed", is_flag=True, help="Mark the handoff resumed after rendering.")
 @click.option("--max-tokens", type=int, help="Token budget of the brief (default: the brief_max_tokens setting).")
 @_PLATFORM
-@_CONVERSATION
+@_SESSION_KEY
 @root_option
 @json_option
 def resume_command(root: Path | None, as_json: bool, ref: str | None, fmt: str, mark_resumed: bool,
-                   max_tokens: int | None, platform: str | None, conversation: str | None) -> None:
-    """Print the resume brief (latest ready handoff by default; one owner's with --platform / --conversation),
+                   max_tokens: int | None, platform: str | None, conversation_id: str | None) -> None:
+    """Print the resume brief (latest ready handoff by default; one owner's with --platform / --session-key),
     STALE first when the tree moved. The owner goes to stderr: stdout stays the brief alone."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
@@ -323,7 +323,7 @@ def resume_command(root: Path | None, as_json: bool, ref: str | None, fmt: str, 
         click.echo(f"owner: {owner_text(result['handoff'].get('owner'))}", err=True)
         click.echo(result["brief"]["text"].rstrip("\n"))
 
-    scope = Scope.filter(platform, conversation)
+    scope = Scope.filter(platform, conversation_id)
     run(as_json, lambda: operations.resume(root, ref, format=fmt, mark_resumed=mark_resumed,
                                            max_tokens=max_tokens, scope=scope), render)
 

@@ -93,10 +93,10 @@ def checks_table(checks: list[dict[str, Any]]) -> Table:
 
 
 def owner_text(owner: dict[str, Any] | None) -> str:
-    """A record's owner as shown: ``telegram sha256:...`` (platform, hashed conversation), ``cli``, or ``-``."""
+    """A record's owner as shown: ``telegram sha256:...`` (platform, hashed session key), ``cli``, or ``-``."""
     if not owner:
         return "-"
-    return " ".join(part for part in (owner.get("platform"), owner.get("conversation")) if part)
+    return " ".join(part for part in (owner.get("platform"), owner.get("conversation_id")) if part)
 
 
 def handoffs_table(entries: list[dict[str, Any]]) -> Table:

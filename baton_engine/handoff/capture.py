@@ -17,7 +17,7 @@ Payload shape (every key optional except a title, an objective and a current sta
     "artifacts": [{"path", "role", "description", "sensitive"}]       # revision + content hash are filled in
     "lineage": {"parents": [...], "relation", "branch_label", "merge_basis": [...]}
     "origin": {"harness", "adapter_version", "session_id", "model", "actor": {"type", "name"},
-               "owner": {"platform", "conversation"}}                 # conversation stored hashed
+               "owner": {"platform", "conversation_id"}}                  # conversation_id stored hashed
 """
 
 from __future__ import annotations
@@ -416,7 +416,7 @@ def build_draft(
     origin_data = parsed.origin.model_dump()
     origin_data["session_id"] = hash_session_id(origin_data["session_id"])
     if origin_data.get("owner"):  # a conversation key is stored hashed, like a session id
-        origin_data["owner"]["conversation"] = hash_session_id(origin_data["owner"]["conversation"])
+        origin_data["owner"]["conversation_id"] = hash_session_id(origin_data["owner"]["conversation_id"])
     if isinstance(automation, Automation):
         automation = automation.model_dump(mode="json")
     items = {kind: _items(kind, getattr(parsed, ITEM_FIELDS[kind]), stamp, []) for kind in ITEM_FIELDS}

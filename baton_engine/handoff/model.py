@@ -80,11 +80,11 @@ class Actor(_Open):
 
 
 class Owner(_Open):
-    """Baton extension (``origin.owner``): the platform and the hashed conversation (gateway session key)
-    a handoff belongs to; ``conversation`` is None for a local session (see ``handoff/owner.py``)."""
+    """Baton extension (``origin.owner``): the platform and the hashed gateway session key (the conversation)
+    a handoff belongs to; ``conversation_id`` is None for a local session (see ``handoff/owner.py``)."""
 
     platform: str = Field(min_length=1)
-    conversation: str | None = None
+    conversation_id: str | None = None
 
 
 class Origin(_Open):
