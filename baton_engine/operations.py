@@ -12,9 +12,10 @@ Result keys (all results start with ``"ok"``):
 
 - errors: ``{"ok": false, "error": {"kind", "message"}}`` plus any ``exc.details`` keys (e.g. ``validation``).
 - ``handoff`` entries (``summary_of``): ``{"id", "short_id", "status", "title", "created_at", "updated_at",
-  "relation", "parents"}``.
+  "relation", "parents", "owner"}`` (``owner``: ``{"platform", "conversation_id"}`` or null).
 - init: ``{"ok", "root", "data_dir", "created", "migrated", "config"}``.
-- status: ``{"ok", "root", "data_dir", "legacy", "counts", "latest_ready", "latest_draft", "problems"}``.
+- status: ``{"ok", "root", "data_dir", "legacy", "scope", "counts", "latest_ready", "latest_draft", "problems"}``
+  (``scope``: ``{"kind": "project"}`` or the owner it is limited to).
 - checkpoint_create: ``{"ok", "handoff", "path", "redactions"}``.
 - record_item: ``{"ok", "handoff", "kind", "item", "redactions"}``.
 - validate_handoff: ``{"ok", "handoff", "validation": {"status", "can_ready", "checks", "rechecks",
@@ -53,6 +54,7 @@ from baton_engine.handoff import capture, detector, freshness, lineage, render, 
 from baton_engine.handoff.config import BatonConfig, load_config
 from baton_engine.handoff.ids import format_timestamp, utc_now
 from baton_engine.handoff.model import HandoffRecord, Redaction, transition
+from baton_engine.handoff.owner import Scope
 from baton_engine.settings import BatonSettings, describe_line, load_settings
 from baton_engine.tokens.contract import BackendConfigError
 from baton_engine.tokens.counter import TokenCounter
@@ -134,6 +136,7 @@ def summary_of(record: HandoffRecord) -> dict[str, Any]:
         "updated_at": record.updated_at,
         "relation": record.lineage.relation,
         "parents": list(record.lineage.parents),
+        "owner": record.origin.owner.model_dump(mode="json") if record.origin.owner is not None else None,
     }
 
 
@@ -180,27 +183,35 @@ def init(start: Path | str | None = None, *, migrate_legacy: bool = False) -> di
     return {"ok": True, **store.init_project(Path(start or "."), migrate_legacy=migrate_legacy)}
 
 
-def status(start: Path | str | None = None) -> dict[str, Any]:
+def status(start: Path | str | None = None, *, scope: Scope | None = None) -> dict[str, Any]:
+    """Counts and the latest records of ``scope`` (default: the whole project; see ``handoff/owner.py``)."""
+    scope = scope or Scope.project()
     paths, handoffs, _config = _open(start)
     listing = handoffs.list()
     counts: dict[str, int] = {}
     for entry in listing.entries:
-        counts[entry.record.status] = counts.get(entry.record.status, 0) + 1
-    latest_ready = handoffs.latest("ready")
-    latest_draft = handoffs.latest("draft")
+        if scope.admits(entry.record):
+            counts[entry.record.status] = counts.get(entry.record.status, 0) + 1
+    latest_ready = handoffs.latest("ready", scope.admits)
+    latest_draft = handoffs.latest("draft", scope.admits)
     return {
         "ok": True,
         "root": str(paths.root),
         "data_dir": _relative(paths, paths.data_dir),
         "legacy": paths.legacy,
+        "scope": scope.to_dict(),
         "counts": dict(sorted(counts.items())),
         "latest_ready": summary_of(latest_ready) if latest_ready else None,
         "latest_draft": summary_of(latest_draft) if latest_draft else None,
-        "problems": _problems(paths, listing),
+        "problems": _problems(paths, listing, scope),
     }
 
 
-def _problems(paths: store.ProjectPaths, listing: store.ListResult) -> list[dict[str, Any]]:
+def _problems(paths: store.ProjectPaths, listing: store.ListResult,
+              scope: Scope | None = None) -> list[dict[str, Any]]:
+    """Unreadable files (their owner is unknown, so only a project-wide scope is shown them)."""
+    if scope is not None and not scope.project_wide:
+        return []
     return [{"path": _relative(paths, problem.path), "kind": problem.kind, "problem": problem.reason}
             for problem in listing.problems]
 
@@ -315,14 +326,16 @@ def ready_handoff(start: Path | str | None, ref: str, *, accept_warnings: str | 
 # --- reading ----------------------------------------------------------------------------------------------------
 
 
-def list_handoffs(start: Path | str | None = None, *, status: str | None = None) -> dict[str, Any]:
-    """All records, oldest first, optionally of one status; unreadable files are listed as problems."""
+def list_handoffs(start: Path | str | None = None, *, status: str | None = None,
+                  scope: Scope | None = None) -> dict[str, Any]:
+    """All records of ``scope`` (default: the project), oldest first, optionally of one status; unreadable
+    files are listed as problems."""
     paths, handoffs, _config = _open(start)
     listing = handoffs.list()
-    records = [entry.record for entry in listing.entries]
+    records = [entry.record for entry in listing.entries if scope is None or scope.admits(entry.record)]
     if status is not None:
         records = [record for record in records if record.status == status]
-    return {"ok": True, "handoffs": [summary_of(r) for r in records], "problems": _problems(paths, listing)}
+    return {"ok": True, "handoffs": [summary_of(r) for r in records], "problems": _problems(paths, listing, scope)}
 
 
 def show_handoff(start: Path | str | None, ref: str, *, format: str = "json") -> dict[str, Any]:
@@ -445,19 +458,23 @@ def resume(
     format: str = "prompt",
     mark_resumed: bool = False,
     max_tokens: int | None = None,
+    scope: Scope | None = None,
 ) -> dict[str, Any]:
-    """The resume brief of ``ref`` (default: the latest ready handoff) with a freshness check first."""
+    """The resume brief of ``ref`` (default: the latest ready handoff) with a freshness check first; only
+    among the records of ``scope`` (default: the whole project): another owner's record is "not found"."""
     if format not in RESUME_FORMATS:
         raise UserInputError(f"unknown format {format!r}; use one of {', '.join(RESUME_FORMATS)}")
     if max_tokens is not None and max_tokens <= 0:
         raise UserInputError(f"--max-tokens must be a positive number of tokens, got {max_tokens}")
     paths, handoffs, config = _open(start)
+    where = scope.admits if scope is not None and not scope.project_wide else None
     if ref is None:
-        record = handoffs.latest("ready")
+        record = handoffs.latest("ready", where)
         if record is None:
-            raise NotFoundError("no ready handoff to resume; run `baton handoff ready <ref>` or pass a ref")
+            raise NotFoundError("no ready handoff to resume" + (" in this conversation" if where else "")
+                                + "; run `baton handoff ready <ref>` or pass a ref")
     else:
-        record = handoffs.load(ref)
+        record = handoffs.load(ref, where)
     fresh = freshness.check_freshness(record, paths.root, allowed_roots=config.policy.allowed_roots)
     brief = _brief(paths, config, record, fresh, max_tokens)
     if mark_resumed:

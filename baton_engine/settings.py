@@ -116,6 +116,9 @@ class BatonSettings:
     brief_max_tokens: int = DEFAULT_MAX_TOKENS  # every brief: the compaction's and ``baton resume``'s
     fresh_tail_tokens: int | None = None
     tokenizer_routes: tuple[TokenizerRoute, ...] = ()
+    # gateway platforms (telegram, discord, slack, api_server, ...): True lets every conversation resume and
+    # see the project's handoffs; False (default) limits each to its own conversation's lineage
+    share_handoffs: bool = False
     origins: tuple[tuple[str, str], ...] = ()
 
 
@@ -195,6 +198,7 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "degradation_max_tokens": _int(1),
     "brief_max_tokens": _int(MIN_MAX_TOKENS),  # below it no brief can be rendered
     "fresh_tail_tokens": _int(1),
+    "share_handoffs": _bool,
 }
 
 

@@ -21,12 +21,14 @@ from baton_engine.cli.output import (
     handoffs_table,
     json_option,
     load_json_file,
+    owner_text,
     redactions_table,
     root_option,
     run,
 )
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.model import EvidenceType, Priority, Status
+from baton_engine.handoff.owner import Scope
 
 STATUSES = list(get_args(Status))
 
@@ -252,12 +254,21 @@ def handoff_ready(root: Path | None, as_json: bool, ref: str, accept_warnings: s
         _render_validation("ready"))
 
 
+_PLATFORM = click.option("--platform", help="Only handoffs written on this Hermes platform (cli, telegram, ...).")
+_SESSION_KEY = click.option("--session-key", "conversation_id", metavar="KEY",
+                            help="Only one conversation's handoffs: its gateway session key (or the stored "
+                                 "sha256: hash shown in the owner column).")
+
+
 @handoff.command("list")
 @click.option("--status", type=click.Choice(STATUSES))
+@_PLATFORM
+@_SESSION_KEY
 @root_option
 @json_option
-def handoff_list(root: Path | None, as_json: bool, status: str | None) -> None:
-    """List handoff records, oldest first."""
+def handoff_list(root: Path | None, as_json: bool, status: str | None, platform: str | None,
+                 conversation_id: str | None) -> None:
+    """List handoff records, oldest first, with their owners."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         if result["handoffs"]:
@@ -267,7 +278,8 @@ def handoff_list(root: Path | None, as_json: bool, status: str | None) -> None:
         for problem in result["problems"]:
             console.print(Text(f"unreadable: {problem['path']}: {problem['problem']}", style="yellow"))
 
-    run(as_json, lambda: operations.list_handoffs(root, status=status), render)
+    scope = Scope.filter(platform, conversation_id)
+    run(as_json, lambda: operations.list_handoffs(root, status=status, scope=scope), render)
 
 
 @handoff.command("show")
@@ -295,20 +307,25 @@ def handoff_show(root: Path | None, as_json: bool, ref: str, fmt: str) -> None:
               show_default=True)
 @click.option("--mark-resumed", is_flag=True, help="Mark the handoff resumed after rendering.")
 @click.option("--max-tokens", type=int, help="Token budget of the brief (default: the brief_max_tokens setting).")
+@_PLATFORM
+@_SESSION_KEY
 @root_option
 @json_option
 def resume_command(root: Path | None, as_json: bool, ref: str | None, fmt: str, mark_resumed: bool,
-                   max_tokens: int | None) -> None:
-    """Print the resume brief (latest ready handoff by default), STALE first when the tree moved."""
+                   max_tokens: int | None, platform: str | None, conversation_id: str | None) -> None:
+    """Print the resume brief (latest ready handoff by default; one owner's with --platform / --session-key),
+    STALE first when the tree moved. The owner goes to stderr: stdout stays the brief alone."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         if fmt == "json":
             click.echo(dumps(result))
             return
+        click.echo(f"owner: {owner_text(result['handoff'].get('owner'))}", err=True)
         click.echo(result["brief"]["text"].rstrip("\n"))
 
+    scope = Scope.filter(platform, conversation_id)
     run(as_json, lambda: operations.resume(root, ref, format=fmt, mark_resumed=mark_resumed,
-                                           max_tokens=max_tokens), render)
+                                           max_tokens=max_tokens, scope=scope), render)
 
 
 @cli.command("fork")

@@ -92,10 +92,18 @@ def checks_table(checks: list[dict[str, Any]]) -> Table:
     return table
 
 
+def owner_text(owner: dict[str, Any] | None) -> str:
+    """A record's owner as shown: ``telegram sha256:...`` (platform, hashed session key), ``cli``, or ``-``."""
+    if not owner:
+        return "-"
+    return " ".join(part for part in (owner.get("platform"), owner.get("conversation_id")) if part)
+
+
 def handoffs_table(entries: list[dict[str, Any]]) -> Table:
-    table = Table("id", "status", "created", "relation", "title", box=None, pad_edge=False)
+    table = Table("id", "status", "created", "relation", "owner", "title", box=None, pad_edge=False)
     for entry in entries:
-        table.add_row(entry["short_id"], entry["status"], entry["created_at"], entry["relation"], Text(entry["title"]))
+        table.add_row(entry["short_id"], entry["status"], entry["created_at"], entry["relation"],
+                      Text(owner_text(entry.get("owner"))), Text(entry["title"]))
     return table
 
 

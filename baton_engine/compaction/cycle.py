@@ -68,6 +68,7 @@ class SessionFacts:
     inflight_tokens: int | None = None  # budget for unanswered tool results (None: the fresh tail's)
     now: datetime | None = None  # the runtime clock's reading; every timestamp and the id of this cycle use it
     recall: continuity.Recall | None = None  # None: no recall, no anchors or user words in the handoff
+    owner: dict[str, Any] | None = None  # origin.owner: {platform, conversation (hashed)}; None for a local host
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def _payload(facts: SessionFacts, messages: Sequence[Any], objective: str, focus
 
 def _origin(facts: SessionFacts) -> dict[str, Any]:
     return {"harness": "generic", "adapter_version": facts.adapter_version, "session_id": facts.session_id,
-            "model": facts.model, "actor": {"type": "agent", "name": "hermes"}}
+            "model": facts.model, "actor": {"type": "agent", "name": "hermes"}, "owner": facts.owner}
 
 
 def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None, now: datetime) -> HandoffRecord:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from baton_engine.errors import BatonError
 from baton_engine.handoff import capture, detector, lineage, store
 from baton_engine.handoff.config import CONFIG_FILE_NAME, load_config
 from baton_engine.handoff.filememo import FileMemo
+from baton_engine.handoff.model import HandoffRecord
+from baton_engine.handoff.owner import Scope
 
 LOGGER = logging.getLogger("baton_engine.compaction")
 NO_OBJECTIVE = {"ok": False, "error": {
@@ -89,10 +91,21 @@ def automation(result: detector.DetectorResult | None, reason: str, decision: st
     return block
 
 
-def latest_ready_summary(project_dir: Path) -> dict[str, Any] | None:
-    """The latest ready handoff's summary (ids and status only), without rendering anything."""
+def latest_ready_summary(project_dir: Path, scope: Scope | None = None,
+                         sessions: Collection[str] | None = None) -> dict[str, Any] | None:
+    """The latest ready handoff's summary (ids and status only) among ``scope``'s records, without rendering
+    anything; with ``sessions`` (hashed session ids) only one those sessions wrote: the handoff a session
+    continues is its own lineage's, never merely the project's latest."""
     paths = _paths(project_dir)
-    latest = store.HandoffStore(paths).latest("ready") if paths is not None else None
+    if paths is None:
+        return None
+    scope = scope or Scope.project()
+    wanted = None if sessions is None else frozenset(sessions)
+
+    def admits(record: HandoffRecord) -> bool:
+        return scope.admits(record) and (wanted is None or record.origin.session_id in wanted)
+
+    latest = store.HandoffStore(paths).latest("ready", admits)
     return operations.summary_of(latest) if latest is not None else None
 
 

@@ -16,7 +16,8 @@ Payload shape (every key optional except a title, an objective and a current sta
     "risks": [{"description", "severity", "mitigation"}]
     "artifacts": [{"path", "role", "description", "sensitive"}]       # revision + content hash are filled in
     "lineage": {"parents": [...], "relation", "branch_label", "merge_basis": [...]}
-    "origin": {"harness", "adapter_version", "session_id", "model", "actor": {"type", "name"}}
+    "origin": {"harness", "adapter_version", "session_id", "model", "actor": {"type", "name"},
+               "owner": {"platform", "conversation_id"}}                  # conversation_id stored hashed
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from baton_engine.handoff.model import (
     HandoffRecord,
     Lineage,
     Origin,
+    Owner,
     Priority,
     Redaction,
     Risk,
@@ -119,12 +121,19 @@ class ActorIn(Actor):
     model_config = _STRICT
 
 
+class OwnerIn(Owner):
+    """``model.Owner``, strict as input."""
+
+    model_config = _STRICT
+
+
 class OriginIn(Origin):
-    """``model.Origin``, strict as input (its actor too)."""
+    """``model.Origin``, strict as input (its actor and owner too)."""
 
     model_config = _STRICT
 
     actor: ActorIn | None = None
+    owner: OwnerIn | None = None
 
 
 class LineageIn(Lineage):
@@ -406,6 +415,8 @@ def build_draft(
     head = (repository or {}).get("head")
     origin_data = parsed.origin.model_dump()
     origin_data["session_id"] = hash_session_id(origin_data["session_id"])
+    if origin_data.get("owner"):  # a conversation key is stored hashed, like a session id
+        origin_data["owner"]["conversation_id"] = hash_session_id(origin_data["owner"]["conversation_id"])
     if isinstance(automation, Automation):
         automation = automation.model_dump(mode="json")
     items = {kind: _items(kind, getattr(parsed, ITEM_FIELDS[kind]), stamp, []) for kind in ITEM_FIELDS}

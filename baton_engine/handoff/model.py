@@ -79,12 +79,21 @@ class Actor(_Open):
     name: str | None = None
 
 
+class Owner(_Open):
+    """Baton extension (``origin.owner``): the platform and the hashed gateway session key (the conversation)
+    a handoff belongs to; ``conversation_id`` is None for a local session (see ``handoff/owner.py``)."""
+
+    platform: str = Field(min_length=1)
+    conversation_id: str | None = None
+
+
 class Origin(_Open):
     harness: Harness = "generic"
     adapter_version: str | None = None
     session_id: str | None = None
     model: str | None = None
     actor: Actor | None = None
+    owner: Owner | None = None  # Baton extension (the reference schema allows extra origin fields)
 
 
 class Work(_Open):

@@ -24,7 +24,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -409,7 +409,14 @@ class HandoffStore:
             raise UserInputError(f"{path} {problem[1]}")
         return StoreEntry(candidate, record)
 
-    def _entry(self, ref: str) -> StoreEntry:
+    def _entry(self, ref: str, where: Callable[[HandoffRecord], bool] | None = None) -> StoreEntry:
+        """``where`` limits what ``ref`` can name: a record it refuses is "not found", never named."""
+        entry = self._find(ref, where)
+        if where is not None and not where(entry.record):
+            raise NotFoundError(f"no handoff matches {ref.strip()!r}; run `baton handoff list` to see the ids")
+        return entry
+
+    def _find(self, ref: str, where: Callable[[HandoffRecord], bool] | None) -> StoreEntry:
         if not isinstance(ref, str) or not ref.strip():
             raise UserInputError("a handoff reference is needed: a full id, a short id, an id prefix or a file path")
         ref = ref.strip()
@@ -420,9 +427,9 @@ class HandoffStore:
         wanted = ref.lower()
         matches = [
             entry for entry in self.list().entries
-            if entry.record.id.lower() == wanted
-            or entry.record.short_id.lower() == wanted
-            or (len(wanted) >= MIN_PREFIX_CHARS and entry.record.id.lower().startswith(wanted))
+            if (where is None or where(entry.record))
+            and (entry.record.id.lower() == wanted or entry.record.short_id.lower() == wanted
+                 or (len(wanted) >= MIN_PREFIX_CHARS and entry.record.id.lower().startswith(wanted)))
         ]
         if not matches:
             raise NotFoundError(f"no handoff matches {ref!r}; run `baton handoff list` to see the ids")
@@ -432,17 +439,20 @@ class HandoffStore:
             raise ConflictError(f"{ref!r} matches {len(matches)} handoffs ({shown}); give more of the id")
         return (exact or matches)[0]
 
-    def load(self, ref: str) -> HandoffRecord:
-        """The record named by a full id, short id, unique id prefix (>= 4 chars) or file path."""
-        return self._entry(ref).record
+    def load(self, ref: str, where: Callable[[HandoffRecord], bool] | None = None) -> HandoffRecord:
+        """The record named by a full id, short id, unique id prefix (>= 4 chars) or file path (among those
+        ``where`` admits)."""
+        return self._entry(ref, where).record
 
     def path_of(self, ref: str) -> Path:
         """The file that holds the record named by ``ref``."""
         return self._entry(ref).path
 
-    def latest(self, status: str | None = "ready") -> HandoffRecord | None:
-        """The newest record with ``status`` (any status when None), or None."""
-        matching = [entry.record for entry in self.list().entries if status is None or entry.record.status == status]
+    def latest(self, status: str | None = "ready",
+               where: Callable[[HandoffRecord], bool] | None = None) -> HandoffRecord | None:
+        """The newest record with ``status`` (any status when None) that ``where`` admits, or None."""
+        matching = [entry.record for entry in self.list().entries
+                    if (status is None or entry.record.status == status) and (where is None or where(entry.record))]
         return matching[-1] if matching else None
 
     # --- writing --------------------------------------------------------------------------------------

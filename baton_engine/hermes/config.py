@@ -31,6 +31,18 @@ def hermes_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(env).expanduser() if env else Path.home() / ".hermes"
 
 
+def agent_cwd() -> Path:
+    """The agent's working directory as Hermes resolves it (``agent.runtime_cwd.resolve_agent_cwd``: a
+    gateway session's pinned directory > ``TERMINAL_CWD`` > the process's), where Baton finds its project:
+    a gateway runs in one process directory and points its agents elsewhere with ``terminal.cwd``."""
+    try:
+        from agent.runtime_cwd import resolve_agent_cwd
+    except ImportError:  # Hermes without it (before 0.19): the variable it reads
+        raw = os.environ.get("TERMINAL_CWD", "").strip()
+        return Path(raw).expanduser() if raw and Path(raw).expanduser().is_dir() else Path.cwd()
+    return Path(resolve_agent_cwd())
+
+
 def read_config_file(home: Path) -> dict[str, Any]:
     """The parsed config.yaml (empty when absent); a malformed file is a SettingsError naming it."""
     path = home / "config.yaml"
@@ -99,10 +111,12 @@ def load_hermes_settings(
     project_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[BatonSettings, HermesView]:
     """The engine's settings in the one precedence (``settings.load_settings``: BATON_* env > the ``baton:``
-    block > the ``.baton/config.json`` of the project at or above ``project_dir``, default the working directory
-    where the engine finds its project) and the host view; bad values raise SettingsError / UserInputError."""
+    block > the ``.baton/config.json`` of the project at or above ``project_dir``, default the agent's working
+    directory where the engine finds its project, ``agent_cwd``) and the host view; bad values raise
+    SettingsError / UserInputError."""
     view = hermes_view(read_config_file(hermes_home(home)))
     block = view.baton_block
     if block is not None and "__invalid__" in block:
         raise SettingsError("baton: in config.yaml must be a mapping of settings")
-    return load_settings(env=env, hermes_block=block, project=project_config(project_dir)), view
+    project = project_config(project_dir if project_dir is not None else agent_cwd())
+    return load_settings(env=env, hermes_block=block, project=project), view

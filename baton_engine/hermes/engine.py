@@ -25,12 +25,16 @@ from agent.context_engine import ContextEngine
 
 from baton_engine import operations, policy
 from baton_engine.compaction import cycle, is_baton_message, scan, session
+from baton_engine.handoff.capture import hash_session_id
+from baton_engine.handoff.model import Owner
+from baton_engine.handoff.owner import Scope, session_owner
 from baton_engine.hermes import status, tools
-from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.config import ENGINE_NAME, agent_cwd
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
+from baton_engine.recall import SessionStoreSource
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
@@ -61,7 +65,9 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
         self.objective: str | None = None
         self.session_draft_id: str | None = None
-        self.last_handoff: dict[str, Any] | None = None
+        self.last_handoff: dict[str, Any] | None = None  # the handoff this lineage continues (its parent-to-be)
+        self.owner: Owner | None = None  # whose handoffs this session writes (platform + hashed conversation)
+        self.scope = Scope.project()  # which handoffs it sees: its conversation's on a gateway, else the project
         self.last_handoff_path: str | None = None
         self.last_validation_warnings: tuple[str, ...] = ()
         self.degradation_reason: str | None = None
@@ -94,7 +100,13 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         return self.route.model
 
     def _project_dir(self) -> Path:
-        return self.project_dir if self.project_dir is not None else Path.cwd()
+        """The explicit project, else the agent's working directory as Hermes resolves it for this session
+        (a gateway's ``terminal.cwd`` / ``TERMINAL_CWD``), not the process's."""
+        return self.project_dir if self.project_dir is not None else agent_cwd()
+
+    def project_path(self) -> Path:
+        """The project the tools act on (``tools.ToolHost``): the same as the engine's."""
+        return self._project_dir()
 
     def _set_window(self, length: int) -> None:
         """This engine's window and threshold, reserving the output budget; touches nothing shared."""
@@ -158,7 +170,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     # ---- when to compact -------------------------------------------------------------------------
 
     def _settings(self) -> Any:
-        return get_runtime().settings
+        return get_runtime().settings_for(self._project_dir())
 
     def limits(self) -> policy.Limits:
         settings = self._settings()
@@ -242,7 +254,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                   force: bool) -> list[dict[str, Any]]:
         runtime = get_runtime()
-        settings = runtime.settings
+        settings = self._settings()
         now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
         view = self.ledger.view_of(messages)
         before = self.ledger.trigger_count(current_tokens) or self.count(view)
@@ -262,6 +274,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             adapter_version=self.adapter_version, objective=self.objective,
             session_draft_id=self.session_draft_id,
             previous_handoff_id=(self.last_handoff or {}).get("id"), automation=automation,
+            owner=self._owner_json(),
             brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=tail_tokens,
             degradation_keep_recent=settings.degradation_keep_recent,
             degradation_max_tokens=settings.degradation_max_tokens or max(self.threshold_tokens // DEFAULT_TAIL_SHARE,
@@ -302,11 +315,11 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     # ---- session lifecycle -----------------------------------------------------------------------
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
-        """A rotation at compaction keeps every bit of state; a new session notes the latest ready handoff."""
+        """A rotation at compaction keeps every bit of state; any other start (a new agent, ``/new``,
+        ``/resume``) is a session of its own: it takes its owner from the host and continues only its own
+        lineage (see ``_start_lineage``)."""
         try:
-            rotation = kwargs.get("boundary_reason") == "compression" or (
-                kwargs.get("old_session_id") is not None and kwargs.get("old_session_id") == self.session_id
-                and self.session_id is not None)
+            rotation = kwargs.get("boundary_reason") == "compression"
             if kwargs.get("model"):
                 self.route = self.route.moved(model=str(kwargs["model"]), why="session start")
             if rotation:  # Hermes 0.19 also signals an in-place compaction this way, with the same id
@@ -320,12 +333,39 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                 self.session_id = session_id
                 self.lineage_key = None  # a new conversation: a new lineage
                 self._reset_session_state()
-                # the latest ready handoff's summary only: its brief is rendered by baton_resume when asked,
-                # never at session start (no tokenizer call, no git, no waiting on a tokenizer that is down)
-                self.last_handoff = session.latest_ready_summary(self._project_dir()) or self.last_handoff
+                self._start_lineage(session_id, kwargs)
             get_runtime().engines.remember(self.session_id, self)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton on_session_start failed type=%s", type(exc).__name__)
+
+    def _start_lineage(self, session_id: str, kwargs: dict[str, Any]) -> None:
+        """The owner and scope of a new session, and the handoff it continues: on a gateway (sharing off) its
+        conversation's latest ready handoff, else the latest one this session's own lineage wrote (a resumed
+        session); never merely the project's latest. A summary only: the brief is rendered by baton_resume
+        when asked, never at session start (no tokenizer call, no git)."""
+        self.owner = session_owner(kwargs.get("platform"), kwargs.get("conversation_id"), session_id)
+        self.scope = Scope.for_session(self.owner, share=self._settings().share_handoffs)
+        own = None if not self.scope.project_wide else self._session_lineage(session_id)
+        self.last_handoff = session.latest_ready_summary(self._project_dir(), self.scope, own)
+
+    def _session_lineage(self, session_id: str) -> list[str]:
+        """This session and its compression ancestors (Hermes' SessionDB when bound), hashed as records
+        store them."""
+        ids = [session_id]
+        if self.session_db is not None and session_id:
+            try:
+                ids = SessionStoreSource(self.session_db, session_id).lineage()
+            except Exception as exc:  # noqa: BLE001 - a broken session store only narrows the lineage
+                LOGGER.warning("baton session lineage unreadable type=%s", type(exc).__name__)
+        return [hashed for hashed in (hash_session_id(i) for i in ids) if hashed]
+
+    def continue_from(self, handoff: dict[str, Any]) -> None:
+        """``baton_resume`` answered with ``handoff``: this session now continues it (its next handoff's parent)."""
+        if handoff.get("status") in ("ready", "resumed"):
+            self.last_handoff = dict(handoff)
+
+    def _owner_json(self) -> dict[str, Any] | None:
+        return self.owner.model_dump(mode="json") if self.owner is not None else None
 
     def _reset_session_state(self) -> None:
         self.objective = None
@@ -338,7 +378,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.last_detector = None
 
     def on_session_reset(self) -> None:
-        """``/new`` or ``/reset``: per-session detector state and token counters; handoff lineage stays."""
+        """``/new`` or ``/reset``: per-session detector state and token counters; the handoff lineage stays
+        until the next session start says whose session follows."""
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
         self.last_total_tokens = 0
@@ -364,7 +405,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         messages = kwargs.get("messages")
         runtime = get_runtime()
-        with operations.host_counting(runtime.settings, self.counting().counter):  # baton_resume counts like the engine
+        with operations.host_counting(self._settings(), self.counting().counter):  # baton_resume counts like the engine
             return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
 
     def set_objective(self, text: str) -> None:
@@ -375,7 +416,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         if self.session_draft_id:
             return self.session_draft_id, None
         origin = {"harness": "generic", "adapter_version": self.adapter_version, "session_id": self.session_id,
-                  "model": self.model, "actor": {"type": "agent", "name": "hermes"}}
+                  "model": self.model, "actor": {"type": "agent", "name": "hermes"}, "owner": self._owner_json()}
         draft_id, failure = session.create_draft(self._project_dir(), objective=self.objective,
                                                  messages=messages or [], origin=origin,
                                                  previous_handoff_id=(self.last_handoff or {}).get("id"))

@@ -25,7 +25,9 @@ from typing import Any
 
 from baton_engine.budget import compression_window
 from baton_engine.hermes.caller import EngineRegistry
-from baton_engine.hermes.config import HermesView, load_hermes_settings
+from baton_engine.handoff.filememo import FileMemo
+from baton_engine.handoff.store import find_project_root
+from baton_engine.hermes.config import HermesView, agent_cwd, load_hermes_settings
 from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.anchor import UsageAnchor
@@ -36,6 +38,7 @@ from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estim
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 DEFAULT_CONTEXT_LENGTH = 131072
+PROJECT_SETTINGS_ENTRIES = 16  # projects a gateway's sessions work in, each with its own settings layer
 
 
 def _utc_clock() -> datetime:
@@ -128,8 +131,14 @@ class BatonRuntime:
     at import or copy time). The configured tokenizer serves the main route; ``for_route`` picks the others'."""
 
     def __init__(self, settings: BatonSettings, view: HermesView | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, *, home: Path | None = None,
+                 project_root: Path | None = None) -> None:
         self.settings = settings
+        # host_runtime's: the project whose .baton/config.json layer ``settings`` has, and the Hermes home it
+        # read; None (a runtime built by hand) means ``settings`` holds for every project
+        self.project_root = project_root
+        self._home = home
+        self._project_settings = FileMemo(PROJECT_SETTINGS_ENTRIES)
         self.clock: Callable[[], datetime] = clock or _utc_clock
         self.view = view or HermesView()
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
@@ -146,6 +155,23 @@ class BatonRuntime:
         if not isinstance(moment, datetime) or moment.tzinfo is None:
             raise TypeError("BatonRuntime.clock must return an aware datetime (UTC)")
         return moment.astimezone(UTC)
+
+    def settings_for(self, project_dir: Path) -> BatonSettings:
+        """The settings of a session's project: ``settings`` when it is the runtime's own project (or the
+        runtime was built by hand), else the same layers over that project's ``.baton/config.json``, read
+        again only when the file changed. A broken project config keeps ``settings`` (doctor reports it).
+        The token counter stays the process's."""
+        if self.project_root is None:
+            return self.settings
+        paths = find_project_root(Path(project_dir))
+        if paths is None or paths.root == self.project_root:
+            return self.settings
+        try:
+            return self._project_settings.get(
+                paths.config_path, lambda: load_hermes_settings(self._home, project_dir=paths.root)[0])
+        except Exception as exc:  # noqa: BLE001 - a project's bad config never breaks the agent loop
+            LOGGER.warning("baton project settings unreadable type=%s", type(exc).__name__)
+            return self.settings
 
     # ---- counting --------------------------------------------------------------------------------
 
@@ -274,8 +300,10 @@ def clock_now() -> datetime:
 def host_runtime(home: Path | None = None) -> BatonRuntime:
     """A runtime with the settings the plugin starts with (``load_hermes_settings``: env > the ``baton:`` block >
     the working directory's project config > default) and the host view; bad values raise a UserInputError."""
-    settings, view = load_hermes_settings(home)
-    return BatonRuntime(settings, view)
+    project = agent_cwd()
+    settings, view = load_hermes_settings(home, project_dir=project)
+    paths = find_project_root(project)
+    return BatonRuntime(settings, view, home=home, project_root=paths.root if paths is not None else project.resolve())
 
 
 def get_runtime() -> BatonRuntime:

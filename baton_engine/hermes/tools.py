@@ -18,6 +18,7 @@ from typing import Any
 from baton_engine import operations
 from baton_engine.errors import UserInputError
 from baton_engine.handoff import capture
+from baton_engine.handoff.owner import Scope
 from baton_engine.handoff.redact import redact_text
 from baton_engine.recall import TOOL_SCHEMA as RECALL_SCHEMA
 
@@ -50,7 +51,8 @@ SCHEMAS: list[dict[str, Any]] = [
     },
     {
         "name": "baton_resume",
-        "description": "The resume brief of the latest ready Baton handoff (or of `ref`), with a freshness check.",
+        "description": ("The resume brief of the latest ready Baton handoff of this conversation (or of `ref`), "
+                        "with a freshness check; this session then continues that handoff's lineage."),
         "parameters": {
             "type": "object",
             "properties": {
@@ -97,10 +99,18 @@ def _shape_error(kind: str, exc: UserInputError) -> dict[str, Any]:
 
 
 class ToolHost:  # the engine implements this protocol
-    """What the tools need from the engine (kept narrow so tools are testable without Hermes)."""
+    """What the tools need from the engine (kept narrow so tools are testable without Hermes).
 
-    project_dir: Path
+    ``scope``: the handoffs this session may see (its conversation's on a gateway, else the project's)."""
+
     objective: str | None
+    scope: Scope
+
+    def project_path(self) -> Path:
+        raise NotImplementedError
+
+    def continue_from(self, handoff: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     def ensure_session_draft(self, messages: list[dict[str, Any]] | None) -> tuple[str | None, dict[str, Any] | None]:
         raise NotImplementedError
@@ -136,7 +146,7 @@ def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]
     draft_id, failure = host.ensure_session_draft(messages)
     if draft_id is None:
         return failure or _error("internal_error", "no session draft")
-    result, _code = operations.call(operations.record_item, host.project_dir, draft_id, kind, item)
+    result, _code = operations.call(operations.record_item, host.project_path(), draft_id, kind, item)
     return result
 
 
@@ -147,12 +157,15 @@ def _resume(host: ToolHost, args: dict[str, Any]) -> dict[str, Any]:
     max_tokens = args.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         return _error("input_error", "max_tokens must be an integer number of tokens")
-    result, _code = operations.call(operations.resume, host.project_dir, ref, max_tokens=max_tokens)
+    result, _code = operations.call(operations.resume, host.project_path(), ref, max_tokens=max_tokens,
+                                    scope=host.scope)
+    if result.get("ok"):  # resuming is how a session takes up an earlier lineage
+        host.continue_from(result["handoff"])
     return result
 
 
 def _status(host: ToolHost, _args: dict[str, Any]) -> dict[str, Any]:
-    result, _code = operations.call(operations.status, host.project_dir)
+    result, _code = operations.call(operations.status, host.project_path(), scope=host.scope)
     return result
 
 

@@ -1,4 +1,4 @@
-"""Session lifecycle: the latest ready handoff noted at start (no brief rendered), draft checkpoint at end (never ready), reset keeps lineage."""
+"""Session lifecycle: the handoff a session continues noted at start (no brief rendered), draft checkpoint at end (never ready), reset keeps lineage."""
 
 from __future__ import annotations
 
@@ -31,20 +31,42 @@ def _eager_detector(project: Path) -> None:
     path.write_text(json.dumps(config))
 
 
-def test_new_session_continues_the_latest_ready_handoff_without_counting(project: Path) -> None:
-    """Session start reads the store only: no brief is rendered (no tokenizer call, no git) until asked."""
+def test_a_resumed_session_continues_its_own_handoff_without_counting(project: Path) -> None:
+    """Session start reads the store only: no brief is rendered (no tokenizer call, no git) until asked.
+    A session resumed by id (``hermes --resume``, ``/resume``) continues the handoff it wrote."""
     first = _engine(project)
-    first.on_session_start("one")
+    first.on_session_start("one", platform="cli")
     first.compress([*MESSAGES, {"role": "user", "content": "continue"}])
     ready = first.get_status()["latest_handoff"]
-    second = _engine(project)
+    again = _engine(project)
     counter = get_runtime().counter()
     calls = counter.stats().calls
-    second.on_session_start("two")
-    assert counter.stats().calls == calls and second.ledger.counted == 0
-    assert second.get_status()["latest_handoff"]["id"] == ready["id"]
-    second.compress([*MESSAGES, {"role": "user", "content": "next"}])
-    assert second.get_status()["latest_handoff"]["parents"] == [ready["id"]]  # continues the staged handoff
+    again.on_session_start("one", platform="cli")
+    assert counter.stats().calls == calls and again.ledger.counted == 0
+    assert again.get_status()["latest_handoff"]["id"] == ready["id"]
+    again.compress([*MESSAGES, {"role": "user", "content": "next"}])
+    assert again.get_status()["latest_handoff"]["parents"] == [ready["id"]]  # continues its own lineage
+
+
+def test_a_new_cli_session_starts_its_own_lineage_until_it_resumes(project: Path) -> None:
+    """A fresh ``hermes chat -q`` on another task must not say "continue of <previous id>" nor carry the
+    previous task's decisions; ``baton_resume`` (project-wide on the CLI) is how it takes the lineage up."""
+    first = _engine(project)
+    first.on_session_start("one", platform="cli")
+    first.compress([*MESSAGES, {"role": "user", "content": "continue"}])
+    ready = first.get_status()["latest_handoff"]
+    other = _engine(project)
+    other.on_session_start("two", platform="cli")
+    assert other.get_status()["latest_handoff"] is None
+    other.compress([{"role": "user", "content": "Write the release notes"},
+                    {"role": "assistant", "content": "Drafted the notes."}, {"role": "user", "content": "go"}])
+    assert other.get_status()["latest_handoff"]["parents"] == []
+    resumer = _engine(project)
+    resumer.on_session_start("three", platform="cli")
+    answer = json.loads(resumer.handle_tool_call("baton_resume", {"ref": ready["short_id"]}))
+    assert answer["ok"] and answer["handoff"]["id"] == ready["id"]
+    resumer.compress([*MESSAGES, {"role": "user", "content": "carry on"}])
+    assert resumer.get_status()["latest_handoff"]["parents"] == [ready["id"]]
 
 
 def test_session_end_writes_a_draft_checkpoint_when_recommended(project: Path) -> None:

@@ -109,7 +109,7 @@ def test_every_tool_answers_with_structured_content_and_one_summary_line(
     listed = seen["handoff_list"][0]["handoffs"]
     assert [entry["short_id"] for entry in listed] == [first]
     assert set(listed[0]) == {"id", "short_id", "status", "title", "created_at", "updated_at", "relation",
-                              "parents"}  # metadata only: no evidence payloads
+                              "parents", "owner"}  # metadata only: no evidence payloads
 
     forked = seen["handoff_fork"][0]
     assert forked["handoff"]["relation"] == "fork" and forked["parent"] == captured["handoff"]["id"]
