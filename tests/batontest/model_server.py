@@ -6,7 +6,9 @@ expects (role, content or tool-call deltas, finish, a usage-only chunk, ``[DONE]
 non-streaming auxiliary calls, reports ``usage.prompt_tokens`` counted with a REAL tokenizer
 (Qwen3 through the hf backend, on the request's messages + tools), and rejects with 400 what a
 strict server rejects: prompt + output budget above the window, orphan tool messages, and
-assistant tool calls left without results. Every request is recorded for assertions.
+assistant tool calls left without results. Every request is recorded for assertions. The judge
+(count and refusal) is ``ModelServer.admit``; ``batontest.vllm_oracle.VllmOracle`` makes a REAL vLLM
+server the judge, so Baton's renderer is not the only one that checks Baton's counts.
 
     policy = ScriptedPolicy(tool_heavy_script(6))
     with ModelServer(policy, context_window=65536) as server:
