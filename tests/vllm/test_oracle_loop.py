@@ -75,6 +75,8 @@ class OracleSession:
                 f"protocol={len(server.protocol_refusals)} baton-vllm diff min={min(diffs, default=None)} "
                 f"max={max(diffs, default=None)} counting={self.status['tokenizer']['counting']} "
                 f"window={self.status['window']} wall={self.wall_seconds:.1f}s\n"
+                f"  turns (api_calls, completed, final response): "
+                f"{[(t['api_calls'], t['completed'], (t['final_response'] or '')[:100]) for t in self.result['turns']]}\n"
                 f"  (request, Baton, vLLM): {self.count_pairs()}\n"
                 + "".join(f"  refused #{index} by {self.server.judged_by[id(r)]} ({status}): {text}\n"
                           for r, (index, status, text) in zip(server.rejections, refusal_lines(self), strict=True)))
