@@ -176,8 +176,6 @@ def test_healthy_session_is_never_refused_and_counts_equal_vllm(run: str, reques
     pairs = session.count_pairs()
     differing = [(index, baton, vllm) for index, baton, vllm in pairs if baton != vllm]
     assert not differing, f"[{session.label}] (request, Baton, vLLM) where the counts differ: {differing}"
-    for request_ in session.server.main_requests:
-        assert request_.prompt_tokens is not None and request_.prompt_tokens + request_.output_budget <= WINDOW
 
 
 # ---- (b) wrong tokenizer: counts calibrated on vLLM's usage ------------------------------------------
