@@ -6,7 +6,9 @@ expects (role, content or tool-call deltas, finish, a usage-only chunk, ``[DONE]
 non-streaming auxiliary calls, reports ``usage.prompt_tokens`` counted with a REAL tokenizer
 (Qwen3 through the hf backend, on the request's messages + tools), and rejects with 400 what a
 strict server rejects: prompt + output budget above the window, orphan tool messages, and
-assistant tool calls left without results. Every request is recorded for assertions.
+assistant tool calls left without results. Every request is recorded for assertions. The judge
+(count and refusal) is ``ModelServer.admit``; ``batontest.vllm_oracle.VllmOracle`` makes a REAL vLLM
+server the judge, so Baton's renderer is not the only one that checks Baton's counts.
 
     policy = ScriptedPolicy(tool_heavy_script(6))
     with ModelServer(policy, context_window=65536) as server:
@@ -329,10 +331,15 @@ class ModelServer(LoopbackServer):
         self.model_name = model_name
         self.prompt_inflation = prompt_inflation
         self.on_request = on_request
-        self.count_prompt = shared_prompt_counter(str(tokenizer_dir) if tokenizer_dir else None)
+        self.tokenizer_dir = str(tokenizer_dir) if tokenizer_dir else None
         self.requests: list[RecordedRequest] = []
         self.other_paths: list[str] = []
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def count_prompt(self) -> PromptCounter:
+        """Baton's hf backend on the real tokenizer (loaded on first use: the vLLM oracle never needs it)."""
+        return shared_prompt_counter(self.tokenizer_dir)
 
     @property
     def base_url(self) -> str:
@@ -374,7 +381,29 @@ class ModelServer(LoopbackServer):
         )
         if record.stream and self._inject_failure(record):
             return 500, _server_error()
-        problem = unsupported_parameter(body) or protocol_problem(messages)
+        refusal = self.admit(body, record)
+        if refusal is None:
+            record.reply = self.policy(body)
+        else:
+            record.status, record.rejection = refusal[0], _error_text(refusal[1])
+        self._record(record)
+        if refusal is not None:
+            return refusal
+        assert record.reply is not None and record.prompt_tokens is not None
+        completion_tokens = self.count_completion(_reply_text(record.reply))
+        usage = {
+            "prompt_tokens": record.prompt_tokens + self.prompt_inflation,
+            "completion_tokens": completion_tokens,
+            "total_tokens": record.prompt_tokens + self.prompt_inflation + completion_tokens,
+        }
+        completion_id = f"chatcmpl-{record.index}"
+        if record.stream:
+            return 200, _stream_chunks(completion_id, self.model_name, record.index, record.reply, usage)
+        return 200, _completion(completion_id, self.model_name, record.index, record.reply, usage)
+
+    def admit(self, body: dict[str, Any], record: RecordedRequest) -> tuple[int, dict[str, Any]] | None:
+        """Judge one request: set ``record.prompt_tokens``; return the refusal (status, JSON body) or None."""
+        problem = unsupported_parameter(body) or protocol_problem(record.messages)
         if problem is None:
             try:
                 record.prompt_tokens = self.count_prompt(body)
@@ -387,24 +416,11 @@ class ModelServer(LoopbackServer):
                            f"requested {requested} tokens ({record.prompt_tokens} in the messages, "
                            f"{record.output_budget} in the completion). Please reduce the length of the messages "
                            "or completion.")
-        if problem is None:
-            record.reply = self.policy(body)
-        else:
-            record.status, record.rejection = 400, problem
-        self._record(record)
-        if problem is not None:
-            return 400, _error(problem)
-        assert record.reply is not None and record.prompt_tokens is not None
-        completion_tokens = self.count_prompt.backend.count_text(_reply_text(record.reply)).tokens or 0
-        usage = {
-            "prompt_tokens": record.prompt_tokens + self.prompt_inflation,
-            "completion_tokens": completion_tokens,
-            "total_tokens": record.prompt_tokens + self.prompt_inflation + completion_tokens,
-        }
-        completion_id = f"chatcmpl-{record.index}"
-        if record.stream:
-            return 200, _stream_chunks(completion_id, self.model_name, record.index, record.reply, usage)
-        return 200, _completion(completion_id, self.model_name, record.index, record.reply, usage)
+        return None if problem is None else (400, _error(problem))
+
+    def count_completion(self, text: str) -> int:
+        """``usage.completion_tokens`` of a scripted reply."""
+        return self.count_prompt.backend.count_text(text).tokens or 0
 
     def _inject_failure(self, record: RecordedRequest) -> bool:
         """True (and the attempt kept in ``injected_failures``) when this main arrival must fail once."""
@@ -497,6 +513,13 @@ def _completion(completion_id: str, model: str, index: int, reply: Reply, usage:
 def _server_error() -> dict[str, Any]:
     return {"error": {"message": "The server had an error while processing your request.", "type": "server_error",
                       "param": None, "code": 500}}
+
+
+def _error_text(payload: Any) -> str:
+    """The message of an OpenAI-style error body (the whole body as JSON when it has none)."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else json.dumps(payload)
 
 
 def _error(message: str) -> dict[str, Any]:

