@@ -404,7 +404,6 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         messages = kwargs.get("messages")
-        runtime = get_runtime()
         with operations.host_counting(self._settings(), self.counting().counter):  # baton_resume counts like the engine
             return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
 
