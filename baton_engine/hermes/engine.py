@@ -151,12 +151,13 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def window_source(self) -> tuple[int, str]:
         """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
         max_model_len and a window a refusal stated."""
-        candidates = [(self.context_length, "hermes context_length")]
+        candidates = []  # on a tie the provider's own statement names the source (Hermes may copy its number)
+        if self.ledger.learned_window is not None:
+            candidates.append((self.ledger.learned_window, "provider refusal"))
         server = self.counting().server_window()
         if server is not None:
             candidates.append((server, "server max_model_len"))
-        if self.ledger.learned_window is not None:
-            candidates.append((self.ledger.learned_window, "provider refusal"))
+        candidates.append((self.context_length, "hermes context_length"))
         return min(candidates, key=lambda item: item[0])
 
     def effective_window(self) -> int:
