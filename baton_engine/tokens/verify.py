@@ -40,6 +40,7 @@ CALIBRATED_MARGIN_FLOOR = 64
 # tokens of output room on one small request.
 UNCONFIRMED_SHARE = 0.5
 RECENT = 8  # ratios remembered per route
+SETTLED = 3  # responses after which a calibrated route's ratio is trusted without the unconfirmed room
 
 
 def reported_prompt_tokens(usage: Mapping[str, Any]) -> int:
@@ -135,8 +136,12 @@ class RouteCheck:
                           fallback_reason=counted.fallback_reason, margin_tokens=margin)
 
     def output_margin(self, counted: TokenCount) -> int:
-        """Extra room an output cap keeps for this count: a share of it until the route is confirmed."""
-        if self.verdict != "unconfirmed" or counted.tokens is None or not _from_tokenizer(counted):
+        """Extra room an output cap keeps for this count: a share of it until the route is confirmed, and while a
+        calibrated route's ratio rests on fewer than ``SETTLED`` responses (one small first request's ratio is no
+        rate for a large tool result: the real loop's second request undercounted by 5% after one)."""
+        if counted.tokens is None or not _from_tokenizer(counted):
+            return 0
+        if self.verdict == "confirmed" or (self.verdict == "calibrated" and self.requests_seen >= SETTLED):
             return 0
         return math.ceil(UNCONFIRMED_SHARE * raw_tokens(counted))
 

@@ -14,6 +14,7 @@ from baton_engine.tokens.verify import (
     CALIBRATED_MARGIN_FLOOR,
     CALIBRATED_MARGIN_SHARE,
     UNCONFIRMED_SHARE,
+    SETTLED,
     RouteCheck,
     reported_prompt_tokens,
     within_tolerance,
@@ -89,6 +90,14 @@ def test_unconfirmed_routes_keep_room_for_the_first_request() -> None:
     assert check.output_margin(exact(4_000)) == math.ceil(UNCONFIRMED_SHARE * 4_000)
     check.observe(exact(4_000), 4_000)
     assert check.output_margin(exact(4_000)) == 0
+
+
+def test_a_calibrated_route_keeps_the_room_until_its_ratio_settles() -> None:
+    check = RouteCheck()
+    for seen in range(1, SETTLED + 1):
+        assert check.output_margin(exact(10_000)) == math.ceil(UNCONFIRMED_SHARE * 10_000)
+        check.observe(exact(3_000 * seen), 3_500 * seen)
+    assert check.verdict == "calibrated" and check.output_margin(exact(10_000)) == 0
 
 
 def test_a_check_copies_independently() -> None:

@@ -23,6 +23,7 @@ from baton_engine.hermes.runtime import get_runtime
 from baton_engine.tokens.rough import estimate_chat_request
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.faulty_servers import FaultyServer, refused_url
+from batontest.engines import unconfirmed_cap
 from compaction.conversations import assert_valid_openai
 from reliability.kit import SLACK_SECONDS, installed_runtime, make_engine
 
@@ -171,7 +172,7 @@ def test_wrong_max_model_len_budgets_against_the_smaller_window_and_says_so(proj
     assert turn["sent"]["max_tokens"] <= 8192 - 321
     assert "8192" in repr(status)
     assert status["window"] == {
-        "hermes_context_length": WINDOW, "server_max_model_len": 8192, "effective": 8192,
+        "hermes_context_length": WINDOW, "server_max_model_len": 8192, "refusal_window": None, "effective": 8192,
         "source": "server max_model_len",
         "mismatch": f"server max_model_len 8192 < Hermes context_length {WINDOW}; budgeting against 8192"}
     # The compaction threshold fits the server's window too (output reserve kept below it).
@@ -186,7 +187,7 @@ def test_a_server_window_larger_than_hermes_leaves_the_budget_alone(project: Pat
         engine = agent_engine(project)
         turn = one_turn(activation, engine, transcript("big"))
         status = engine.get_status()
-    assert turn["changed"] and turn["sent"]["max_tokens"] == WINDOW - 321
+    assert turn["changed"] and turn["sent"]["max_tokens"] == unconfirmed_cap(WINDOW, 321)
     assert status["window"]["effective"] == WINDOW and status["window"]["source"] == "hermes context_length"
     assert status["window"]["mismatch"] is None and status["window"]["server_max_model_len"] == 4 * WINDOW
 
@@ -222,4 +223,4 @@ def test_slow_server_within_the_timeout_gives_every_concurrent_agent_exact_budge
         assert server.requests_received >= 8
     for turn in turns:
         assert turn["estimate"] == 777
-        assert turn["changed"] and turn["sent"]["max_tokens"] == WINDOW - 777
+        assert turn["changed"] and turn["sent"]["max_tokens"] == unconfirmed_cap(WINDOW, 777)
