@@ -57,6 +57,7 @@ class BatonArm:
         self.activate()
         self.engine = BatonContextEngine(project_dir=project_dir)
         self.engine.update_model("qwen3-local", context_length)
+        self.sent_prompt_tokens: int | None = None  # the real size of the last request sent
 
     def activate(self) -> None:
         """Make this arm's runtime the process runtime (arms take turns in one process)."""
@@ -83,17 +84,22 @@ class BatonArm:
                 for args in captures]
 
     def observe(self, prompt_tokens: int) -> bool:
-        self.engine.update_from_response({"prompt_tokens": prompt_tokens, "completion_tokens": 64,
-                                          "total_tokens": prompt_tokens + 64})
+        """The last request's response (its usage: the real size of the request SENT, as Hermes reports it),
+        then ``should_compress`` with the size of the request about to go out."""
+        reported = self.sent_prompt_tokens if self.sent_prompt_tokens is not None else prompt_tokens
+        self.engine.update_from_response({"prompt_tokens": reported, "completion_tokens": 64,
+                                          "total_tokens": reported + 64})
         return bool(self.engine.should_compress(prompt_tokens))
 
-    def send(self, request: dict[str, Any]) -> None:
+    def send(self, request: dict[str, Any], prompt_tokens: int | None = None) -> None:
         """The request as Hermes' loop sends each one: its pre-API estimate of the api messages (Baton's patched
         estimator: the count, and the scan ahead of the messages it has not seen), then the middleware (the
-        engine learns its frame: system prompt, tool schemas, so a compaction budgets with them)."""
+        engine learns its frame: system prompt, tool schemas, so a compaction budgets with them).
+        ``prompt_tokens``: the request's real size, which the next ``observe`` reports as its usage."""
         self.activate()
         self.engine.count_estimate(request["messages"], tools=request.get("tools"))
         self.engine.on_request(request)
+        self.sent_prompt_tokens = prompt_tokens
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:
         self.activate()
@@ -165,7 +171,7 @@ class HermesArm:
                                           "total_tokens": prompt_tokens + 64})
         return bool(self.engine.should_compress(prompt_tokens))
 
-    def send(self, request: dict[str, Any]) -> None:
+    def send(self, request: dict[str, Any], prompt_tokens: int | None = None) -> None:
         """Nothing: the built-in compressor has no request middleware."""
 
     def compress(self, messages: list[Message], current_tokens: int) -> tuple[list[Message], CompressStats]:

@@ -302,7 +302,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                     if fate is not None:
                         inflight.append({**fate, "fits": fate["tokens"] <= room})
                 pair_errors += tool_pair_errors(history)
-                arm.send(judge.request(history) | {"model": MODEL, "max_tokens": 4096})
+                arm.send(judge.request(history) | {"model": MODEL, "max_tokens": 4096}, prompt)
                 sent.append([turn_no, prompt])
 
             for turn in session.turns:
