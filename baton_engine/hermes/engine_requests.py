@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 from baton_engine.budget import OutputDecision, apply_output, decide_output
 from baton_engine.compaction.builder import degrade_messages
 from baton_engine.hermes import request_view
-from baton_engine.hermes.runtime import get_runtime, usage_value
+from baton_engine.hermes.ledger import frame_tokens
+from baton_engine.hermes.runtime import get_runtime
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.verify import reported_prompt_tokens
+from baton_engine.tokens.verify import reported_prompt_tokens, usage_value
 
 if TYPE_CHECKING:
     from baton_engine.refusal import Refusal
@@ -66,10 +67,11 @@ class RequestBudgeting:
                        refusal.window, refusal.prompt_tokens)
 
     def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
-                       incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> None:
+                       incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> list[Any] | None:
         """Hermes 0.20+ asks on EVERY provider request (retries too): count it in this agent's frame, so
-        the middleware's count of the same request is a repeat. Returns None: Baton changes what the
-        model sees only through ``compress()``, where the handoff makes the change auditable."""
+        the middleware's count of the same request is a repeat. Returns None (the request as it is): Baton
+        changes what the model sees through ``compress()``, where the handoff makes the change auditable, except
+        for a request whose prompt alone cannot fit (``request_only_compaction``, this request only)."""
         try:
             if isinstance(request_messages, list):
                 view = self.ledger.view_of(request_messages)
@@ -130,7 +132,7 @@ class RequestBudgeting:
         return apply_output(request, counted, window=self.effective_window(), cap=view.cap,
                             min_output_tokens=settings.min_output_tokens,
                             fallback_margin_tokens=settings.fallback_margin_tokens,
-                            unconfirmed_margin=self.ledger.unconfirmed_margin(counted))
+                            unconfirmed_margin=self.ledger.check.output_margin(counted))
 
     def _too_long(self, counted: TokenCount) -> bool:
         """The prompt alone does not fit the window (``budget.decide_output`` would say needs_compaction)."""
@@ -149,16 +151,13 @@ class RequestBudgeting:
         measure = self.ledger.measure(counted, view, self.counting())
         system = [m for m in kept if isinstance(m, dict) and m.get("role") == "system"]
         body = [m for m in kept if not (isinstance(m, dict) and m.get("role") == "system")]
-        try:
-            fixed = measure.count_request(view.frame().count_request()) if view.frame().messages or view.tools else 0
-        except Exception:  # noqa: BLE001 - an uncountable frame: budget the body alone
-            fixed = 0
-        budget = self.effective_window() - fixed - settings.min_output_tokens - settings.fallback_margin_tokens
+        budget = (self.effective_window() - frame_tokens(view, measure) - settings.min_output_tokens
+                  - settings.fallback_margin_tokens)
         if budget <= 0:
             return None
         shorter = degrade_messages(body, reason="window_overflow", keep_recent=len(body), max_tokens=budget,
                                    count_tokens=measure.count_messages)
-        if len(shorter) >= len(body) and shorter == body:
+        if shorter == body:
             return None
         self.ledger.request_compactions += 1
         LOGGER.warning("baton shortened one request to fit the window: prompt=%s window=%s kept=%d of %d messages",

@@ -129,10 +129,6 @@ class Ledger:
         self.anchor.observe_exact(self.sent, prompt_tokens)
         return self.check.observe(self.sent_count, prompt_tokens)
 
-    def unconfirmed_margin(self, counted: TokenCount) -> int:
-        """Room an output cap keeps while this route's provider has not confirmed its counts."""
-        return self.check.output_margin(counted)
-
     def decided(self, decision: OutputDecision, *, auxiliary: bool) -> None:
         self.short_caps += int(decision.short)
         if auxiliary:
@@ -149,21 +145,16 @@ class Ledger:
                      *, configured_tail: int | None) -> tuple[int, int]:
         """``(room for unanswered results, verbatim tail)`` for this transcript (``policy.tail_budgets``): the
         fixed part is what the request's frame (system prompt, tool schemas) adds, counted once per session
-        (``_frame_tokens``; the request less its whole conversation gives the same number but counted the
+        (``frame_tokens``; the request less its whole conversation gives the same number but counted the
         whole transcript again at every compaction: 18 ms at 200k tokens), the unanswered results are counted
         the way ``measure`` counts."""
         transcript = list(messages or [])
-        frame = view.frame()
         try:
             unanswered = transcript[first_unanswered(transcript):]
             inflight = measure.count_messages(unanswered) if unanswered else 0
         except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
             inflight = 0
-        try:
-            fixed = _frame_tokens(frame, measure) if frame.messages or frame.tools else 0
-        except Exception:  # noqa: BLE001 - an uncountable frame: as if it were free
-            fixed = 0
-        return policy.tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight,
+        return policy.tail_budgets(limits, fixed_tokens=frame_tokens(view, measure), inflight_tokens=inflight,
                                    block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
 
     def measure(self, before: TokenCount, view: ProviderRequest, counting: Any) -> Measure:
@@ -195,12 +186,19 @@ class Ledger:
 _PROBE = {"role": "user", "content": "."}
 
 
-def _frame_tokens(frame: ProviderRequest, measure: Measure) -> int:
-    """What the frame adds to a conversation's count: the frame around a one-message probe less the probe alone,
-    so the template's framing (BOS, generation prompt), which a count of the conversation includes too, is
-    not counted twice. Two small counts, the same every compaction of a session (cached)."""
-    framed = measure.count_request(frame.with_conversation([_PROBE]).count_request())
-    return max(framed - measure.count_request({"messages": [_PROBE]}), 0)
+def frame_tokens(view: ProviderRequest, measure: Measure) -> int:
+    """What ``view``'s frame (system prompt, tool schemas) adds to a conversation's count: the frame around a
+    one-message probe less the probe alone, so the template's framing (BOS, generation prompt), which a count of
+    the conversation includes too, is not counted twice. Two small counts, the same every compaction of a
+    session (cached); 0 for no frame or an uncountable one (as if it were free)."""
+    frame = view.frame()
+    if not (frame.messages or frame.tools):
+        return 0
+    try:
+        framed = measure.count_request(frame.with_conversation([_PROBE]).count_request())
+        return max(framed - measure.count_request({"messages": [_PROBE]}), 0)
+    except Exception:  # noqa: BLE001 - an uncountable frame: as if it were free
+        return 0
 
 
 def _ratio(before: TokenCount, view: ProviderRequest) -> float:

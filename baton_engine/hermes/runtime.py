@@ -228,34 +228,9 @@ class BatonRuntime:
     def counter(self) -> TokenCounter | None:
         return self.main.counter()
 
-    @property
-    def counter_error(self) -> str | None:
-        return self.main.counter_error
-
     def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None,
                    key: str | None = None) -> TokenCount:
         return self.main.count_chat(request, anchor=anchor, key=key)
-
-    def count_text(self, text: str) -> TokenCount:
-        return self.main.count_text(text)
-
-    def exact_messages(self, batch: Sequence[Any]) -> int:
-        return self.main.exact_messages(batch)
-
-    def exact_request(self, request: dict[str, Any]) -> int:
-        return self.main.exact_request(request)
-
-    def exact_text(self, text: str) -> int:
-        return self.main.exact_text(text)
-
-    def remote_tokenizer(self) -> bool:
-        return self.main.remote_tokenizer()
-
-    def source(self) -> str:
-        return self.main.source()
-
-    def server_window(self) -> int | None:
-        return self.main.server_window()
 
     # ---- budgets ---------------------------------------------------------------------------------
 
@@ -313,12 +288,3 @@ def get_runtime() -> BatonRuntime:
         if _ACTIVE is None:
             _ACTIVE = host_runtime()
         return _ACTIVE
-
-
-def usage_value(usage: Mapping[str, Any], *keys: str) -> int:
-    """The first non-negative int among ``keys`` (Hermes' usage dicts vary by version)."""
-    for key in keys:
-        value = usage.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return 0

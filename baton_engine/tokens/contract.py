@@ -108,6 +108,9 @@ def checked_count(result: object) -> TokenCount:
     return result
 
 
+UNKNOWN_SOURCE = "unknown"  # no count at all (requests are left unchanged)
+
+
 @dataclass(frozen=True)
 class TokenizerConfig:
     """Settings a backend factory receives (built by ``baton_engine.settings``)."""

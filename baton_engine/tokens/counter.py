@@ -25,15 +25,13 @@ from cachetools import LRUCache
 
 from baton_engine.tokens.anchor import ANCHORED_SOURCE, UsageAnchor
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, CircuitBreaker, CircuitOpen
-from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend
+from baton_engine.tokens.contract import UNKNOWN_SOURCE, CannotCount, ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.media import split_request
 from baton_engine.tokens.request_key import request_key
-from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
+from baton_engine.tokens.rough import FALLBACK_SOURCE, ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
 from baton_engine.tokens.verify import CALIBRATED_SOURCE
 
 LOGGER = logging.getLogger("baton_engine.tokens")
-FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"
-UNKNOWN_SOURCE = "unknown"
 CountingMode = Literal["exact", "calibrated", "anchored", "rough+margin", "estimate", "unknown"]
 
 

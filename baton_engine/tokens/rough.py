@@ -26,6 +26,7 @@ from baton_engine.tokens.hookspecs import hookimpl
 from baton_engine.tokens.media import part_tokens
 
 ROUGH_SOURCE = "rough"
+FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"  # a rough count plus the fallback margin (the counter's fallback)
 
 
 def estimate_tokens_rough(text: str) -> int:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from baton_engine.tokens.anchor import ANCHORED_SOURCE
-from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.rough import ROUGH_SOURCE
+from baton_engine.tokens.contract import UNKNOWN_SOURCE, TokenCount
+from baton_engine.tokens.rough import FALLBACK_SOURCE, ROUGH_SOURCE
 
 CALIBRATED_SOURCE = "calibrated"
 Verdict = Literal["unconfirmed", "confirmed", "calibrated"]
@@ -43,25 +43,24 @@ RECENT = 8  # ratios remembered per route
 SETTLED = 3  # responses after which a calibrated route's ratio is trusted without the unconfirmed room
 
 
+def usage_value(usage: Mapping[str, Any], *keys: str) -> int:
+    """The first non-negative int among ``keys`` (usage dicts vary by provider and Hermes version); 0 when none."""
+    for key in keys:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 0
+
+
 def reported_prompt_tokens(usage: Mapping[str, Any]) -> int:
     """The provider's size of the prompt it was sent, from any usage shape (0 = not reported).
 
     OpenAI-compatible (vLLM, SGLang, llama.cpp, OpenAI chat): ``prompt_tokens`` (cached tokens included).
     Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens`` (Hermes'
     normalised ``cache_read_tokens`` / ``cache_write_tokens``). Responses API: ``input_tokens``."""
-
-    def number(*keys: str) -> int:
-        for key in keys:
-            value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return 0
-
-    prompt = number("prompt_tokens")
-    if prompt:
-        return prompt
-    return (number("input_tokens") + number("cache_read_input_tokens", "cache_read_tokens")
-            + number("cache_creation_input_tokens", "cache_write_tokens"))
+    return usage_value(usage, "prompt_tokens") or (
+        usage_value(usage, "input_tokens") + usage_value(usage, "cache_read_input_tokens", "cache_read_tokens")
+        + usage_value(usage, "cache_creation_input_tokens", "cache_write_tokens"))
 
 
 def within_tolerance(counted: int, reported: int) -> bool:
@@ -165,7 +164,7 @@ def raw_tokens(counted: TokenCount) -> int:
     return int(counted.tokens or 0) - counted.margin_tokens
 
 
-_NOT_TOKENIZER = frozenset({ANCHORED_SOURCE, CALIBRATED_SOURCE, ROUGH_SOURCE, f"{ROUGH_SOURCE}+margin", "unknown"})
+_NOT_TOKENIZER = frozenset({ANCHORED_SOURCE, CALIBRATED_SOURCE, ROUGH_SOURCE, FALLBACK_SOURCE, UNKNOWN_SOURCE})
 
 
 def _from_tokenizer(counted: TokenCount) -> bool:

@@ -48,5 +48,5 @@ def test_the_server_window_is_read_only_from_a_backend_that_says_it_is_remote(re
     runtime = BatonRuntime(load_settings(env={}))
     runtime._counters[runtime.settings.tokenizer] = TokenCounter(ThirdPartyServer(remote=remote), fallback_margin_tokens=1024)
     runtime.count_chat(REQUEST)
-    assert runtime.remote_tokenizer() is remote
-    assert runtime.server_window() == window
+    assert runtime.main.remote_tokenizer() is remote
+    assert runtime.main.server_window() == window

@@ -76,7 +76,7 @@ def test_recall_after_two_compactions_and_a_rotation(project: Path, qwen3_env: P
     block = next(m["content"] for m in second if is_baton_message(m) and m["role"] == "user")
     assert continuity.RECALL_LINE in block and '"Also remember the budget code is BX-3310."' in block
     brief = block.split("\n\n", 1)[1].rsplit("\n\n", 1)[0]
-    assert get_runtime().count_text(brief).tokens <= BRIEF_MAX + 2  # the join newlines
+    assert get_runtime().main.count_text(brief).tokens <= BRIEF_MAX + 2  # the join newlines
 
     assert block.count("Also remember the budget code is BX-3310.") == 1  # the cycle's section only
     resumed = json.loads(engine.handle_tool_call("baton_resume", {"max_tokens": 4000}))

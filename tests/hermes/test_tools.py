@@ -170,5 +170,5 @@ def test_resume_inside_hermes_counts_with_the_engines_settings_and_counter(proje
     first = json.loads(engine.handle_tool_call("baton_resume", {}))
     second = json.loads(engine.handle_tool_call("baton_resume", {}))
     assert first["ok"] and first == second
-    assert first["brief"]["counter_source"] == runtime.source() and runtime.source().startswith("hf:")
+    assert first["brief"]["counter_source"] == runtime.main.source() and runtime.main.source().startswith("hf:")
     assert built == []
