@@ -2,8 +2,8 @@
 
 Exact when the backend can count (images and documents, which no tokenizer counts, are taken out and added
 at their ``tokens.media`` cost, which makes the count an estimate); else the session's usage-anchored estimate
-when one is given and has seen an exact count; else rough + margin; else "unknown". Every backend is wrapped in a ``CircuitBreaker``, so a
-failing tokenizer is asked once per cool-off rather than on every count.
+when one is given and has seen an exact count; else rough + margin; else "unknown". Every backend is wrapped
+in a ``CircuitBreaker``, so a failing tokenizer is asked once per cool-off rather than on every count.
 
 Logs carry counts, sources and exception TYPE names only: prompts, exception messages and
 tracebacks can hold secrets, so none of them is ever formatted into a record. The one message

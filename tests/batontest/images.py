@@ -26,7 +26,8 @@ def gif(width: int, height: int) -> bytes:
 
 
 def webp_vp8x(width: int, height: int) -> bytes:
-    body = b"VP8X" + struct.pack("<I", 10) + b"\0" * 4 + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    size = (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    body = b"VP8X" + struct.pack("<I", 10) + b"\0" * 4 + size
     return b"RIFF" + struct.pack("<I", len(body) + 4) + b"WEBP" + body
 
 
