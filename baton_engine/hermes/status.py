@@ -21,8 +21,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
     counter = counting.counter()
     stats = counter.stats() if counter is not None else None
     remaining = engine.get_active_compression_failure_cooldown()
-    window = engine.effective_window()
-    window_source = engine.window_source()[1]
+    window, window_source = engine.window_source()
     server = counting.server_window()
     limits = engine.limits()
     ledger = engine.ledger

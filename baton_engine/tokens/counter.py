@@ -136,11 +136,17 @@ class TokenCounter:
         """Exact count when the backend can (and ``anchor`` observes it); else ``anchor``'s estimate when it has
         one; else rough + margin; else ``tokens=None``. Never raises.
         ``key`` is ``request_key(request)`` when the caller already computed it (one hash per request)."""
-        text_request, media = split_request(request) if isinstance(request, Mapping) else (request, 0)
-        counted = self._count(
-            key if key is not None else request_key(request), "chat", lambda: self._breaker.count_chat(text_request),
-            lambda: estimate_chat_request(request), self._margin, media,
-        )
+        def backend_count() -> TokenCount:
+            # Media parts are taken out only when the backend is asked (never on a cache hit: a long history would
+            # be walked on every request) and added back at their cost: a bound, so the whole is an estimate.
+            text_request, media = split_request(request) if isinstance(request, Mapping) else (request, 0)
+            counted = self._breaker.count_chat(text_request)
+            if not media:
+                return counted
+            return replace(counted, tokens=counted.tokens + media, exact=False)  # type: ignore[operator]
+
+        counted = self._count(key if key is not None else request_key(request), "chat", backend_count,
+                              lambda: estimate_chat_request(request), self._margin)
         if anchor is None:
             return counted
         try:
@@ -169,10 +175,8 @@ class TokenCounter:
 
     def _count(
         self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int], margin: int,
-        media: int = 0,
     ) -> TokenCount:
-        """``exact``'s count (plus ``media``, the cost of the media parts it was not given: then an estimate)
-        or the fallback ``estimate`` (which counts them itself)."""
+        """``exact``'s count (cached), or the fallback ``estimate`` when the backend fails."""
         with self._lock:
             self._record(calls=1)
             cached = self._cache.get(key) if key is not None else None
@@ -189,8 +193,6 @@ class TokenCounter:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
             result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
                                 margin_tokens=margin)
-        if media:  # a bound on the media's cost, not their count: the whole is an estimate (budgets add the margin)
-            result = replace(result, tokens=result.tokens + media, exact=False)  # type: ignore[operator]
         LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
         with self._lock:
             if result.max_model_len is not None:
