@@ -322,7 +322,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         try:
             rotation = kwargs.get("boundary_reason") == "compression"
             if kwargs.get("model"):
-                self.route = self.route.moved(model=str(kwargs["model"]), why="session start")
+                self.move_route(self.route.moved(model=str(kwargs["model"]), why="session start"))
             if rotation:  # Hermes 0.19 also signals an in-place compaction this way, with the same id
                 moved = bool(session_id) and session_id != self.session_id
                 if moved and self.lineage_key is not None:
@@ -405,7 +405,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         messages = kwargs.get("messages")
-        with operations.host_counting(self._settings(), self.counting().counter):  # baton_resume counts like the engine
+        # baton_resume counts like the engine: this session's settings, its route's counter
+        with operations.host_counting(self._settings(), self.counting().counter):
             return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
 
     def set_objective(self, text: str) -> None:
