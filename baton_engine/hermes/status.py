@@ -30,7 +30,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
 
     current = activation()
     patches = current.patches if current is not None else []
-    last = ledger.memo
+    last = ledger.check.adjust(ledger.memo) if ledger.memo is not None else None  # on the provider's scale
     return {
         "engine": ENGINE_NAME,
         "active": True,

@@ -194,3 +194,21 @@ def test_a_refusal_states_the_window_and_the_next_request_fits(project: Path,
     assert engine.threshold_tokens <= SMALL
     engine.update_model("other-model", LARGE, base_url="http://127.0.0.1:11/v1", provider="custom")
     assert engine.get_status()["window"]["effective"] == LARGE  # another server: what it refused says nothing
+
+
+def test_a_provider_that_counts_more_calibrates_the_route_and_status_says_so(
+        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+    """The response reports 30% more than Baton counted for the request it answers: the route is calibrated,
+    status says so in ``tokenizer.counting`` and ``verification``, and the next cap is on the provider's scale."""
+    activation, runtime = active
+    prompt = exact(runtime, MESSAGES)
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
+    engine = agent.context_compressor
+    first = sent_max_tokens(activation, agent)
+    engine.update_from_response({"prompt_tokens": int(prompt * 1.3), "completion_tokens": 5, "total_tokens": 0})
+    status = engine.get_status()
+    assert status["tokenizer"]["counting"] == "calibrated" and status["tokenizer"]["exact"] is False
+    assert status["verification"]["verdict"] == "calibrated" and status["verification"]["last_reported"] == int(
+        prompt * 1.3)
+    assert "undercounts this server by 30%" in status["verification"]["advice"]
+    assert sent_max_tokens(activation, agent) < first
