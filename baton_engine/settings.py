@@ -89,6 +89,7 @@ class TokenizerRoute:
     model: str | None = None  # fnmatch glob over the served model name, e.g. "gpt-*"
     provider: str | None = None
     base_url: str | None = None
+    context_length: int | None = None  # the window of the routes it matches (an auxiliary model's, say)
 
     def matches(self, model: str | None, base_url: str | None, provider: str | None) -> bool:
         if self.model is not None and not (model and fnmatch.fnmatchcase(model, self.model)):
@@ -262,17 +263,20 @@ def _tokenizer_routes(raw: Any) -> tuple[TokenizerRoute, ...]:
                 raise SettingsError(f"{label}.match.{key} in config.yaml is not a match key; known: "
                                     f"{', '.join(ROUTE_MATCH_KEYS)}")
             match[key] = _url(value, f"{label}.match.{key}") if key == "base_url" else _text(value, f"{label}.match.{key}")
-        tokenizer = {}
+        tokenizer, window = {}, None
         for key, value in entry.items():
             if key == "match":
                 continue
+            if key == "context_length":
+                window = _int(1024)(value, f"{label}.context_length in config.yaml")
+                continue
             if key not in TOKENIZER_KEYS:
-                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; known: match, "
+                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; known: match, context_length, "
                                     f"{', '.join(TOKENIZER_KEYS)}")
             tokenizer[key] = _TOKENIZER_PARSERS[key](value, f"{label}.{key} in config.yaml")
         if "backend" not in tokenizer:
             raise SettingsError(f"{label}.backend in config.yaml is required (e.g. tiktoken, hf, vllm, rough)")
-        routes.append(TokenizerRoute(TokenizerConfig(**tokenizer), **match))
+        routes.append(TokenizerRoute(TokenizerConfig(**tokenizer), **match, context_length=window))
     return tuple(routes)
 
 

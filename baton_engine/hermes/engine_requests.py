@@ -18,7 +18,7 @@ from baton_engine.hermes.ledger import frame_tokens
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.verify import reported_prompt_tokens, usage_value
+from baton_engine.tokens.verify import RouteCheck, reported_prompt_tokens, usage_value
 
 if TYPE_CHECKING:
     from baton_engine.refusal import Refusal
@@ -167,3 +167,32 @@ class RequestBudgeting:
     def aux_matches_route(self, model: Any, base_url: Any) -> bool:
         """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""
         return self.route.serves(model, base_url)
+
+    def on_auxiliary(self, request: dict[str, Any], *, base_url: Any = None) -> dict[str, Any] | None:
+        """An auxiliary call (a title, vision, a search summary): budgeted on the route it goes to. To this
+        agent's own model it is one of the ledger's requests; to another model it counts with that route's
+        tokenizer against that route's window (its tokenizer server's, or its ``tokenizer_routes`` entry's
+        ``context_length``) and keeps the unconfirmed room, since no usage of it ever comes back to verify it.
+        A route whose window Baton does not know is left alone: a guessed window is no budget.
+
+        Returns the rewritten request, or None to leave it unchanged."""
+        model = request.get("model")
+        if self.aux_matches_route(model, base_url):
+            return self.on_request(request, auxiliary=True)
+        view = request_view.from_provider_kwargs(request, None)
+        if view is None:
+            return None
+        counting = get_runtime().for_route(str(model) if model else None, str(base_url) if base_url else None)
+        counted = counting.count_chat(view.count_request())
+        window = counting.known_window()
+        if window is None or counted.tokens is None:
+            return None
+        settings = get_runtime().settings
+        decision, rewritten = apply_output(request, counted, window=window, cap=view.cap,
+                                           min_output_tokens=settings.min_output_tokens,
+                                           fallback_margin_tokens=settings.fallback_margin_tokens,
+                                           unconfirmed_margin=RouteCheck().output_margin(counted))
+        self.ledger.decided(decision, auxiliary=True)
+        LOGGER.info("baton auxiliary output budget action=%s prompt=%s window=%s source=%s", decision.action,
+                    counted.tokens, window, counted.source)
+        return rewritten

@@ -209,9 +209,9 @@ class Activation:
                     return built
                 _agent, engine = _calling()
                 base_url = _argument(signature, args, kwargs, "base_url")
-                if engine is None or not engine.aux_matches_route(built.get("model"), base_url):
+                if engine is None:
                     return built
-                rewritten = engine.on_request(built, auxiliary=True)
+                rewritten = engine.on_auxiliary(built, base_url=base_url)
                 return built if rewritten is None else rewritten
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton auxiliary clamp failed type=%s; request unchanged", type(exc).__name__)

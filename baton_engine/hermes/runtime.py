@@ -57,10 +57,12 @@ class RouteCounting:
     model counts with the backend that fits it, and a tokenizer server's ``max_model_len`` is the window of the
     routes that count with that server only. Counters are shared by every agent on the same tokenizer."""
 
-    def __init__(self, runtime: BatonRuntime, config: TokenizerConfig, why: str) -> None:
+    def __init__(self, runtime: BatonRuntime, config: TokenizerConfig, why: str,
+                 context_length: int | None = None) -> None:
         self.runtime = runtime
         self.config = config
         self.why = why  # which rule chose this tokenizer for the route (status)
+        self.context_length = context_length  # the route's window from its tokenizer_routes entry, if set
 
     def counter(self) -> TokenCounter | None:
         return self.runtime.counter_of(self.config)
@@ -125,6 +127,10 @@ class RouteCounting:
         server = counter.stats().last_max_model_len if counter is not None and _remote(counter) else None
         return server if isinstance(server, int) and not isinstance(server, bool) and server > 0 else None
 
+    def known_window(self) -> int | None:
+        """The window of a route that is not the agent's own: its tokenizer server's, else its entry's."""
+        return self.server_window() or self.context_length
+
 
 class BatonRuntime:
     """Settings + host view + lazily built, thread-safe counters, one per tokenizer configuration (never built
@@ -182,7 +188,8 @@ class BatonRuntime:
         provider's usage then anchors)."""
         for entry in self.settings.tokenizer_routes:
             if entry.matches(model, base_url, provider):
-                return RouteCounting(self, entry.tokenizer, f"tokenizer_routes entry {entry.describe()}")
+                return RouteCounting(self, entry.tokenizer, f"tokenizer_routes entry {entry.describe()}",
+                                     entry.context_length)
         if self._is_main(model, base_url):
             return self.main
         config = TokenizerConfig(backend="auto", model=model, timeout_seconds=self.settings.tokenizer.timeout_seconds)

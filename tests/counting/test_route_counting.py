@@ -44,6 +44,14 @@ def test_a_tokenizer_routes_entry_wins_and_counters_are_shared_per_tokenizer() -
     assert runtime.for_route(MAIN_MODEL, MAIN_URL, None).source().startswith("rough")
 
 
+def test_a_routes_window_is_its_servers_else_its_entrys_else_unknown() -> None:
+    runtime = runtime_with({"tokenizer": {"backend": "rough"},
+                            "tokenizer_routes": [{"match": {"model": "qwen3-*b"}, "backend": "hf",
+                                                  "path": str(qwen3_dir()), "context_length": "32768"}]})
+    assert runtime.for_route("qwen3-8b", None, None).known_window() == 32_768
+    assert runtime.for_route("gpt-4o", "https://api.openai.com/v1", "openai").known_window() is None
+
+
 def test_a_servers_max_model_len_is_the_window_of_its_own_routes_only() -> None:
     with VllmStandin(max_model_len=40_960) as server:
         runtime = runtime_with({"tokenizer": {"backend": "vllm", "url": server.url, "model": server.model_name}})
@@ -61,6 +69,7 @@ def test_a_servers_max_model_len_is_the_window_of_its_own_routes_only() -> None:
     ({"match": {}, "backend": "tiktoken"}, "non-empty 'match'"),
     ({"match": {"name": "x"}, "backend": "tiktoken"}, "match.name in config.yaml is not a match key"),
     ({"match": {"model": "x"}, "backend": "tiktoken", "pth": "/m"}, "pth in config.yaml is not a setting"),
+    ({"match": {"model": "x"}, "backend": "tiktoken", "context_length": 10}, "context_length in config.yaml must be"),
 ])
 def test_bad_tokenizer_routes_say_what_is_wrong(routes: dict, message: str) -> None:
     with pytest.raises(SettingsError, match=message):

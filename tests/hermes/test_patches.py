@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from batontest.agent_frames import LoopAgent, in_agent
+from batontest.assets import qwen3_dir
 from batontest.engines import activated, unconfirmed_cap
 
 from baton_engine.hermes.config import HermesView
@@ -16,6 +17,7 @@ from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation, Patch
 from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.settings import load_settings
+from baton_engine.tokens.contract import TokenizerConfig
 
 pytestmark = pytest.mark.hermes
 MODEL, BASE_URL, CONTEXT = "qwen3-test", "http://127.0.0.1:9/v1", 65536
@@ -223,19 +225,40 @@ def test_auxiliary_builder_is_clamped_on_the_agents_route_only(active: Activatio
                                                                agent: LoopAgent) -> None:
     aux = importlib.import_module("agent.auxiliary_client")
     messages = _messages()[1:4]
-    built = in_agent(agent, aux._build_call_kwargs, "custom", MODEL, messages, max_tokens=65536, base_url=BASE_URL)
-    original = aux._build_call_kwargs.__baton_original__("custom", MODEL, messages, max_tokens=65536,
+    built = in_agent(agent, aux._build_call_kwargs, "nvidia", MODEL, messages, max_tokens=65536, base_url=BASE_URL)
+    original = aux._build_call_kwargs.__baton_original__("nvidia", MODEL, messages, max_tokens=65536,
                                                          base_url=BASE_URL)
     prompt = exact_count(runtime, {"messages": messages})
+    # Hermes drops an auxiliary cap for most providers; NVIDIA NIM (and Anthropic-wire endpoints) keep it
     fields = [f for f in ("max_tokens", "max_completion_tokens") if f in original]
+    assert fields
     assert [f for f in ("max_tokens", "max_completion_tokens") if f in built] == fields  # no field added
     for field in fields:
         assert built[field] == unconfirmed_cap(CONTEXT, prompt)
     # positional base_url binds by signature, not by position guesses
-    positional = in_agent(agent, aux._build_call_kwargs, "custom", MODEL, messages, None, 65536, None, 30.0, None,
+    positional = in_agent(agent, aux._build_call_kwargs, "nvidia", MODEL, messages, None, 65536, None, 30.0, None,
                           None, BASE_URL)
     assert positional == built
-    other = in_agent(agent, aux._build_call_kwargs, "custom", "summary-model", messages, max_tokens=65536,
+    other = in_agent(agent, aux._build_call_kwargs, "nvidia", "summary-model", messages, max_tokens=65536,
                      base_url=BASE_URL)
-    assert other == aux._build_call_kwargs.__baton_original__("custom", "summary-model", messages, max_tokens=65536,
+    assert other == aux._build_call_kwargs.__baton_original__("nvidia", "summary-model", messages, max_tokens=65536,
                                                               base_url=BASE_URL)
+
+
+def test_an_auxiliary_call_to_another_model_is_budgeted_on_that_models_route(qwen3_env, agent: LoopAgent) -> None:
+    """A summary model with a ``tokenizer_routes`` entry (its tokenizer and window): the auxiliary call counts with
+    that tokenizer and gets a cap within THAT window, keeping the unconfirmed room (its usage never comes back)."""
+    small = 20_000
+    settings = load_settings({}, {"tokenizer_routes": [{"match": {"model": "summary-*"}, "backend": "hf",
+                                                       "path": str(qwen3_dir()), "context_length": small}]})
+    installed = BatonRuntime(settings, HermesView(model=MODEL, base_url=BASE_URL, context_length=CONTEXT))
+    set_runtime(installed)
+    aux = importlib.import_module("agent.auxiliary_client")
+    messages = _messages()[1:4]
+    with activated():
+        built = in_agent(agent, aux._build_call_kwargs, "nvidia", "summary-model", messages, max_tokens=65536,
+                         base_url="http://10.0.0.2:8000/v1")
+    counter = installed.counter_of(TokenizerConfig(backend="hf", path=str(qwen3_dir())))
+    prompt = counter.count_chat({"messages": messages}).tokens
+    assert built["max_tokens"] == unconfirmed_cap(small, prompt)
+    assert agent.context_compressor.get_status()["output_budget"]["auxiliary_last_reason"] is not None
