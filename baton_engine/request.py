@@ -13,6 +13,8 @@ apply a decision in the field the request already uses.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -95,10 +97,61 @@ class ProviderRequest:
                                self.cap, self.model, self.output_limit)
 
     @cached_property
+    def content_key(self) -> str | None:
+        """What the request says, without what a wire format rewrites: roles, text, tool calls by name and
+        canonical arguments, tool results, tool schemas, prompt options. Why: Hermes' estimators see chat
+        messages while a Responses or Converse transport sends ``input`` items or content blocks built from them
+        (no call ids kept, arguments re-serialised, instructions apart); both views of one request share this
+        key, so it is counted once. None when some part is not JSON."""
+        try:
+            canonical = json.dumps({"messages": [_said(m) for m in self.messages],
+                                    "tools": [_tool_said(t) for t in self.tools],
+                                    "template_kwargs": dict(self.template_kwargs), "options": dict(self.options)},
+                                   sort_keys=True, separators=(",", ":"))
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return "content:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+    @cached_property
     def key(self) -> str | None:
         """The counter's cache key of the count request (one definition, computed once per request): equal
         keys mean one provider-visible prompt; None when the request is not JSON (then never cached)."""
         return request_key(self.count_request(), self.digests)
+
+
+def _text(content: Any) -> str:
+    """Chat content as one text: strings stripped, text parts joined, other parts (media placeholders) as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        return "\n".join(part["text"].strip() if isinstance(part, Mapping) and part.get("type") == "text"
+                         and isinstance(part.get("text"), str) else json.dumps(part, sort_keys=True)
+                         for part in content)
+    return json.dumps(content, sort_keys=True)
+
+
+def _arguments(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments.strip()
+    return arguments
+
+
+def _said(message: Mapping[str, Any]) -> list[Any]:
+    calls = message.get("tool_calls")
+    functions = [call.get("function") for call in calls if isinstance(call, Mapping)] if isinstance(calls, list) else []
+    return [message.get("role"), _text(message.get("content")),
+            [[f.get("name"), _arguments(f.get("arguments"))] for f in functions if isinstance(f, Mapping)]]
+
+
+def _tool_said(tool: Mapping[str, Any]) -> list[Any]:
+    function = tool.get("function")
+    function = function if isinstance(function, Mapping) else tool
+    return [function.get("name"), function.get("description") or "", function.get("parameters")]
 
 
 def positive_int(value: Any) -> int | None:

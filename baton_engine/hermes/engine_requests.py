@@ -87,7 +87,7 @@ class RequestBudgeting:
 
     def count(self, view: ProviderRequest) -> TokenCount:
         """The view's provider-visible size: exact, anchored on real usage, or rough + margin."""
-        return self.ledger.count(view, self.counting())
+        return self.ledger.count(view, self.counting(), by_content=self.route.api_mode in request_view.WIRE_MODES)
 
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
         """An estimator's arguments, counted as the request the transport will send (shares its count); the

@@ -82,6 +82,7 @@ class Ledger:
     sent: dict[str, Any] | None = None  # the count request of the last main request sent
     sent_count: TokenCount | None = None  # what the counter said of it (before calibration)
     memo_key: str | None = None
+    memo_content: str | None = None  # the memo's content key, on routes counted by content
     memo: TokenCount | None = None  # the counter's own count of the last view
     anchor: UsageAnchor = field(default_factory=UsageAnchor)
     check: RouteCheck = field(default_factory=RouteCheck)  # this route's counts against its provider's
@@ -94,16 +95,22 @@ class Ledger:
     request_compactions: int = 0  # requests shortened for themselves (their prompt alone did not fit)
     short_caps: int = 0  # caps lowered below the minimum reply (no room was left; compaction was due)
 
-    def count(self, view: ProviderRequest, counting: Any) -> TokenCount:
+    def count(self, view: ProviderRequest, counting: Any, *, by_content: bool = False) -> TokenCount:
         """One count per distinct view, on the provider's scale (``RouteCheck.adjust``); the same view again
-        (a retry) is answered from the memo."""
+        (a retry) is answered from the memo. ``by_content``: on a route whose wire format is not chat messages
+        (Responses, Converse, Anthropic), the transport's view of the request the estimator just counted is the
+        same request (``ProviderRequest.content_key``), answered from the memo too; it then names the memo, so
+        the request sent pairs with its count."""
         key = view.key
-        if key is not None and key == self.memo_key and self.memo is not None:
+        content = view.content_key if by_content else None
+        if self.memo is not None and ((key is not None and key == self.memo_key)
+                                      or (content is not None and content == self.memo_content)):
             self.memo_hits += 1
+            self.memo_key = key
             return self.check.adjust(self.memo)
         counted = counting.count_chat(view.count_request(), anchor=self.anchor, key=key)
         self.counted += 1
-        self.memo_key, self.memo = key, counted
+        self.memo_key, self.memo_content, self.memo = key, content, counted
         return self.check.adjust(counted)
 
     def trigger_count(self, current_tokens: Any) -> TokenCount | None:

@@ -227,6 +227,10 @@ def from_bedrock_kwargs(request: Mapping[str, Any]) -> ProviderRequest | None:
                            model=str(model) if model else None)
 
 
+# Hermes' api modes whose transport sends another shape than the chat messages its estimators see.
+WIRE_MODES = frozenset({"anthropic_messages", "codex_responses", "bedrock_converse"})
+
+
 def from_provider_kwargs(request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
     """The view of whatever the middleware received, by Hermes' ``api_mode``."""
     if api_mode == "anthropic_messages":

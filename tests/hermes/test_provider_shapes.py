@@ -96,3 +96,33 @@ def test_an_image_request_is_one_key_for_the_estimate_and_hermes_anthropic_trans
     assert transport is not None and transport.count_request() == estimate.count_request()
     assert transport.key == estimate.key
     assert media.placeholder(media.image_tokens(1440, 900)) in transport.messages[1]["content"]
+
+
+def with_tool_calls(turns: int) -> list[dict[str, Any]]:
+    messages = chat(turns)
+    for i in range(3):
+        messages += [{"role": "assistant", "content": None, "tool_calls": [{
+                         "id": f"call_{i}", "type": "function",
+                         "function": {"name": "todo", "arguments": f'{{"item": "step {i}"}}'}}]},
+                     {"role": "tool", "tool_call_id": f"call_{i}", "content": f"added step {i} " * 40}]
+    return messages
+
+
+@pytest.mark.parametrize(("build", "api_mode"), [(responses, "codex_responses"), (bedrock, "bedrock_converse")])
+def test_the_estimate_and_the_wire_request_of_one_turn_are_counted_once(
+        qwen3_env: Path, project: Path, build: Any, api_mode: str) -> None:
+    """Hermes' estimator sees chat messages, its Responses / Converse transport sends what it built from them
+    (no call ids, arguments re-serialised, the system prompt apart): one request, one count, and the request
+    sent pairs with that count (the verification's input)."""
+    engine = started_engine(project, window=WINDOW)
+    first = with_tool_calls(4)
+    engine.on_request(build(first), api_mode=api_mode, model="m")  # the route learns its wire format
+    grown = [*first, {"role": "user", "content": "and the notes?"}]
+    counted_before, hits_before = engine.ledger.counted, engine.ledger.memo_hits
+    estimate = engine.count_estimate(grown[1:], system_prompt=grown[0]["content"], tools=TOOLS)
+    engine.on_request(build(grown), api_mode=api_mode, model="m")
+    assert engine.ledger.counted - counted_before == 1 and engine.ledger.memo_hits - hits_before == 1
+    assert engine.ledger.sent_count is not None and engine.ledger.sent_count.tokens == estimate.tokens
+    # a changed request is counted again: the content key is what the request says
+    engine.on_request(build([*grown, {"role": "user", "content": "one more"}]), api_mode=api_mode, model="m")
+    assert engine.ledger.counted - counted_before == 2
