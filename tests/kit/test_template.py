@@ -21,7 +21,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     package = root / "acme"
     done = venvs.baton(python, "tokens", "new-backend", NAME, "--dir", str(package), cwd=root)
     assert done.returncode == 0, done.stderr
-    venvs.install(python, package, editable=True)  # as its README says: pip install --no-build-isolation -e
+    venvs.install(python, package, editable=True)  # its README's offline install: --no-build-isolation -e
     return python, package
 
 
