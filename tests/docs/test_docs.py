@@ -16,8 +16,10 @@ from pathlib import Path
 
 import click
 import pytest
+import yaml
 
 from baton_engine.cli import cli
+from baton_engine.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -167,3 +169,14 @@ def test_every_hermes_command_shown_exists_with_its_options(tmp_path: Path) -> N
         problems += [f"{invocation!r}: hermes has no option {word}" for word in words
                      if word.startswith("-") and not re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", done.stdout)]
     assert not problems, problems
+
+
+def test_every_baton_block_shown_in_yaml_is_a_valid_setting() -> None:
+    """A `baton:` block people copy into config.yaml must load: unknown or malformed keys stop start-up."""
+    blocks = [(page, yaml.safe_load(match.group(2))) for page in PAGES for match in FENCE.finditer(_text(page))
+              if match.group(1) == "yaml"]
+    baton_blocks = [(page, block["baton"]) for page, block in blocks if isinstance(block, dict) and "baton" in block]
+    assert baton_blocks, "the README shows a config.yaml with a baton: block"
+    for page, block in baton_blocks:
+        settings = load_settings(env={}, hermes_block=block)
+        assert settings.tokenizer.backend == block["tokenizer"]["backend"], page
