@@ -2,7 +2,8 @@
 
 Why a generator and not a cookiecutter: the package must match this core's contract, entry-point group and
 kit exactly, offline, with no extra tool. The generated backend is a small working tokenizer (words and
-punctuation) that passes the kit, so an author starts from green and replaces ``_tokenize``/``_render``.
+punctuation) that passes the kit, so an author starts from green and replaces ``_tokenize``/``_render``. It is
+no model's tokenizer, so its counts say ``exact=False`` until the author's replacement really is one.
 '''
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ from typing import Any
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend, TokenizerConfig
 
 _TOKEN = re.compile(r"\\w+|[^\\w\\s]")
+# exact=True promises a count is what the provider's own tokenizer and chat template give. The words-and-
+# punctuation tokenizer below is no model's, so it says False; set True once _tokenize and _render are your
+# model's (then `baton tokens check $name --reference hf` compares the counts with its Hugging Face tokenizer).
+EXACT = False
 _UNSAFE_IN_SOURCE = re.compile(r"[^A-Za-z0-9._/-]")
 
 
@@ -108,11 +113,10 @@ class $cls(TokenizerBackend):
     def count_text(self, text: str) -> TokenCount:
         if not isinstance(text, str):
             raise CannotCount(f"text must be a str, got {type(text).__name__}")
-        # exact=True promises this is what the provider counts; return exact=False for estimates.
-        return TokenCount(len(_tokenize(text)), exact=True, source=self.source)
+        return TokenCount(len(_tokenize(text)), exact=EXACT, source=self.source)
 
     def count_chat(self, request: ChatRequest) -> TokenCount:
-        return TokenCount(len(_tokenize(_render(request))), exact=True, source=self.source)
+        return TokenCount(len(_tokenize(_render(request))), exact=EXACT, source=self.source)
 
 
 def _tokenize(text: str) -> list[str]:
@@ -179,23 +183,35 @@ README = Template('''\
 # $distribution
 
 A tokenizer backend for [Baton](https://pypi.org/project/baton-engine/), registered as `$name` in the
-entry-point group `baton_engine.tokenizers`.
+entry-point group `baton_engine.tokenizers`. In the venv that has baton-engine, from this directory:
 
 ```
-pip install --no-build-isolation -e .    # next to baton-engine; offline this uses the installed hatchling
+python -m pip install -e '.[test]'       # pip fetches hatchling (the build backend) and pytest
 baton tokens backends                    # lists $name
 BATON_TOKENIZER_BACKEND=$name baton tokens count chat.json
 baton tokens check $name                 # Baton's conformance kit (add --reference hf to compare counts)
-pip install -e '.[test]' && pytest -q    # the same kit from tests/test_conformance.py
+python -m pytest -q                      # the same kit from tests/test_conformance.py, with this venv's pytest
 ```
+
+`chat.json` is a sample request (`{"messages": [...], "tools": [...]}`); count your own the same way.
+Offline, with hatchling and pytest already in the venv: `python -m pip install --no-build-isolation --no-index -e .`.
 
 Select it for Hermes with `baton: {tokenizer: {backend: $name}}` in `config.yaml` (or
 `BATON_TOKENIZER_BACKEND=$name`); `BATON_TOKENIZER_MODEL`, `_PATH`, `_URL` reach `from_config` as
 `TokenizerConfig` fields.
 
 Make it yours in `$module/backend.py`: `_tokenize` is the tokenizer, `_render` the chat format. Count
-exactly what the provider sees, return `exact=False` for estimates, raise `CannotCount` (never quoting the
-request) when you cannot count, and keep the backend thread-safe and `copy.deepcopy`-able.
+exactly what the provider sees, then set `EXACT = True` (the words-and-punctuation starter is no model's
+tokenizer, so it says `exact=False`); raise `CannotCount` (never quoting the request) when you cannot count,
+and keep the backend thread-safe and `copy.deepcopy`-able.
+''')
+
+
+CHAT = Template('''\
+{"messages": [{"role": "system", "content": "You are a careful assistant."},
+              {"role": "user", "content": "Count the tokens of this request with $name."}],
+ "tools": [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]}
 ''')
 
 
@@ -233,7 +249,7 @@ def new_backend(name: str, directory: str | None = None) -> dict[str, object]:
     values = {"name": name, "distribution": distribution, "module": module, "cls": cls,
               "core_version": __version__}
     files = {
-        "pyproject.toml": PYPROJECT, "README.md": README, f"{module}/__init__.py": INIT,
+        "pyproject.toml": PYPROJECT, "README.md": README, "chat.json": CHAT, f"{module}/__init__.py": INIT,
         f"{module}/plugin.py": PLUGIN, f"{module}/backend.py": BACKEND, "tests/test_conformance.py": TEST,
     }
     for relative, template in files.items():
@@ -242,5 +258,5 @@ def new_backend(name: str, directory: str | None = None) -> dict[str, object]:
         path.write_text(template.substitute(values), encoding="utf-8")
     return {"ok": True, "name": name, "distribution": distribution, "directory": str(target),
             "files": sorted(files),
-            "next": [f"pip install --no-build-isolation -e {target}", f"baton tokens check {name}",
-                     f"cd {target} && pytest -q"]}
+            "next": [f"python -m pip install -e '{target}[test]'", f"baton tokens check {name}",
+                     f"cd {target} && python -m pytest -q"]}

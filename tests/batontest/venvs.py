@@ -6,6 +6,7 @@ and the dev venv stays untouched; what the test installs into it is visible only
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -38,6 +39,8 @@ def run_in(python: Path, *args: str, cwd: Path, env: dict[str, str] | None = Non
            timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python args...`` with a minimal environment (no BATON_* settings unless given in ``env``)."""
     base = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if "PYTHONPATH" in os.environ:  # a checkout put first on the path is the one the venv imports too
+        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run([str(python), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env={**base, **(env or {})}, check=False)
 

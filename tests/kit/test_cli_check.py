@@ -117,7 +117,8 @@ def test_new_backend_writes_the_package(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["files"] == ["README.md", "baton_backend_my_tok/__init__.py", "baton_backend_my_tok/backend.py",
-                             "baton_backend_my_tok/plugin.py", "pyproject.toml", "tests/test_conformance.py"]
+                             "baton_backend_my_tok/plugin.py", "chat.json", "pyproject.toml",
+                             "tests/test_conformance.py"]
     assert 'my-tok = "baton_backend_my_tok.plugin"' in (target / "pyproject.toml").read_text()
     assert "class MyTokBackend(TokenizerBackend)" in (target / "baton_backend_my_tok" / "backend.py").read_text()
 
