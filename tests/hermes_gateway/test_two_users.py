@@ -5,9 +5,10 @@ User 1 (``X-Hermes-Session-Key`` ALICE) states a private codename and reviews ei
 and stores handoffs, and its own ``baton_recall`` finds the codename. User 2 (BOB, another conversation) asks to
 resume: the scripted model calls ``baton_resume`` with no arguments (as its schema allows), ``baton_recall`` for the
 codename and ``baton_status``, then reads notes of its own until Baton compacts it. Then user 1 starts a new
-transcript in its conversation and resumes. The model stand-in sees every request: nothing of user 1's (codename,
-file names, objective, handoff ids) is in any request made for user 2, nor in any tool's answer to it; user 1 gets
-its brief back. The gateway runs once for the module (about 40 s); each test reads one tool's part of the run.
+transcript in its conversation and resumes, and a client that sends no session key tries the same tools. The model
+stand-in sees every request: nothing of user 1's (codename, file names, objective, handoff ids) is in any request made
+for user 2, nor in any tool's answer to it; user 1 gets its brief back. The gateway runs once for the module (40-50 s
+on a busy 2-core machine); each test reads one tool's part of the run.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ USER_1_FILES = [f"src/ledger_parser_{n:02d}.py" for n in range(1, 9)]
 USER_2_TASK = "Please resume my earlier work."
 USER_2_FILES = [f"docs/garden_notes_{n:02d}.md" for n in range(1, 5)]
 USER_1_AGAIN = "Resume where we left off."
+KEYLESS_TASK = "Resume the work of this chat."  # a client that sends no X-Hermes-Session-Key
 FILE_WORDS = 700  # ~1.4k Qwen3 tokens per read_file result
 TRIGGER = 9_000  # the fixed part (system prompt + file and Baton tools) is ~4k: a compaction every few files
 TOOLSETS = ["file", "context_engine"]
 # Words only user 1's conversation has (its handoff ids join them once the records exist).
-USER_1_MARKS = (CODENAME, "7731", "ledger_parser", "ledger parser", "Review the eight")
+USER_1_MARKS = (CODENAME, "ledger_parser", "ledger parser", "Review the eight")
 
 
 def source_file(name: str) -> str:
@@ -90,6 +92,7 @@ class Run:
     user_1: Phase
     user_2: Phase
     user_1_again: Phase
+    keyless: Phase
     records: list[dict[str, Any]]
     gateway_log: str
 
@@ -99,7 +102,7 @@ class Run:
                        == hash_session_id(key)), key=lambda r: r["id"])
 
 
-def _phase(gateway: HermesGateway, server: ModelServer, steps: list[Any], final: str, key: str,
+def _phase(gateway: HermesGateway, server: ModelServer, steps: list[Any], final: str, key: str | None,
            text: str) -> Phase:
     policy = server.policy = ScriptedPolicy(steps, final_answer=final)
     start = len(server.requests)
@@ -120,17 +123,19 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
                                baton={"fallback_token_threshold": TRIGGER, "auto_checkpoint_on_end": False})
         home = write_hermes_home(work / "hermes-home", gateway_config(config, project, TOOLSETS))
         with HermesGateway(home, project, hermes_env(home)) as gateway:
-            user_1 = _phase(gateway, server, [*(read(project, n) for n in USER_1_FILES), call("baton_recall", **ASKED)],
-                            "Reviewed the parsers.", ALICE, USER_1_TASK)
+            reviews = [*(read(project, n) for n in USER_1_FILES), call("baton_recall", **ASKED)]
+            user_1 = _phase(gateway, server, reviews, "Reviewed the parsers.", ALICE, USER_1_TASK)
             # the guessed codename last: no compaction of user 2 takes the model's own words into a brief
             user_2 = _phase(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
                                               call("baton_status"), *(read(project, n) for n in USER_2_FILES),
                                               call("baton_recall", **GUESSED)], "Read the notes.", BOB, USER_2_TASK)
             user_1_again = _phase(gateway, server, [call("baton_resume"), call("baton_status")],
                                   "Resumed.", ALICE, USER_1_AGAIN)
+            keyless = _phase(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
+                                               call("baton_status")], "Nothing to resume.", None, KEYLESS_TASK)
             log = gateway.log_tail(200_000)
         assert not server.rejections, [(r.index, r.rejection) for r in server.rejections]
-    yield Run(user_1, user_2, user_1_again, handoff_records(project), log)
+    yield Run(user_1, user_2, user_1_again, keyless, handoff_records(project), log)
 
 
 def user_1_marks(run: Run) -> list[str]:
@@ -188,6 +193,7 @@ def test_baton_resume_without_arguments_finds_only_the_own_conversation(run: Run
     assert not answer["ok"] and answer["error"]["kind"] == "not_found", answer
     assert_nothing_of_user_1(run, text, "user 2's baton_resume answer")
     ((mine, my_text),) = run.user_1_again.tool_answers("baton_resume")  # a new transcript in user 1's conversation
+    assert run.user_1_again.reply.session_id != run.user_1.reply.session_id  # another Hermes session
     assert mine["ok"] and mine["handoff"]["id"] == run.owned_by(ALICE)[-1]["id"], mine
     assert CODENAME in my_text and "ledger_parser" in my_text
 
@@ -221,3 +227,19 @@ def test_the_brief_at_user_2s_compaction_continues_nothing_of_user_1(run: Run) -
     for record in run.owned_by(BOB):
         assert_nothing_of_user_1(run, json.dumps(record), f"user 2's record {record['id']}")
     assert any("ledger_parser" in block for block in run.user_1.handoff_blocks())  # user 1's own brief has them
+
+
+def test_a_client_without_a_session_key_is_scoped_by_its_session(run: Run) -> None:
+    """Without ``X-Hermes-Session-Key`` Hermes passes no conversation_id; Baton then keys the conversation by
+    the session id the API server derived (Hermes' own fallback), and sees nothing of anyone else's."""
+    ((resumed, resumed_text),) = run.keyless.tool_answers("baton_resume")
+    ((recalled, recalled_text),) = run.keyless.tool_answers("baton_recall")
+    ((status, status_text),) = run.keyless.tool_answers("baton_status")
+    assert run.keyless.reply.session_key is None and run.keyless.reply.session_id.startswith("api-")
+    assert status["scope"] == {"kind": "owner", "platform": "api_server",
+                               "conversation_id": hash_session_id(run.keyless.reply.session_id)}
+    assert not resumed["ok"] and recalled["hits"] == [] and status["counts"] == {}
+    for text in (resumed_text, recalled_text, status_text,
+                 *(without_the_models_query(r.messages) for r in run.keyless.requests)):
+        assert_nothing_of_user_1(run, text, "the keyless client's request")
+        assert "garden_notes" not in text  # nor of user 2's
