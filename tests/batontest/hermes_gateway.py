@@ -117,12 +117,16 @@ class HermesGateway:
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:] if self.log_path.exists() else ""
 
-    def chat(self, session_key: str | None, messages: list[dict[str, Any]]) -> ChatReply:
+    def chat(self, session_key: str | None, messages: list[dict[str, Any]], *,
+             session_id: str | None = None) -> ChatReply:
         """One non-streaming chat completion, authenticated, in the conversation ``session_key``
-        (``X-Hermes-Session-Key``; None sends no header: Hermes then keys the session by its id alone)."""
+        (``X-Hermes-Session-Key``; None sends no header: Hermes then keys the session by its id alone);
+        ``session_id`` continues that Hermes session (``X-Hermes-Session-Id``: its history comes from state.db)."""
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"}
         if session_key is not None:
             headers["X-Hermes-Session-Key"] = session_key
+        if session_id is not None:
+            headers["X-Hermes-Session-Id"] = session_id
         body = json.dumps({"model": "hermes-agent", "messages": messages}).encode()
         request = urllib.request.Request(f"{self.url}/v1/chat/completions", data=body, headers=headers)
         try:

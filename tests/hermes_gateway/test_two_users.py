@@ -5,7 +5,8 @@ User 1 (``X-Hermes-Session-Key`` ALICE) states a private codename and reviews ei
 and stores handoffs, and its own ``baton_recall`` finds the codename. User 2 (BOB, another conversation) asks to
 resume: the scripted model calls ``baton_resume`` with no arguments (as its schema allows), ``baton_recall`` for the
 codename and ``baton_status``, then reads notes of its own until Baton compacts it. Then user 1 starts a new
-transcript in its conversation and resumes, and a client that sends no session key tries the same tools. The model
+transcript in its conversation and resumes, and a client that sends no session key tries the same tools, then works
+until it compacts and continues its session (``X-Hermes-Session-Id``) to resume its own handoff. The model
 stand-in sees every request: nothing of user 1's (codename, file names, objective, handoff ids) is in any request made
 for user 2, nor in any tool's answer to it; user 1 gets its brief back. The gateway runs once for the module (40-50 s
 on a busy 2-core machine); each test reads one tool's part of the run.
@@ -38,6 +39,7 @@ USER_1_TASK = f"My private codename is {CODENAME}. Review the eight ledger parse
 USER_1_FILES = [f"src/ledger_parser_{n:02d}.py" for n in range(1, 9)]
 USER_2_TASK = "Please resume my earlier work."
 USER_2_FILES = [f"docs/garden_notes_{n:02d}.md" for n in range(1, 5)]
+KEYLESS_FILES = [f"docs/tide_tables_{n:02d}.md" for n in range(1, 5)]
 USER_1_AGAIN = "Resume where we left off."
 KEYLESS_TASK = "Resume the work of this chat."  # a client that sends no X-Hermes-Session-Key
 FILE_WORDS = 700  # ~1.4k Qwen3 tokens per read_file result
@@ -93,19 +95,21 @@ class Run:
     user_2: Phase
     user_1_again: Phase
     keyless: Phase
+    keyless_work: Phase
+    keyless_again: Phase
     records: list[dict[str, Any]]
 
     def owned_by(self, key: str) -> list[dict[str, Any]]:
-        """The records of one conversation, oldest first (ids are UUID v7: time-ordered)."""
+        """The records of one conversation (its session key, or its session id without one), oldest first (ids are UUID v7: time-ordered)."""
         return sorted((r for r in self.records if (r["origin"].get("owner") or {}).get("conversation_id")
                        == hash_session_id(key)), key=lambda r: r["id"])
 
 
 def _phase(gateway: HermesGateway, server: ModelServer, steps: list[Any], final: str, key: str | None,
-           text: str) -> Phase:
+           text: str, session_id: str | None = None) -> Phase:
     policy = server.policy = ScriptedPolicy(steps, final_answer=final)
     start = len(server.requests)
-    reply = gateway.chat(key, [{"role": "user", "content": text}])
+    reply = gateway.chat(key, [{"role": "user", "content": text}], session_id=session_id)
     assert policy.position == len(steps), f"the model's script did not run to its end:\n{gateway.log_tail()}"
     return Phase(reply, server.requests[start:])
 
@@ -114,7 +118,7 @@ def _phase(gateway: HermesGateway, server: ModelServer, steps: list[Any], final:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     require_gateway()
     work = tmp_path_factory.mktemp("gateway")
-    files = {name: source_file(name) for name in USER_1_FILES + USER_2_FILES}
+    files = {name: source_file(name) for name in USER_1_FILES + USER_2_FILES + KEYLESS_FILES}
     project = git_project(work / "project", {**PROJECT_FILES, **files})
     baton_init(project)
     with ModelServer(ScriptedPolicy([]), context_window=WINDOW) as server:
@@ -132,8 +136,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
                                   "Resumed.", ALICE, USER_1_AGAIN)
             keyless = _phase(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
                                                call("baton_status")], "Nothing to resume.", None, KEYLESS_TASK)
+            keyless_work = _phase(gateway, server, [read(project, n) for n in KEYLESS_FILES], "Read the tides.",
+                                  None, "Read the tide tables under docs/.")
+            keyless_again = _phase(gateway, server, [call("baton_resume")], "Resumed.", None, "Where were we?",
+                                   session_id=keyless_work.reply.session_id)
         assert not server.rejections, [(r.index, r.rejection) for r in server.rejections]
-    yield Run(user_1, user_2, user_1_again, keyless, handoff_records(project))
+    yield Run(user_1, user_2, user_1_again, keyless, keyless_work, keyless_again, handoff_records(project))
 
 
 def user_1_marks(run: Run) -> list[str]:
@@ -170,8 +178,10 @@ def test_the_gateway_keys_each_conversation_by_its_session_key(run: Run) -> None
     (stored hashed); both users compacted, into their own records."""
     assert run.user_1.reply.session_key == ALICE and run.user_2.reply.session_key == BOB
     assert run.user_1.reply.session_id != run.user_2.reply.session_id
-    mine, theirs = run.owned_by(ALICE), run.owned_by(BOB)
-    assert len(mine) >= 2 and len(theirs) >= 1 and len(mine) + len(theirs) == len(run.records)
+    assert len(run.owned_by(ALICE)) >= 2 and len(run.owned_by(BOB)) >= 1
+    keyless = run.keyless_work.reply.session_id  # no session key: the session id is the conversation
+    conversations = {hash_session_id(key) for key in (ALICE, BOB, keyless)}
+    assert {r["origin"]["owner"]["conversation_id"] for r in run.records} == conversations
     for record in run.records:
         assert_conforms(record)
         assert record["origin"]["owner"]["platform"] == "api_server"
@@ -240,3 +250,13 @@ def test_a_client_without_a_session_key_is_scoped_by_its_session(run: Run) -> No
                  *(without_the_models_query(r.messages) for r in run.keyless.requests)):
         assert_nothing_of_user_1(run, text, "the keyless client's request")
         assert "garden_notes" not in text  # nor of user 2's
+
+
+def test_a_keyless_client_continuing_its_session_resumes_its_own_handoff(run: Run) -> None:
+    """The keyless client's own work survives: after a compaction it continues its Hermes session
+    (``X-Hermes-Session-Id``, the id the gateway answered with) and ``baton_resume`` finds its handoff."""
+    own = run.owned_by(run.keyless_work.reply.session_id)
+    ((answer, text),) = run.keyless_again.tool_answers("baton_resume")
+    assert own and answer["ok"] and answer["handoff"]["id"] == own[-1]["id"], answer
+    assert "tide_tables_01" in text
+    assert_nothing_of_user_1(run, text, "the keyless client's own resume")
