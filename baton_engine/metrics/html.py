@@ -172,7 +172,8 @@ def _chart(data: dict[str, Any]) -> str:
         tip = (f"compaction {c['n']}: {_n(c.get('before'))} → {_n(c.get('after'))} tokens, kept {_n(c.get('kept'))},"
                f" stubbed {_n(c.get('stubbed'))}, recallable {_n(c.get('recallable'))}, handoff "
                f"{_n(c.get('short_id'))}{' degraded ' + str(c['degraded']) if c.get('degraded') else ''}")
-        out.append(f'<line class="compaction" data-compaction="{c["n"]}" data-handoff="{escape(str(c.get("handoff") or ""))}"'
+        handoff = escape(str(c.get("handoff") or ""))
+        out.append(f'<line class="compaction" data-compaction="{c["n"]}" data-handoff="{handoff}"'
                    f' x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 12}" y2="{TOP + plot_h}" stroke="{COLORS["compaction"]}" '
                    f'stroke-width="2" stroke-dasharray="4 2"><title>{escape(tip)}</title></line>')
         out.append(f'<text x="{x + 3:.1f}" y="{TOP - 4}" fill="{COLORS["compaction"]}">C{c["n"]}</text>')
@@ -197,7 +198,8 @@ def _table(table_id: str, columns: list[tuple[str, str]], rows: list[list[Any]],
     body = "".join("<tr>" + "".join(f'<td class="{cls}">{_n(v)}</td>' for v, (_name, cls) in zip(row, columns,
                                                                                                 strict=True))
                    + "</tr>" for row in rows)
-    return f'<div class="scroll"><table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    return (f'<div class="scroll"><table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+            "</table></div>")
 
 
 def _compactions(compactions: list[dict[str, Any]]) -> str:

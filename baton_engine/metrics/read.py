@@ -51,7 +51,7 @@ def sessions(data_dir: Path, scope: Scope | None = None) -> list[SessionLog]:
         log = SessionLog(path, header)
         if scope is None or scope.admits_owner(log.owner):
             found.append(log)
-    return found
+    return sorted(found, key=lambda log: (str(log.header.get("started", "")), log.name))  # to the microsecond
 
 
 def find_session(logs: list[SessionLog], ref: str | None) -> SessionLog | None:
@@ -67,7 +67,8 @@ def find_session(logs: list[SessionLog], ref: str | None) -> SessionLog | None:
              or (hashed and log.header.get("session_hash") == hashed)]
     if exact:
         return exact[-1]
-    prefixed = [log for log in logs if log.name.startswith(wanted) or str(log.header.get("session", "")).startswith(wanted)]
+    prefixed = [log for log in logs
+                if log.name.startswith(wanted) or str(log.header.get("session", "")).startswith(wanted)]
     return prefixed[0] if len(prefixed) == 1 else None
 
 
