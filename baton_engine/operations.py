@@ -782,7 +782,7 @@ def report(start: Path | str | None = None, session: str | None = None, *, html:
     data = read.report_data(log)
     target = Path(html) if html is not None else log.path.with_suffix(".html")
     try:
-        target.write_text(page.render(data), encoding="utf-8")
+        store.atomic_write(target, page.render(data).encode("utf-8"))  # replaces a symlink, never follows it
     except OSError as exc:
         raise UserInputError(f"cannot write the report to {target}: {exc.strerror or type(exc).__name__}; "
                              "pass --html with a writable path") from None

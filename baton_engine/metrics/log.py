@@ -101,20 +101,31 @@ class MetricsLog:
         return number
 
     def _append(self, path: Path, line: bytes) -> None:
-        if not path.parent.is_dir():
-            path.parent.mkdir(exist_ok=True)
-            (path.parent / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
-        handle = open(path, "ab")  # noqa: SIM115 - reopened after a rotation
+        """Append under the project's ``.baton/`` only: a symlinked directory or file is refused, never followed
+        (a write outside the project is worse than a lost event)."""
+        directory = path.parent
+        if directory.is_symlink() or directory.parent.is_symlink():
+            raise OSError("metrics directory is a symlink")
+        if not directory.is_dir():
+            directory.mkdir(exist_ok=True)
+            (directory / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+        fd = _open_append(path)
         try:
-            if handle.tell() and handle.tell() + len(line) > SEGMENT_BYTES:
-                handle.close()
+            size = os.fstat(fd).st_size
+            if size and size + len(line) > SEGMENT_BYTES:
+                os.close(fd)
+                fd = -1
                 os.replace(path, path.with_name(path.name + PREVIOUS))
-                handle = open(path, "ab")  # noqa: SIM115
-            if handle.tell() == 0:
-                handle.write(_line({"ev": "session", "n": 0, "t": round(time.time(), 3), **self.header}))
-            handle.write(line)
+                fd, size = _open_append(path), 0
+            os.write(fd, (_line({"ev": "session", "n": 0, "t": round(time.time(), 3), **self.header}) if size == 0
+                          else b"") + line)
         finally:
-            handle.close()
+            if fd >= 0:
+                os.close(fd)
+
+
+def _open_append(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
 
 
 def _line(event: dict[str, Any]) -> bytes:

@@ -44,7 +44,7 @@ def sessions(data_dir: Path, scope: Scope | None = None) -> list[SessionLog]:
     """The project's session logs that ``scope`` sees, oldest first."""
     directory = metrics_dir(data_dir)
     found = []
-    for path in sorted(directory.glob(f"*{SUFFIX}")) if directory.is_dir() else []:
+    for path in sorted(directory.glob(f"*{SUFFIX}")) if directory.is_dir() and not directory.is_symlink() else []:
         if path.is_symlink() or not path.is_file():
             continue
         header = next((e for e in _events(path) if e.get("ev") == "session"), {})

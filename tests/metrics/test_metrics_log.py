@@ -67,6 +67,22 @@ def test_a_failed_write_is_dropped_and_logged_once(project: Path, caplog: pytest
     assert len([r for r in caplog.records if "metrics event dropped" in r.message]) == 1
 
 
+def test_a_symlinked_metrics_dir_or_log_is_never_followed(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".baton" / "metrics").symlink_to(outside, target_is_directory=True)
+    log = started(project)
+    request(log, 1)
+    assert log.dropped == 1 and list(outside.iterdir()) == []
+    (project / ".baton" / "metrics").unlink()
+    log = started(project)
+    target = outside / "victim"
+    Path(log.path).parent.mkdir()
+    Path(log.path).symlink_to(target)
+    request(log, 1)
+    assert log.dropped == 1 and not target.exists()
+
+
 def test_an_oversized_event_is_dropped_not_written(project: Path) -> None:
     log = started(project)
     request(log, 1)
