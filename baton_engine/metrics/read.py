@@ -180,3 +180,14 @@ def _summary(data: dict[str, Any]) -> dict[str, Any]:
         "route_verdict": check.get("verdict"), "route_ratio": check.get("ratio"),
         "duration_seconds": round(times[-1] - times[0], 1) if len(times) > 1 else 0.0,
     }
+
+
+def latest_route_check(data_dir: Path, scope: Scope | None = None) -> dict[str, Any] | None:
+    """The route verdict (``RouteCheck`` state after the last reported response: verdict, counted vs reported,
+    ratio) of the latest session ``scope`` sees that has one, for ``baton doctor``; None when no session has."""
+    for log in reversed(sessions(data_dir, scope)):
+        checks = [e for e in events(log)[0] if e.get("ev") == "usage" and isinstance(e.get("route_check"), dict)]
+        if checks:
+            return {"session": log.header.get("session"), "request": checks[-1].get("request"),
+                    **checks[-1]["route_check"]}
+    return None

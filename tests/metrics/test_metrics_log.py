@@ -173,3 +173,14 @@ def test_cli_writes_the_page_and_prints_the_same_data(project: Path, tmp_path: P
     nowhere.mkdir()
     missing = run_baton("report", "--json", cwd=nowhere)
     assert missing.code == 4 and "baton init" in missing.data["error"]["message"]
+
+
+def test_doctor_reads_the_latest_route_verdict(project: Path) -> None:
+    assert read.latest_route_check(project / ".baton") is None
+    first = started(project, "one")
+    request(first, 10)
+    first.emit("usage", request=1, reported=20, route_check={"verdict": "calibrated", "ratio": 2.0})
+    request(started(project, "two"), 10)  # a later session with no response yet
+    verdict = read.latest_route_check(project / ".baton")
+    assert verdict == {"session": metrics_log.session_key("one"), "request": 1, "verdict": "calibrated",
+                       "ratio": 2.0}
