@@ -31,9 +31,10 @@ def report_command(session: str | None, html_path: Path | None, platform: str | 
 
     def render(console: Console, result: dict[str, Any]) -> None:
         summary = result["summary"]
+        peak = (f"peak {summary['peak_prompt']:,} of {summary['peak_window']:,} tokens"
+                if summary["peak_prompt"] is not None else "no counted prompt")
         console.print(Text(f"session {result['session']}: {summary['requests']} requests, "
-                           f"{summary['compactions']} compactions, peak {summary['peak_prompt']} of "
-                           f"{summary['peak_window']} tokens, counting {summary['counting_mode']}, "
+                           f"{summary['compactions']} compactions, {peak}, counting {summary['counting_mode']}, "
                            f"route {summary['route_verdict'] or 'unconfirmed'}, {summary['refusals']} refusals"))
         console.print(Text(f"report: {result['html']}"))
 
