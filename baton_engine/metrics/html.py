@@ -12,8 +12,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-WIDTH, HEIGHT = 960, 340
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 36
+WIDTH, HEIGHT = 960, 356
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 52
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 CSS = """
