@@ -763,3 +763,27 @@ def migrate(start: Path | str | None = None, *, dry_run: bool = False) -> dict[s
     """Move a legacy ``.threadline/`` to ``.baton/`` (rewrites only ``$schema``); explicit request only."""
     paths = _project(start)
     return {"ok": True, **store.migrate_legacy(paths.root, dry_run=dry_run)}
+
+
+def report(start: Path | str | None = None, session: str | None = None, *, html: Path | str | None = None,
+           scope: Scope | None = None) -> dict[str, Any]:
+    """A session's report (default: the project's latest session ``scope`` sees): the data of its metrics log,
+    and the self-contained HTML page written to ``html`` (default: beside the log, ``<log>.html``)."""
+    from baton_engine.metrics import html as page
+    from baton_engine.metrics import read
+
+    paths = _project(start)
+    logs = read.sessions(paths.data_dir, scope)
+    log = read.find_session(logs, session)
+    if log is None:
+        known = ", ".join(entry.name for entry in logs[-5:]) or "none yet (a session writes one as it runs)"
+        what = "no session log" if session is None else f"no single session log matches {session!r}"
+        raise NotFoundError(f"{what} in {paths.data_dir / 'metrics'}; latest sessions: {known}")
+    data = read.report_data(log)
+    target = Path(html) if html is not None else log.path.with_suffix(".html")
+    try:
+        store.atomic_write(target, page.render(data).encode("utf-8"))  # replaces a symlink, never follows it
+    except OSError as exc:
+        raise UserInputError(f"cannot write the report to {target}: {exc.strerror or type(exc).__name__}; "
+                             "pass --html with a writable path") from None
+    return {"ok": True, "html": str(target), **data}

@@ -129,9 +129,10 @@ class Narrator:
         )
 
 
-def run(workdir: Path, *, builtin: bool = False, max_tokens: int = OUTPUT_DEFAULT) -> tuple[int, Outcome]:
+def run(workdir: Path, *, builtin: bool = False, max_tokens: int = OUTPUT_DEFAULT,
+        report: Path | None = None) -> tuple[int, Outcome]:
     """The scripted session in the real loop, with Baton (or, ``builtin``, Hermes' own compressor);
-    ``max_tokens`` is config.yaml's ``model.max_tokens``."""
+    ``max_tokens`` is config.yaml's ``model.max_tokens``; ``report``: where Baton's session report is written."""
     project = git_project(workdir / "inventory-service", {
         "README.md": "# inventory service\n", "src/parser.py": "def parse(line):\n    return line.split()\n"})
     if not builtin:
@@ -187,7 +188,22 @@ def run(workdir: Path, *, builtin: bool = False, max_tokens: int = OUTPUT_DEFAUL
         return 0, outcome
     # the model read the recall answers in its next requests (the last compaction took them out of history)
     recalled = show_recall([m for request in server.main_requests for m in request.messages])
-    return summarize(project, narrator, outcome.refused) or (0 if recalled else 1), outcome
+    code = summarize(project, narrator, outcome.refused) or (0 if recalled else 1)
+    return code or (0 if report is None or write_report(project, report) else 1), outcome
+
+
+def write_report(project: Path, target: Path) -> bool:
+    """``baton report`` of the session just run, written outside the demo's temporary directory."""
+    from baton_engine import operations
+
+    result, _code = operations.call(operations.report, project, html=target)
+    if not result.get("ok"):
+        console.print(f"[red]baton report failed: {result.get('error')}[/]")
+        return False
+    summary = result["summary"]
+    console.print(f"session report ({summary['requests']} requests, {summary['compactions']} compactions; "
+                  f"open it in a browser): {result['html']}")
+    return True
 
 
 def observe(arm: str, server: ModelServer, narrator: Narrator) -> Outcome:
@@ -305,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", action="store_true",
                         help="then run the same session under Hermes' built-in compressor and compare")
+    parser.add_argument("--report", type=Path, default=Path(tempfile.gettempdir()) / "baton-demo-report.html",
+                        help="where to write Baton's HTML session report (default: %(default)s)")
     parser.add_argument("--builtin-outcome", type=Path, help=argparse.SUPPRESS)  # the compare run's child
     parser.add_argument("--builtin-cap", type=int, default=OUTPUT_DEFAULT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -315,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                 _code, outcome = run(Path(tmp), builtin=True, max_tokens=args.builtin_cap)
                 args.builtin_outcome.write_text(json.dumps(asdict(outcome)), encoding="utf-8")
                 return 0
-            code, outcome = run(Path(tmp))
+            code, outcome = run(Path(tmp), report=args.report.resolve())
             os.chdir(cwd)
             return (compare(outcome, Path(tmp)) if args.compare else 0) or code
         finally:

@@ -29,3 +29,4 @@ from baton_engine.cli import tokens as _tokens  # noqa: E402,F401  (attaches `ba
 from baton_engine.cli import handoff as _handoff  # noqa: E402,F401  (attaches the handoff commands)
 from baton_engine.cli import project as _project  # noqa: E402,F401  (attaches init/status/detect/doctor/...)
 from baton_engine.cli import hermes as _hermes  # noqa: E402,F401  (attaches `baton hermes`)
+from baton_engine.cli import report as _report  # noqa: E402,F401  (attaches `baton report`)

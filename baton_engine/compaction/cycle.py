@@ -352,7 +352,8 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
         tail_messages=built.tail_messages,
         archived_draft=archived,
         extras={"scan": {"messages": len(messages), "region_messages": len(plan.region),
-                         "scanned_at_compaction": scanned_now}},
+                         "scanned_at_compaction": scanned_now},
+                "stubbed": built.inflight_elided, "recallable": len(plan.region) if kept is not None else 0},
     )
 
 

@@ -77,9 +77,12 @@ class Scope:
         return self.platform is None and self.conversation_id is None
 
     def admits(self, record: HandoffRecord) -> bool:
+        return self.admits_owner(owner_of(record))
+
+    def admits_owner(self, theirs: Owner | None) -> bool:
+        """Whether this scope sees what ``theirs`` owns (a handoff, a session's metrics log)."""
         if self.project_wide:
             return True
-        theirs = owner_of(record)
         return theirs is not None and self.platform in (None, theirs.platform) \
             and self.conversation_id in (None, theirs.conversation_id)
 

@@ -28,12 +28,13 @@ from baton_engine.compaction import cycle, is_baton_message, scan, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
-from baton_engine.hermes import status, tools
+from baton_engine.hermes import metrics, status, tools
 from baton_engine.hermes.config import ENGINE_NAME, agent_cwd
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
+from baton_engine.metrics.log import MetricsLog
 from baton_engine.recall import SessionStoreSource
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -75,6 +76,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.not_initialised_notified = False
         self.policy = policy.PolicyState()
         self.ledger = Ledger()
+        self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.failure_until = 0.0
         self.turns = 0
         self.scanned_upto = 0  # messages of the current list scanned ahead for the next compaction
@@ -255,6 +257,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                   force: bool) -> list[dict[str, Any]]:
         runtime = get_runtime()
+        started = time.perf_counter()
         settings = self._settings()
         now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
         view = self.ledger.view_of(messages)
@@ -288,6 +291,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self._absorb(outcome)
         self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
         after = self.count(view.with_conversation(outcome.messages))
+        metrics.compaction(self, outcome, before, after, seconds=time.perf_counter() - started)
         if after.tokens is not None:
             self.policy = policy.after_compaction(self.policy, after.tokens, limits)
         else:
@@ -348,6 +352,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.scope = Scope.for_session(self.owner, share=self._settings().share_handoffs)
         own = None if not self.scope.project_wide else self._session_lineage(session_id)
         self.last_handoff = session.latest_ready_summary(self._project_dir(), self.scope, own)
+        self.metrics = metrics.start(self, session_id)
 
     def _session_lineage(self, session_id: str) -> list[str]:
         """This session and its compression ancestors (Hermes' SessionDB when bound), hashed as records

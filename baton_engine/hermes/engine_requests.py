@@ -9,11 +9,12 @@ estimators' and the middleware's counts, the output budget). State lives on the 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from baton_engine.budget import OutputDecision, apply_output, decide_output
 from baton_engine.compaction.builder import degrade_messages
-from baton_engine.hermes import request_view
+from baton_engine.hermes import metrics, request_view
 from baton_engine.hermes.ledger import frame_tokens
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.request import ProviderRequest
@@ -49,7 +50,9 @@ class RequestBudgeting:
     def observe_reported(self, prompt_tokens: int) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
         said once (a warning, then status and doctor) when it shows the counts are off."""
-        if self.ledger.observe_usage(prompt_tokens):
+        flipped = self.ledger.observe_usage(prompt_tokens)
+        metrics.reported(self, prompt_tokens, flipped=flipped)
+        if flipped:
             check = self.ledger.check
             LOGGER.warning("baton counts disagree with the provider: counted=%s reported=%s ratio=%.3f source=%s; "
                            "budgets now use the provider's scale (calibrated)", check.last.counted if check.last
@@ -63,6 +66,7 @@ class RequestBudgeting:
         if refusal.prompt_exact and refusal.prompt_tokens is not None and refusal.prompt_tokens > 0:
             self.observe_reported(refusal.prompt_tokens)  # a bound ("at least N") is no size to calibrate on
         self.ledger.refusals += 1
+        metrics.refusal(self, refusal)
         LOGGER.warning("baton saw a context-length refusal kind=%s window=%s prompt=%s", refusal.kind,
                        refusal.window, refusal.prompt_tokens)
 
@@ -102,6 +106,7 @@ class RequestBudgeting:
         """A provider request about to be sent: its output budget, applied in the field it already uses.
 
         Returns the rewritten request, or None to leave it unchanged."""
+        started, shortened = time.perf_counter(), self.ledger.request_compactions
         view = request_view.from_provider_kwargs(request, api_mode)
         if view is None:
             return None
@@ -122,6 +127,8 @@ class RequestBudgeting:
                 decision, rewritten = self._budget(request, view, counted)
                 rewritten = rewritten if rewritten is not None else request
         self.ledger.decided(decision, auxiliary=auxiliary)
+        metrics.request(self, view, counted, decision, auxiliary=auxiliary, seconds=time.perf_counter() - started,
+                        shortened=self.ledger.request_compactions > shortened)
         LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,
                     counted.source, auxiliary)
         return rewritten

@@ -48,8 +48,9 @@ def table_rows(text: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_compare_prints_both_outcomes_from_the_runs() -> None:
-    out, table_text = run_demo("--compare").split("Side by side: the same scripted session")
+def test_compare_prints_both_outcomes_from_the_runs(tmp_path: Path) -> None:
+    out, table_text = run_demo("--compare", "--report", str(tmp_path / "report.html")).split(
+        "Side by side: the same scripted session")
     baton, same_config, hand_cap = out.split(SECTIONS[1])  # Baton's run, then the built-in's two
     assert SECTIONS[0] in baton
     table = table_rows(table_text)
@@ -62,6 +63,12 @@ def test_compare_prints_both_outcomes_from_the_runs() -> None:
     assert table["LLM calls for summaries"][0] == "0"
     assert table["round-1 line 'r1i0 L003' recalled by the model"] == ["yes", "no", "no"]
     assert "baton_recall search 'r1i0 L003':" in baton
+    # the session's report, written outside the demo's temporary directory, counts what the run narrated
+    report = re.search(r"session report \((\d+) requests, (\d+) compactions; open it in a browser\): (\S+)", baton)
+    assert report is not None and Path(report.group(3)) == tmp_path / "report.html"
+    assert "<svg" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert [int(report.group(1)), int(report.group(2))] == [int(table["model calls"][0]),
+                                                            int(table["compactions"][0])]
     # the built-in with the same config.yaml: the 65,536-token output default is refused at once
     assert int(table["requests refused by the server"][1]) == int(table["model calls"][1]) > 0
     assert table["last request answered"] == ["yes", "no", "yes"]

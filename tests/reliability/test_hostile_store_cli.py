@@ -171,7 +171,7 @@ def commands(good: str, draft: str, outside: Path) -> tuple[list[list[str]], str
         ["resume", good], ["resume", str(outside / "record.json")], ["record", "decision", draft, "--input", "-"],
         ["checkpoint", "create", "--title", "t", "--objective", "o", "--state", "s"], ["fork", good, "--label", "b"],
         ["merge", good, draft], ["detect", "--event", '{"explicit": true}'], ["doctor"], ["gc", "--dry-run"],
-        ["gc"], ["audit"], ["migrate", "--dry-run"], ["init"],
+        ["gc"], ["audit"], ["migrate", "--dry-run"], ["init"], ["report"],
     ], decision
 
 

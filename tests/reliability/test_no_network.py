@@ -41,6 +41,7 @@ def cli_commands(project: Path, draft: str, ready: str, text_file: Path) -> list
         ["resume"], ["resume", ready, "--format", "json"], ["checkpoint", "create", "--title", "t", "--objective", "o", "--state", "s"],
         ["fork", ready, "--label", "b"], ["detect", "--event", '{"explicit": true}'], ["doctor"], ["audit"],
         ["gc", "--dry-run"], ["migrate", "--dry-run"], ["tokens", "backends"], ["tokens", "count", str(text_file)],
+        ["report"],
     ]
 
 

@@ -1,0 +1,42 @@
+"""``baton report``: a session's metrics as a self-contained HTML page (and ``--json``, the same data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from baton_engine import operations
+from baton_engine.cli import cli
+from baton_engine.cli.output import json_option, root_option, run
+from baton_engine.handoff.owner import Scope
+
+
+@cli.command("report")
+@click.argument("session", required=False)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the page (default: beside the session's log, .baton/metrics/<session>.html).")
+@click.option("--platform", help="Only sessions run on this Hermes platform (cli, telegram, ...).")
+@click.option("--session-key", "conversation_id", metavar="KEY",
+              help="Only one conversation's sessions: its gateway session key (or its stored sha256: hash).")
+@root_option
+@json_option
+def report_command(session: str | None, html_path: Path | None, platform: str | None, conversation_id: str | None,
+                   root: Path | None, as_json: bool) -> None:
+    """Write the HTML report of SESSION (a log name, session key or prefix, or a Hermes session id; default: the
+    latest session of this project) and print its summary; --json prints the report's data."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        summary = result["summary"]
+        peak = (f"peak {summary['peak_prompt']:,} of {summary['peak_window']:,} tokens"
+                if summary["peak_prompt"] is not None else "no counted prompt")
+        console.print(Text(f"session {result['session']}: {summary['requests']} requests, "
+                           f"{summary['compactions']} compactions, {peak}, counting {summary['counting_mode']}, "
+                           f"route {summary['route_verdict'] or 'unconfirmed'}, {summary['refusals']} refusals"))
+        console.print(Text(f"report: {result['html']}"))
+
+    scope = Scope.filter(platform, conversation_id)
+    run(as_json, lambda: operations.report(root, session, html=html_path, scope=scope), render)

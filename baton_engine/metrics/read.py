@@ -1,0 +1,193 @@
+"""A session's metrics log read back as the report's data: requests, compactions, counting-mode changes,
+breaker events, refusals, the route's verdict and a summary.
+
+Why derived here and not logged: a mode change or a breaker event is a difference between two requests; the
+log states each request once and this module finds the changes, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baton_engine.handoff.capture import hash_session_id
+from baton_engine.handoff.model import Owner
+from baton_engine.handoff.owner import Scope
+from baton_engine.metrics.log import PREVIOUS, SUFFIX, metrics_dir
+
+MAX_READ_BYTES = 4 * 1024 * 1024  # larger than any log the writer keeps: a bigger file is not one of its logs
+
+
+@dataclass(frozen=True)
+class SessionLog:
+    """One session's log file and its header (the first ``session`` line)."""
+
+    path: Path
+    header: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.path.name[: -len(SUFFIX)]
+
+    @property
+    def owner(self) -> Owner | None:
+        owner = self.header.get("owner")
+        try:
+            return Owner(**owner) if isinstance(owner, dict) else None
+        except ValueError:
+            return None
+
+
+def sessions(data_dir: Path, scope: Scope | None = None) -> list[SessionLog]:
+    """The project's session logs that ``scope`` sees, oldest first."""
+    directory = metrics_dir(data_dir)
+    found = []
+    for path in sorted(directory.glob(f"*{SUFFIX}")) if directory.is_dir() and not directory.is_symlink() else []:
+        if path.is_symlink() or not path.is_file():
+            continue
+        header = next((e for e in _events(path) if e.get("ev") == "session"), {})
+        log = SessionLog(path, header)
+        if scope is None or scope.admits_owner(log.owner):
+            found.append(log)
+    return sorted(found, key=lambda log: (str(log.header.get("started", "")), log.name))  # to the microsecond
+
+
+def find_session(logs: list[SessionLog], ref: str | None) -> SessionLog | None:
+    """The latest log (``ref`` None), else the one whose file name, session key (or a prefix of either) or
+    raw session id matches ``ref``; None when none or several match."""
+    if not logs:
+        return None
+    if ref is None:
+        return logs[-1]
+    wanted = ref.strip()
+    hashed = hash_session_id(wanted)
+    exact = [log for log in logs if wanted in (log.name, log.header.get("session"))
+             or (hashed and log.header.get("session_hash") == hashed)]
+    if exact:
+        return exact[-1]
+    prefixed = [log for log in logs
+                if log.name.startswith(wanted) or str(log.header.get("session", "")).startswith(wanted)]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def events(log: SessionLog) -> tuple[list[dict[str, Any]], int]:
+    """The session's events in order (the rotated segment first) and how many lines could not be read."""
+    previous = log.path.with_name(log.path.name + PREVIOUS)
+    lines: list[dict[str, Any]] = []
+    bad = 0
+    for path in (previous, log.path):
+        if path.is_file() and not path.is_symlink():
+            segment = _events(path)
+            bad += sum(1 for e in segment if e.get("ev") is None)
+            lines += [e for e in segment if e.get("ev") is not None]
+    return lines, bad
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    if path.stat().st_size > MAX_READ_BYTES:
+        return []
+    out = []
+    for raw in path.read_bytes().splitlines():
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            event = None
+        out.append(event if isinstance(event, dict) else {})
+    return out
+
+
+REQUEST_FIELDS = ("n", "t", "prompt", "mode", "source", "fallback", "window", "window_source", "cap_asked",
+                  "cap_sent", "action", "short", "shortened", "breaker", "ms")
+COMPACTION_FIELDS = ("n", "t", "request", "before", "after", "mode", "kept", "stubbed", "recallable", "compacted",
+                     "handoff", "short_id", "status", "validation", "degraded", "brief_tokens", "ms")
+
+
+def report_data(log: SessionLog) -> dict[str, Any]:
+    """Everything the page and ``--json`` show, from the log alone."""
+    lines, unreadable = events(log)
+    requests: list[dict[str, Any]] = []
+    by_number: dict[int, dict[str, Any]] = {}
+    auxiliary, compactions, refusals, checks = [], [], [], []
+    for event in lines:
+        kind = event.get("ev")
+        if kind == "request":
+            entry = {key: event.get(key) for key in REQUEST_FIELDS} | {"reported": None}
+            requests.append(entry)
+            by_number[int(event.get("n") or 0)] = entry
+        elif kind == "aux_request":
+            auxiliary.append({key: event.get(key) for key in REQUEST_FIELDS})
+        elif kind == "usage":
+            entry = by_number.get(int(event.get("request") or 0))
+            if entry is not None:
+                entry["reported"] = event.get("reported")
+            checks.append({"request": event.get("request"), **(event.get("route_check") or {})})
+        elif kind == "compaction":
+            compactions.append({key: event.get(key) for key in COMPACTION_FIELDS})
+        elif kind == "refusal":
+            refusals.append({key: event.get(key) for key in ("request", "t", "kind", "window", "prompt")})
+    first = requests[0]["n"] if requests else None
+    data = {
+        "session": log.header.get("session"), "log": str(log.path), "header": log.header,
+        "requests": requests, "auxiliary_requests": auxiliary, "compactions": compactions,
+        "mode_changes": _changes(requests, "mode", reason="fallback"),
+        "breaker_events": _changes(requests, "breaker"),
+        "refusals": refusals, "route_check": checks[-1] if checks else None,
+        "earlier_requests_rotated_out": (first - 1) if isinstance(first, int) and first > 1 else 0,
+        "unreadable_lines": unreadable,
+    }
+    data["summary"] = _summary(data)
+    return data
+
+
+def _changes(requests: list[dict[str, Any]], key: str, *, reason: str | None = None) -> list[dict[str, Any]]:
+    """Each request whose ``key`` differs from the request before it (the first request sets the start)."""
+    changes = []
+    for before, after in zip(requests, requests[1:], strict=False):
+        if before.get(key) != after.get(key):
+            change = {"request": after["n"], "from": before.get(key), "to": after.get(key)}
+            if reason is not None:
+                change["reason"] = after.get(reason)
+            changes.append(change)
+    return changes
+
+
+def _summary(data: dict[str, Any]) -> dict[str, Any]:
+    requests = data["requests"]
+    prompts = [(r["prompt"], r["window"]) for r in requests if isinstance(r.get("prompt"), int) and r.get("window")]
+    peak = max(prompts, key=lambda pw: pw[0] / pw[1], default=None)
+    compared = [r for r in requests if isinstance(r.get("reported"), int) and isinstance(r.get("prompt"), int)]
+    worst = max(compared, key=lambda r: abs(r["reported"] - r["prompt"]), default=None)
+    times = [r["t"] for r in requests if isinstance(r.get("t"), (int, float))]
+    check = data["route_check"] or {}
+    return {
+        "requests": len(requests), "auxiliary_requests": len(data["auxiliary_requests"]),
+        "compactions": len(data["compactions"]),
+        "handoffs": sum(1 for c in data["compactions"] if c.get("handoff")),
+        "degraded_compactions": sum(1 for c in data["compactions"] if c.get("degraded")),
+        "peak_prompt": peak[0] if peak else None, "peak_window": peak[1] if peak else None,
+        "peak_share": round(peak[0] / peak[1], 4) if peak else None,
+        "over_window": sum(1 for r in requests if isinstance(r.get("prompt"), int) and r.get("window")
+                           and r["prompt"] + (r.get("cap_sent") or 0) > r["window"]),
+        "caps_lowered": sum(1 for r in requests if r.get("action") == "lower_cap_to"),
+        "short_caps": sum(1 for r in requests if r.get("short")),
+        "requests_shortened": sum(1 for r in requests if r.get("shortened")),
+        "counting_mode": requests[-1].get("mode") if requests else None,
+        "mode_changes": len(data["mode_changes"]), "breaker_events": len(data["breaker_events"]),
+        "refusals": len(data["refusals"]), "reported_requests": len(compared),
+        "largest_count_gap": (worst["reported"] - worst["prompt"]) if worst else None,
+        "route_verdict": check.get("verdict"), "route_ratio": check.get("ratio"),
+        "duration_seconds": round(times[-1] - times[0], 1) if len(times) > 1 else 0.0,
+    }
+
+
+def latest_route_check(data_dir: Path, scope: Scope | None = None) -> dict[str, Any] | None:
+    """The route verdict (``RouteCheck`` state after the last reported response: verdict, counted vs reported,
+    ratio) of the latest session ``scope`` sees that has one, for ``baton doctor``; None when no session has."""
+    for log in reversed(sessions(data_dir, scope)):
+        checks = [e for e in events(log)[0] if e.get("ev") == "usage" and isinstance(e.get("route_check"), dict)]
+        if checks:
+            return {"session": log.header.get("session"), "request": checks[-1].get("request"),
+                    **checks[-1]["route_check"]}
+    return None

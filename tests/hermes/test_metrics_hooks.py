@@ -1,0 +1,47 @@
+"""The engine's metrics hooks: each budgeted request, response and compaction lands in the session's log with the
+numbers the engine itself decided on (the route's verdict too, for doctor), and a log that cannot be written
+changes nothing the agent gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from batontest.engines import started_engine
+from batontest.hermes_home import initialised_project
+
+from baton_engine.metrics import read
+
+MESSAGES = [{"role": "system", "content": "You are Hermes."}, {"role": "user", "content": "Plan the release"},
+            {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
+
+
+def budget(engine: Any) -> dict[str, Any]:
+    rewritten = engine.on_request({"model": "qwen3", "messages": MESSAGES, "max_tokens": 250000})
+    return rewritten or {}
+
+
+def test_requests_usage_and_the_route_verdict_are_logged(project: Path, qwen3_env: Path) -> None:
+    engine = started_engine(project)
+    first = budget(engine)
+    counted = engine.ledger.memo.tokens
+    engine.update_from_response({"prompt_tokens": counted * 2, "completion_tokens": 5})  # a wrong tokenizer
+    second = budget(engine)
+    data = read.report_data(read.sessions(project / ".baton")[0])
+    assert [r["prompt"] for r in data["requests"]][0] == counted
+    assert [r["cap_sent"] for r in data["requests"]] == [first["max_tokens"], second["max_tokens"]]
+    assert data["requests"][0]["reported"] == counted * 2
+    assert [r["mode"] for r in data["requests"]] == ["exact", "calibrated"]
+    assert data["mode_changes"] == [{"request": 2, "from": "exact", "to": "calibrated", "reason": None}]
+    assert data["route_check"]["verdict"] == "calibrated" == engine.ledger.check.verdict
+    assert data["route_check"]["ratio"] == 2.0 and data["summary"]["route_verdict"] == "calibrated"
+
+
+def test_an_unwritable_log_changes_nothing_the_agent_gets(project: Path, tmp_path: Path, qwen3_env: Path) -> None:
+    expected = budget(started_engine(project))
+    blocked = initialised_project(tmp_path / "blocked")
+    (blocked / ".baton" / "metrics").write_text("not a directory")
+    engine = started_engine(blocked)
+    assert budget(engine) == expected and expected["max_tokens"] < 250000
+    engine.update_from_response({"prompt_tokens": 100, "completion_tokens": 5})
+    assert engine.metrics.dropped == 2 and engine.turns == 1

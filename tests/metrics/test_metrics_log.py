@@ -1,0 +1,186 @@
+"""The session metrics log: written only in an initialised project, bounded on disk, never raising, and read
+back as the report's data (requests with their reported sizes, compactions, derived mode and breaker changes)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton_engine import operations
+from baton_engine.errors import NotFoundError
+from baton_engine.handoff.owner import Scope
+from baton_engine.metrics import log as metrics_log
+from baton_engine.metrics import read
+from baton_engine.metrics.log import MetricsLog
+from batontest.baton_cli import run_baton
+from batontest.hermes_home import initialised_project
+
+HEADER = {"owner": {"platform": "cli", "conversation_id": None}, "model": "qwen3-local", "window": 1000}
+
+
+def request(log: MetricsLog, prompt: int, *, mode: str = "exact", breaker: str = "closed", **extra: Any) -> int:
+    return log.emit("request", prompt=prompt, mode=mode, source="hf:qwen3", fallback=extra.pop("fallback", None),
+                    window=1000, window_source="hermes context_length", cap_asked=900, cap_sent=1000 - prompt,
+                    action="lower_cap_to", short=False, shortened=False, breaker=breaker, ms=0.1, **extra)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return initialised_project(tmp_path / "project")
+
+
+def started(project: Path, session_id: str = "session-1", **header: Any) -> MetricsLog:
+    return MetricsLog.start(project, session_id=session_id, header={**HEADER, **header})
+
+
+def test_nothing_is_written_outside_an_initialised_project(tmp_path: Path) -> None:
+    log = MetricsLog.start(tmp_path, session_id="s", header=HEADER)
+    assert log.path is None
+    assert request(log, 10) == 1  # numbered all the same, written nowhere
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_events_are_json_lines_under_baton_metrics_with_the_header_first(project: Path) -> None:
+    log = started(project)
+    request(log, 100)
+    log.emit("usage", request=1, reported=103, route_check={"verdict": "confirmed"})
+    path = Path(log.path)
+    assert path.parent == project / ".baton" / "metrics"
+    assert (path.parent / ".gitignore").read_text() == "*\n"  # local logs, never committed with the handoffs
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [e["ev"] for e in lines] == ["session", "request", "usage"]
+    assert lines[0]["owner"] == HEADER["owner"] and lines[0]["session_hash"].startswith("sha256:")
+    assert "session-1" not in path.read_text()  # the raw session id is stored hashed, as in handoffs
+
+
+def test_a_failed_write_is_dropped_and_logged_once(project: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (project / ".baton" / "metrics").write_text("not a directory")
+    log = started(project)
+    with caplog.at_level(logging.WARNING, logger="baton_engine.metrics"):
+        for prompt in (1, 2, 3):
+            request(log, prompt)
+    assert log.dropped == 3
+    assert len([r for r in caplog.records if "metrics event dropped" in r.message]) == 1
+
+
+def test_a_symlinked_metrics_dir_or_log_is_never_followed(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".baton" / "metrics").symlink_to(outside, target_is_directory=True)
+    log = started(project)
+    request(log, 1)
+    assert log.dropped == 1 and list(outside.iterdir()) == []
+    (project / ".baton" / "metrics").unlink()
+    log = started(project)
+    target = outside / "victim"
+    Path(log.path).parent.mkdir()
+    Path(log.path).symlink_to(target)
+    request(log, 1)
+    assert log.dropped == 1 and not target.exists()
+
+
+def test_an_oversized_event_is_dropped_not_written(project: Path) -> None:
+    log = started(project)
+    request(log, 1)
+    log.emit("request", note="x" * metrics_log.MAX_LINE_BYTES)
+    assert log.dropped == 1 and len(Path(log.path).read_text().splitlines()) == 2
+
+
+def test_a_long_session_stays_within_two_segments_and_keeps_the_newest(project: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics_log, "SEGMENT_BYTES", 4096)
+    log = started(project)
+    for n in range(1, 301):
+        request(log, n)
+    path = Path(log.path)
+    files = sorted(path.parent.glob(f"{path.name}*"))
+    assert [f.name for f in files] == [path.name, path.name + ".1"]
+    assert sum(f.stat().st_size for f in files) <= 2 * 4096
+    data = read.report_data(read.sessions(project / ".baton")[0])
+    numbers = [r["n"] for r in data["requests"]]
+    assert numbers[-1] == 300 and numbers == list(range(numbers[0], 301))  # the newest, contiguous
+    assert data["earlier_requests_rotated_out"] == numbers[0] - 1 > 0
+    assert data["header"]["model"] == "qwen3-local"  # every segment restates whose log it is
+
+
+def test_a_project_keeps_the_newest_sessions(project: Path) -> None:
+    directory = project / ".baton" / "metrics"
+    directory.mkdir()
+    for i in range(metrics_log.KEEP_SESSIONS + 3):
+        (directory / f"20260101T0000{i:02d}Z--{i:012x}.jsonl").write_text("{}\n")
+        (directory / f"20260101T0000{i:02d}Z--{i:012x}.html").write_text("page")
+    request(started(project), 1)
+    logs = sorted(directory.glob("*.jsonl"))
+    assert len(logs) == metrics_log.KEEP_SESSIONS
+    assert not (directory / "20260101T000000Z--000000000000.html").exists()  # its page went with it
+    assert logs[-1].name.endswith(f"--{metrics_log.session_key('session-1')}.jsonl")
+
+
+def test_report_data_joins_usage_and_derives_mode_and_breaker_changes(project: Path) -> None:
+    log = started(project)
+    request(log, 100)
+    log.emit("usage", request=1, reported=100, route_check={"verdict": "confirmed", "ratio": 1.0})
+    request(log, 200, mode="rough+margin", breaker="open", fallback="CircuitOpen")
+    request(log, 300, breaker="closed")
+    log.emit("compaction", request=3, before=300, after=120, kept=2, stubbed=1, recallable=9, handoff="h-1")
+    log.emit("aux_request", prompt=5)
+    data = read.report_data(read.sessions(project / ".baton")[0])
+    assert [r["reported"] for r in data["requests"]] == [100, None, None]
+    assert data["mode_changes"] == [{"request": 2, "from": "exact", "to": "rough+margin", "reason": "CircuitOpen"},
+                                    {"request": 3, "from": "rough+margin", "to": "exact", "reason": None}]
+    assert [(c["from"], c["to"]) for c in data["breaker_events"]] == [("closed", "open"), ("open", "closed")]
+    assert data["compactions"][0]["before"] == 300 and data["compactions"][0]["handoff"] == "h-1"
+    summary = data["summary"]
+    assert (summary["requests"], summary["auxiliary_requests"], summary["compactions"]) == (3, 1, 1)
+    assert summary["peak_prompt"] == 300 and summary["route_verdict"] == "confirmed"
+
+
+def test_report_picks_sessions_by_name_prefix_raw_id_and_owner(project: Path) -> None:
+    request(started(project, "local-session"), 1)
+    gateway = {"platform": "telegram", "conversation_id": "sha256:aaaa"}
+    request(started(project, "gateway-session", owner=gateway), 2)
+    latest = operations.report(project)
+    assert latest["requests"][0]["prompt"] == 2  # default: the latest session
+    assert operations.report(project, "local-session")["requests"][0]["prompt"] == 1  # a Hermes session id
+    key = metrics_log.session_key("local-session")
+    assert operations.report(project, key[:6])["session"] == key
+    mine = operations.report(project, scope=Scope(platform="cli", conversation_id=None))
+    assert mine["session"] == key  # the latest session of that owner
+    with pytest.raises(NotFoundError, match="no single session log matches 'nope'"):
+        operations.report(project, "nope")
+
+
+def test_report_without_any_session_says_where_it_looked(project: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"no session log in .*metrics.*a session writes one as it runs"):
+        operations.report(project)
+
+
+def test_cli_writes_the_page_and_prints_the_same_data(project: Path, tmp_path: Path) -> None:
+    request(started(project), 100)
+    page = tmp_path / "page.html"
+    answer = run_baton("report", "--html", str(page), "--json", cwd=project)
+    assert answer.code == 0, answer.stderr
+    assert answer.data["html"] == str(page) and len(answer.data["requests"]) == 1
+    assert "<svg" in page.read_text(encoding="utf-8")
+    human = run_baton("report", cwd=project)
+    assert human.code == 0 and "1 requests, 0 compactions" in human.stdout
+    assert "report: " in human.stdout and human.stdout.strip().endswith(".html")
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    missing = run_baton("report", "--json", cwd=nowhere)
+    assert missing.code == 4 and "baton init" in missing.data["error"]["message"]
+
+
+def test_doctor_reads_the_latest_route_verdict(project: Path) -> None:
+    assert read.latest_route_check(project / ".baton") is None
+    first = started(project, "one")
+    request(first, 10)
+    first.emit("usage", request=1, reported=20, route_check={"verdict": "calibrated", "ratio": 2.0})
+    request(started(project, "two"), 10)  # a later session with no response yet
+    verdict = read.latest_route_check(project / ".baton")
+    assert verdict == {"session": metrics_log.session_key("one"), "request": 1, "verdict": "calibrated",
+                       "ratio": 2.0}
