@@ -426,6 +426,10 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     # ---- status ----------------------------------------------------------------------------------
 
+    def agent_status(self) -> dict[str, Any]:
+        """The engine part of ``baton_status`` (``tools.ToolHost``)."""
+        return status.agent_status(self)
+
     def get_status(self) -> dict[str, Any]:
         base = super().get_status()
         try:

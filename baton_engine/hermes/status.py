@@ -59,6 +59,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
             "exact": last.exact if last is not None else None,
             "fallbacks": stats.fallbacks if stats else 0,
             "last_fallback_reason": (last.fallback_reason if last is not None else None) or counting.counter_error,
+            "error": counting.counter_error,  # the tokenizer cannot start: why, the setting, the fix
             "breaker": asdict(counter.breaker_state()) if counter is not None else None,
             "anchor_observations": ledger.anchor.observations,
             "views_counted": ledger.counted, "view_repeats": ledger.memo_hits,
@@ -81,4 +82,22 @@ def engine_status(engine: Any) -> dict[str, Any]:
                         "count": engine.degraded_count},
         "session_rotations": engine.session_rotations,
         "settings": describe(runtime.settings),  # each effective value and where it came from
+        "settings_ignored": list(runtime.settings.ignored),  # unknown baton: keys (typos), each with a suggestion
+    }
+
+
+def agent_status(engine: Any) -> dict[str, Any]:
+    """What the agent's ``baton_status`` adds to the store's counts (docs/troubleshooting.md): the route, the
+    window it budgets against and where that comes from, how its requests are counted, and the compaction
+    trigger with ``stuck``; a part of ``engine_status``, so the two never disagree."""
+    full = engine_status(engine)
+    tokenizer, window, cooldown = full["tokenizer"], full["window"], full["cooldown"]
+    return {
+        "route": full["route"],
+        "window": {"tokens": window["effective"], "source": window["source"], "mismatch": window["mismatch"]},
+        "counting": {"mode": tokenizer["counting"], "source": tokenizer["source"], "exact": tokenizer["exact"],
+                     "error": tokenizer["error"], "fallback_reason": tokenizer["last_fallback_reason"]},
+        "trigger": {**full["trigger"], "stuck": cooldown["stuck"], "growth_needed": cooldown["growth_needed"],
+                    "post_compaction_tokens": cooldown["post_compaction_tokens"]},
+        "settings_ignored": full["settings_ignored"],
     }

@@ -297,7 +297,8 @@ def test_doctor(baton, project: Path, git_project: Path, tmp_path: Path) -> None
     assert healthy.code == 0 and healthy.data["ok"] is True
     names = [c["name"] for c in healthy.data["checks"]]
     assert names[:6] == ["python", "git", "project", "config", "records", "tokenizer"]
-    assert {c["name"]: c["detail"] for c in healthy.data["checks"]}["tokenizer"].startswith("brief budgets use rough")
+    tokenizer = {c["name"]: c for c in healthy.data["checks"]}["tokenizer"]
+    assert tokenizer["status"] == "warn" and tokenizer["detail"].startswith("estimate: rough runs")
     (project / ".baton" / "config.json").write_text('{"brief": {"max_tokens": "lots"}}', encoding="utf-8")
     broken = baton("doctor", "--json", cwd=project)
     assert broken.code == 3
