@@ -73,7 +73,7 @@ def test_the_projects_tokenizer_and_brief_budget_are_the_engines(hermes_home: Pa
     assert cli.data == resumed  # `baton resume` in the project: the same counter and budget as the engine
     doctor = run_baton("doctor", "--json", cwd=project).data
     tokenizer = next(check for check in doctor["checks"] if check["name"] == "tokenizer")
-    assert tokenizer["detail"] == "brief budgets use tiktoken:cl100k_base"
+    assert tokenizer["detail"].startswith("estimate: tiktoken:cl100k_base runs")  # the engine's tokenizer
     hermes = check_settings(hermes_home, project)
     assert hermes["status"] == "pass"
     assert "backend=tiktoken (tokenizer.backend in .baton/config.json)" in hermes["detail"]
