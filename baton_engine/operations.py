@@ -38,6 +38,7 @@ Result keys (all results start with ``"ok"``):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -725,9 +726,15 @@ def doctor(start: Path | str | None = None, checks: Sequence[DoctorCheck] = CORE
 
 
 def gc(start: Path | str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
-    """Delete only rebuildable files (``cache/``, ``index.sqlite``); canonical records are never touched."""
+    """Delete only rebuildable files (``cache/``, ``index.sqlite``) and the temp files interrupted writes left
+    (``store.stale_temp_files``); canonical records are never touched."""
     paths = _project(start)
     removed = []
+    for temp in store.stale_temp_files(paths.data_dir):
+        removed.append(_relative(paths, temp))
+        if not dry_run:
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
     for name in REBUILDABLE:
         target = paths.data_dir / name
         if not target.exists():

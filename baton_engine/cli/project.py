@@ -144,7 +144,8 @@ def doctor_command(root: Path | None, as_json: bool, hermes_home: Path | None) -
 @root_option
 @json_option
 def gc_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
-    """Delete rebuildable files only (.baton/cache/, index.sqlite); records are never touched."""
+    """Delete rebuildable files only (.baton/cache/, index.sqlite) and stale temp files of interrupted writes;
+    records are never touched."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         verb = "would remove" if result["dry_run"] else "removed"

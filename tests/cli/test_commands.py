@@ -308,6 +308,28 @@ def test_doctor(baton, project: Path, git_project: Path, tmp_path: Path) -> None
     assert baton("doctor", "--json", cwd=nowhere).code == 3
 
 
+def test_gc_removes_the_temp_files_interrupted_writes_left_but_not_a_live_one(baton, project: Path,
+                                                                             actionable: str) -> None:
+    """A writer killed between write and rename leaves ``.<name>.<random>.tmp`` (store.atomic_write)."""
+    import os
+    import time
+
+    handoffs = project / ".baton" / "handoffs"
+    records = sorted(handoffs.glob("*.json"))
+    stale, live = handoffs / f".{records[0].name}.abc123.tmp", project / ".baton" / ".config.json.def456.tmp"
+    stale.write_bytes(b'{"half": ')
+    live.write_bytes(b"{")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    dry = baton("gc", "--json", "--dry-run", cwd=project)
+    temps = [path for path in dry.data["removed"] if path.endswith(".tmp")]
+    assert temps == [f".baton/handoffs/{stale.name}"] and stale.exists()
+    done = baton("gc", "--json", cwd=project)
+    assert done.data["removed"] == dry.data["removed"]
+    assert not stale.exists() and live.exists()  # a write in progress keeps its file
+    assert sorted(handoffs.glob("*.json")) == records
+
+
 def test_gc_deletes_only_rebuildable_files(baton, project: Path, actionable: str, snapshot) -> None:
     baton("detect", "--json", cwd=project)  # writes cache/detector.json
     (project / ".baton" / "index.sqlite").write_bytes(b"rebuildable")
