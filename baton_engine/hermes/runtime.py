@@ -177,24 +177,28 @@ class BatonRuntime:
 
     # ---- counting --------------------------------------------------------------------------------
 
-    def for_route(self, model: str | None, base_url: str | None = None, provider: str | None = None) -> RouteCounting:
-        """The counting of a route: the first ``tokenizer_routes`` entry that matches it; the configured
-        tokenizer for the main route (Hermes' configured model and server, or any route when they are unknown);
-        else ``auto`` for the route's own model (tiktoken for OpenAI-family names, else rough, which the
-        provider's usage then anchors)."""
-        for entry in self.settings.tokenizer_routes:
+    def for_route(self, model: str | None, base_url: str | None = None, provider: str | None = None,
+                  settings: BatonSettings | None = None) -> RouteCounting:
+        """The counting of a route under ``settings`` (a session's project settings, ``settings_for``; default
+        the runtime's): the first ``tokenizer_routes`` entry that matches it; the configured tokenizer for the
+        main route (Hermes' configured model and server, or any route when they are unknown); else ``auto``
+        for the route's own model (tiktoken for OpenAI-family names, else rough, which the provider's usage
+        then anchors). Counters are shared per tokenizer configuration, whichever project configured it."""
+        settings = settings if settings is not None else self.settings
+        for entry in settings.tokenizer_routes:
             if entry.matches(model, base_url, provider):
                 return RouteCounting(self, entry.tokenizer, f"tokenizer_routes entry {entry.describe()}")
-        if self._is_main(model, base_url):
-            return self.main
-        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=self.settings.tokenizer.timeout_seconds)
+        if self._is_main(model, base_url, settings.tokenizer.model):
+            if settings.tokenizer == self.settings.tokenizer:
+                return self.main
+            return RouteCounting(self, settings.tokenizer, configured_by(settings))
+        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=settings.tokenizer.timeout_seconds)
         return RouteCounting(self, config, f"auto for model {model!r} (not the configured model)")
 
-    def _is_main(self, model: str | None, base_url: str | None) -> bool:
+    def _is_main(self, model: str | None, base_url: str | None, served: str | None) -> bool:
         main_model, main_url = self.view.model, self.view.base_url
         if not model or not main_model:
             return True
-        served = self.settings.tokenizer.model
         if model != main_model and model != served:
             return False
         return not (base_url and main_url and base_url.rstrip("/") != main_url.rstrip("/"))

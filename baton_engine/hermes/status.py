@@ -16,7 +16,7 @@ from baton_engine.tokens.counter import counting_mode
 
 
 def engine_status(engine: Any) -> dict[str, Any]:
-    runtime = get_runtime()
+    settings = get_runtime().settings_for(engine.project_path())
     counting = engine.counting()
     counter = counting.counter()
     stats = counter.stats() if counter is not None else None
@@ -81,8 +81,8 @@ def engine_status(engine: Any) -> dict[str, Any]:
         "degradation": {"reason": engine.degradation_reason, "detail": engine.degradation_detail,
                         "count": engine.degraded_count},
         "session_rotations": engine.session_rotations,
-        "settings": describe(runtime.settings),  # each effective value and where it came from
-        "settings_ignored": list(runtime.settings.ignored),  # unknown baton: keys (typos), each with a suggestion
+        "settings": describe(settings),  # this session's: each effective value and where it came from
+        "settings_ignored": list(settings.ignored),  # unknown baton: keys (typos), each with a suggestion
     }
 
 
