@@ -280,8 +280,10 @@ def _tokenizer_routes(raw: Any) -> tuple[TokenizerRoute, ...]:
         for key, value in entry.items():
             if key == "match":
                 continue
-            if key not in TOKENIZER_KEYS:
-                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; known: match, "
+            if key not in TOKENIZER_KEYS:  # an error, not ignored: half an entry could route to the wrong tokenizer
+                near = difflib.get_close_matches(str(key), TOKENIZER_KEYS, n=1)
+                hint = f"did you mean {label}.{near[0]}? " if near else ""
+                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; {hint}known: match, "
                                     f"{', '.join(TOKENIZER_KEYS)}")
             tokenizer[key] = _TOKENIZER_PARSERS[key](value, f"{label}.{key} in config.yaml")
         if "backend" not in tokenizer:

@@ -37,7 +37,8 @@ def configured_by(settings: BatonSettings) -> str:
 def start_failure(error: Exception, chosen_by: str) -> str:
     """Why a tokenizer cannot start and what Baton does instead. A ``BackendConfigError``'s message is written
     to be shown (it names the setting and the fix); any other exception is named by type only."""
-    why = str(error) if isinstance(error, BackendConfigError) else f"its backend failed to start ({type(error).__name__})"
+    why = (str(error) if isinstance(error, BackendConfigError)
+           else f"its backend failed to start ({type(error).__name__})")
     return f"tokenizer cannot start (set by {chosen_by}): {why}. {ESTIMATES}"
 
 

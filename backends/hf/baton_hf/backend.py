@@ -77,7 +77,8 @@ class HfBackend(TokenizerBackend):
             missing = " (no such directory)" if gone else ""
             raise BackendConfigError(
                 f"cannot load an HF tokenizer from {location!r}{missing} offline ({type(exc).__name__}); "
-                "point BATON_TOKENIZER_PATH (or baton.tokenizer.path) at a directory with tokenizer.json and tokenizer_config.json, "
+                "point BATON_TOKENIZER_PATH (or baton.tokenizer.path) at a directory with tokenizer.json and "
+                "tokenizer_config.json, "
                 "or download the model into the HF cache first (huggingface-cli download <id>)"
             ) from None
         return cls(tokenizer, config.model or _display_name(location), context_length=config.context_length)
