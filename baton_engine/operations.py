@@ -38,9 +38,10 @@ Result keys (all results start with ``"ok"``):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -56,6 +57,7 @@ from baton_engine.handoff.ids import format_timestamp, utc_now
 from baton_engine.handoff.model import HandoffRecord, Redaction, transition
 from baton_engine.handoff.owner import Scope
 from baton_engine.settings import BatonSettings, describe_line, load_settings
+from baton_engine.tokenizer_check import check_tokenizer
 from baton_engine.tokens.contract import BackendConfigError
 from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.plugins import build_backend, discover
@@ -380,13 +382,30 @@ def project_config(start: Path | str | None) -> BatonConfig | None:
     return load_config(paths.data_dir) if paths is not None else None
 
 
+# The Hermes ``baton:`` block an operation outside Hermes reads as its config.yaml layer: set by the CLI when a
+# Hermes home is named (``--hermes-home`` or ``$HERMES_HOME``), so `baton doctor` / `baton tokens` see the
+# settings Hermes uses.
+_CONFIG_YAML_LAYER: ContextVar[Mapping[str, Any] | None] = ContextVar("baton_config_yaml_layer", default=None)
+
+
+@contextmanager
+def config_yaml_layer(block: Mapping[str, Any] | None) -> Iterator[None]:
+    """Within this block, ``effective_settings`` reads ``block`` (a ``baton:`` block) as the config.yaml layer."""
+    token = _CONFIG_YAML_LAYER.set(block)
+    try:
+        yield
+    finally:
+        _CONFIG_YAML_LAYER.reset(token)
+
+
 def effective_settings(config: BatonConfig | None = None) -> BatonSettings:
     """The settings an operation uses: the host's when one is set, else ``settings.load_settings`` with the
-    project's ``.baton/config.json`` as its lowest layer (the one precedence, see ``settings``)."""
+    Hermes ``baton:`` block when one is named (``config_yaml_layer``) and the project's ``.baton/config.json``
+    as its lowest layer (the one precedence, see ``settings``)."""
     host = _HOST_COUNTING.get()
     if host is not None:
         return host[0]
-    return load_settings(project=config)
+    return load_settings(hermes_block=_CONFIG_YAML_LAYER.get(), project=config)
 
 
 @contextmanager
@@ -662,17 +681,22 @@ def _check_records(start: Path) -> dict[str, str]:
     return _check("records", "pass", f"{len(listing.entries)} readable handoff record(s)")
 
 
+VERDICT_STATUS = {"exact": "pass", "estimate": "warn", "failing": "fail"}
+
+
 def _check_tokenizer(start: Path) -> dict[str, str]:
+    """The configured tokenizer built and asked to count one request: exact / estimate / failing, and why."""
     try:
-        with _brief_counter(effective_settings(project_config(start))) as (_count, source):
-            chosen = source or "rough estimate (no exact tokenizer configured)"
+        verdict = check_tokenizer(effective_settings(project_config(start)))
     except BatonError as exc:
         return _check("tokenizer", "fail", str(exc))
+    detail = f"{verdict.verdict}: {verdict.reason}"
     broken = discover().broken
     if broken:
         names = ", ".join(item.describe() for item in broken)
-        return _check("tokenizer", "warn", f"brief budgets use {chosen}; plugin(s) failed to import: {names}")
-    return _check("tokenizer", "pass", f"brief budgets use {chosen}")
+        status = "fail" if verdict.verdict == "failing" else "warn"
+        return _check("tokenizer", status, f"{detail}; plugin(s) failed to import: {names}")
+    return _check("tokenizer", VERDICT_STATUS[verdict.verdict], detail)
 
 
 def _check_settings(start: Path) -> dict[str, str]:
@@ -681,6 +705,8 @@ def _check_settings(start: Path) -> dict[str, str]:
         settings = effective_settings(project_config(start))
     except BatonError as exc:
         return _check("settings", "fail", str(exc))
+    if settings.ignored:
+        return _check("settings", "fail", "; ".join(settings.ignored))
     return _check("settings", "pass", describe_line(settings))
 
 
@@ -700,9 +726,15 @@ def doctor(start: Path | str | None = None, checks: Sequence[DoctorCheck] = CORE
 
 
 def gc(start: Path | str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
-    """Delete only rebuildable files (``cache/``, ``index.sqlite``); canonical records are never touched."""
+    """Delete only rebuildable files (``cache/``, ``index.sqlite``) and the temp files interrupted writes left
+    (``store.stale_temp_files``); canonical records are never touched."""
     paths = _project(start)
     removed = []
+    for temp in store.stale_temp_files(paths.data_dir):
+        removed.append(_relative(paths, temp))
+        if not dry_run:
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
     for name in REBUILDABLE:
         target = paths.data_dir / name
         if not target.exists():

@@ -11,10 +11,11 @@ names the variable (or config key) and says what is expected. Every call reads t
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import math
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -121,6 +122,10 @@ class BatonSettings:
     # see the project's handoffs; False (default) limits each to its own conversation's lineage
     share_handoffs: bool = False
     origins: tuple[tuple[str, str], ...] = ()
+    # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
+    # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
+    # plugin prints them at start-up and ``baton doctor`` fails on them
+    ignored: tuple[str, ...] = ()
 
 
 # ---- value parsers: (raw, label) -> value; label is the env var or config key to name in errors ----
@@ -219,31 +224,40 @@ def _env_values(env: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _config_values(hermes_block: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
-    """setting -> (value, config key) from the Hermes ``baton:`` block; unknown keys are errors (typos)."""
+def unknown_key(prefix: str, key: str, known: Sequence[str]) -> str:
+    """The message for the unknown key ``prefix + key`` in config.yaml, with the nearest known key (difflib)."""
+    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"did you mean {prefix}{near[0]}? " if near else ""
+    return f"{prefix}{key} in config.yaml is not a setting (ignored); {hint}known: {', '.join(known)}"
+
+
+CONFIG_KEYS = (*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer", "tokenizer_routes")
+
+
+def _config_values(hermes_block: Mapping[str, Any] | None) -> tuple[dict[str, tuple[Any, str]], list[str]]:
+    """setting -> (value, config key) from the Hermes ``baton:`` block, and the unknown keys (typos) ignored."""
     if hermes_block is None:
-        return {}
+        return {}, []
     if not isinstance(hermes_block, Mapping):
         raise SettingsError("baton: in config.yaml must be a mapping of settings")
     found: dict[str, tuple[Any, str]] = {}
-    known = [*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer", "tokenizer_routes"]
+    ignored: list[str] = []
     for key, value in hermes_block.items():
         if key == "tokenizer":
             if not isinstance(value, Mapping):
                 raise SettingsError("baton.tokenizer in config.yaml must be a mapping")
             for sub_key, sub_value in value.items():
-                if sub_key not in TOKENIZER_KEYS:
-                    raise SettingsError(
-                        f"baton.tokenizer.{sub_key} in config.yaml is not a setting; known: {', '.join(TOKENIZER_KEYS)}"
-                    )
-                found[sub_key] = (sub_value, f"baton.tokenizer.{sub_key} in config.yaml")
+                if sub_key in TOKENIZER_KEYS:
+                    found[sub_key] = (sub_value, f"baton.tokenizer.{sub_key} in config.yaml")
+                else:
+                    ignored.append(unknown_key("baton.tokenizer.", str(sub_key), TOKENIZER_KEYS))
         elif key == "tokenizer_routes":
             found[key] = (_tokenizer_routes(value), "baton.tokenizer_routes in config.yaml")
-        elif key in known:
+        elif key in CONFIG_KEYS:
             found[key] = (value, f"baton.{key} in config.yaml")
         else:
-            raise SettingsError(f"baton.{key} in config.yaml is not a setting; known: {', '.join(known)}")
-    return found
+            ignored.append(unknown_key("baton.", str(key), CONFIG_KEYS))
+    return found, ignored
 
 
 def _tokenizer_routes(raw: Any) -> tuple[TokenizerRoute, ...]:
@@ -270,9 +284,11 @@ def _tokenizer_routes(raw: Any) -> tuple[TokenizerRoute, ...]:
             if key == "context_length":
                 window = _int(1024)(value, f"{label}.context_length in config.yaml")
                 continue
-            if key not in TOKENIZER_KEYS:
-                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; known: match, context_length, "
-                                    f"{', '.join(TOKENIZER_KEYS)}")
+            if key not in TOKENIZER_KEYS:  # an error, not ignored: half an entry could route to the wrong tokenizer
+                near = difflib.get_close_matches(str(key), TOKENIZER_KEYS, n=1)
+                hint = f"did you mean {label}.{near[0]}? " if near else ""
+                raise SettingsError(f"{label}.{key} in config.yaml is not a setting; {hint}known: match, "
+                                    f"context_length, {', '.join(TOKENIZER_KEYS)}")
             tokenizer[key] = _TOKENIZER_PARSERS[key](value, f"{label}.{key} in config.yaml")
         if "backend" not in tokenizer:
             raise SettingsError(f"{label}.backend in config.yaml is required (e.g. tiktoken, hf, vllm, rough)")
@@ -308,7 +324,8 @@ def load_settings(
     """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``;
     ``project`` is the project's ``.baton/config.json``."""
     from_env = _env_values(env)
-    hermes = {key: chosen for key, chosen in _config_values(hermes_block).items() if chosen[0] is not None}
+    block, ignored = _config_values(hermes_block)
+    hermes = {key: chosen for key, chosen in block.items() if chosen[0] is not None}
     from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through
     parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_CONFIG_ONLY_PARSERS,
                "tokenizer_routes": lambda routes, _label: routes}
@@ -331,7 +348,7 @@ def load_settings(
             f"compression window ({window}) must exceed min output + fallback margin ({reserve}); "
             "raise BATON_COMPRESSION_WINDOW_TOKENS or lower BATON_MIN_OUTPUT_TOKENS / BATON_FALLBACK_MARGIN_TOKENS"
         )
-    return BatonSettings(tokenizer=tokenizer, origins=tuple(origins), **values)
+    return BatonSettings(tokenizer=tokenizer, origins=tuple(origins), ignored=tuple(ignored), **values)
 
 
 DEFAULT_ORIGIN = "default"

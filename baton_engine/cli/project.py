@@ -25,8 +25,10 @@ from baton_engine.cli.output import (
     root_option,
     run,
 )
+from baton_engine.cli.layers import hermes_home_option, with_hermes_layer
 from baton_engine.errors import UserInputError
 from baton_engine.hermes import doctor as hermes_doctor
+from baton_engine.settings import SettingsError
 
 
 def _panel(console: Console, title: str, lines: list[str]) -> None:
@@ -117,15 +119,24 @@ def _names(inputs: Any) -> str:
 
 @cli.command("doctor")
 @root_option
+@hermes_home_option
 @json_option
-def doctor_command(root: Path | None, as_json: bool) -> None:
-    """Environment and project health (exit 3 when a check fails)."""
+def doctor_command(root: Path | None, as_json: bool, hermes_home: Path | None) -> None:
+    """Environment and project health (exit 3 when a check fails); with a Hermes home (--hermes-home or
+    $HERMES_HOME) the settings and tokenizer rows are those Hermes uses."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         console.print(checks_table(result["checks"]))
 
-    checks = (*operations.CORE_CHECKS, *hermes_doctor.CHECKS)  # the explicit list: core, then Hermes
-    run(as_json, lambda: operations.doctor(root, checks=checks), render)
+    checks = (*operations.CORE_CHECKS, *hermes_doctor.checks(hermes_home))  # the explicit list: core, then Hermes
+
+    def diagnose() -> dict[str, Any]:
+        try:
+            return with_hermes_layer(hermes_home, lambda: operations.doctor(root, checks=checks))
+        except SettingsError:  # an unreadable config.yaml: the hermes.settings row names it
+            return operations.doctor(root, checks=checks)
+
+    run(as_json, diagnose, render)
 
 
 @cli.command("gc")
@@ -133,7 +144,8 @@ def doctor_command(root: Path | None, as_json: bool) -> None:
 @root_option
 @json_option
 def gc_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
-    """Delete rebuildable files only (.baton/cache/, index.sqlite); records are never touched."""
+    """Delete rebuildable files only (.baton/cache/, index.sqlite) and stale temp files of interrupted writes;
+    records are never touched."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         verb = "would remove" if result["dry_run"] else "removed"

@@ -17,15 +17,19 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from baton_engine import operations
 from baton_engine.cli import cli
+from baton_engine.cli.layers import hermes_home_option, with_hermes_layer
 from baton_engine.cli.output import checks_table, json_option, load_json_file, run
 from baton_engine.errors import UserInputError
-from baton_engine.settings import BatonSettings, load_settings
+from baton_engine.settings import BatonSettings
+from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.testing import run_checks
 from baton_engine.testing.template import new_backend
 from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend
 from baton_engine.tokens.counter import TokenCounter
-from baton_engine.tokens.plugins import Selection, backends_report, build_backend
+from baton_engine.tokens.plugins import Selection, backends_report, build_backend, discover, select_backend
+from baton_engine.tokens.rough import ROUGH_SOURCE
 
 CHECK_FAILED_EXIT_CODE = 1
 
@@ -47,27 +51,40 @@ def _chat_request(payload: Any, path: str) -> Mapping[str, Any]:
 
 
 def _settings(backend: str | None) -> BatonSettings:
-    settings = load_settings()
+    """The settings of the agent loop: env > the Hermes ``baton:`` block (when a Hermes home is named) > the
+    working directory's ``.baton/config.json`` > default; ``backend`` (``--backend``) overrides the name."""
+    settings = operations.effective_settings(operations.project_config(Path.cwd()))
     if backend is None:
         return settings
     return replace(settings, tokenizer=replace(settings.tokenizer, backend=backend))
 
 
 def count_file(path: str, backend: str | None = None) -> dict[str, Any]:
-    """Count one chat request file exactly as Baton would count it inside the agent loop."""
+    """Count one chat request file exactly as Baton would count it inside the agent loop.
+
+    A configured tokenizer that cannot start gives the estimate the agent loop would then use, with the reason,
+    and ``ok: false`` (exit 1); a ``--backend`` that cannot start is a usage error (exit 2)."""
     request = _chat_request(load_json_file(path), path)
     settings = _settings(backend)
+    failure = None
     try:
         tokenizer, selection = build_backend(settings.tokenizer)
     except BackendConfigError as exc:
-        raise UserInputError(str(exc)) from None
+        if backend is not None:
+            raise UserInputError(str(exc)) from None
+        failure = start_failure(exc, configured_by(settings))
+        tokenizer, selection = build_backend(replace(settings.tokenizer, backend=ROUGH_SOURCE))
     counter = TokenCounter(tokenizer, fallback_margin_tokens=settings.fallback_margin_tokens)
     try:
         count = counter.count_chat(request)
     finally:
         counter.close()
+    if failure is not None:
+        count = replace(count, fallback_reason=failure)
+        selection = replace(selection, name=settings.tokenizer.backend,
+                            reason="cannot start (see fallback_reason); counted with rough + margin")
     return {
-        "ok": True,
+        "ok": failure is None,
         "file": path,
         **asdict(count),
         "backend": {"name": selection.name, "reason": selection.reason},
@@ -99,10 +116,19 @@ def check_backend(name: str, reference: str | None = None) -> dict[str, Any]:
 
 
 def list_backends() -> dict[str, Any]:
+    """``backends_report`` for the configured tokenizer; a configured name that is not installed makes the
+    answer ``ok: false`` (exit 1) with ``configured_error`` saying why and how to fix it."""
+    settings = _settings(None)
     try:
-        return backends_report(load_settings().tokenizer)
+        registry = discover()
+        report = backends_report(settings.tokenizer, registry)
     except BackendConfigError as exc:
         raise UserInputError(str(exc)) from None
+    try:
+        select_backend(settings.tokenizer, registry)
+    except BackendConfigError as exc:
+        return {**report, "ok": False, "configured_error": start_failure(exc, configured_by(settings))}
+    return {**report, "configured_error": None}
 
 
 @cli.group("tokens")
@@ -113,8 +139,9 @@ def tokens_group() -> None:
 @tokens_group.command("count")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--backend", default=None, help="Backend name (overrides BATON_TOKENIZER_BACKEND); 'auto' selects.")
+@hermes_home_option
 @json_option
-def count_command(file: Path, backend: str | None, as_json: bool) -> None:
+def count_command(file: Path, backend: str | None, as_json: bool, hermes_home: Path | None) -> None:
     """Count a chat request JSON file, or - for stdin (messages + tools + template kwargs)."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
@@ -130,12 +157,14 @@ def count_command(file: Path, backend: str | None, as_json: bool) -> None:
             table.add_row(key, Text(value))
         console.print(table)
 
-    run(as_json, lambda: count_file(str(file), backend), render)
+    run(as_json, lambda: with_hermes_layer(hermes_home, lambda: count_file(str(file), backend)), render,
+        failed_exit_code=CHECK_FAILED_EXIT_CODE)
 
 
 @tokens_group.command("backends")
+@hermes_home_option
 @json_option
-def backends_command(as_json: bool) -> None:
+def backends_command(as_json: bool, hermes_home: Path | None) -> None:
     """Installed backends, their distributions, and what 'auto' picks and why."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
@@ -148,8 +177,11 @@ def backends_command(as_json: bool) -> None:
             console.print(Text(f"failed to import: {problem}", style="yellow"))
         console.print(Text(f"configured: {result['configured']}; auto picks {result['auto']['name']}: "
                            f"{result['auto']['reason']}"))
+        if result["configured_error"]:
+            console.print(Text(result["configured_error"], style="red"))
 
-    run(as_json, list_backends, render)
+    run(as_json, lambda: with_hermes_layer(hermes_home, list_backends), render,
+        failed_exit_code=CHECK_FAILED_EXIT_CODE)
 
 
 @tokens_group.command("check")

@@ -319,10 +319,15 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     # verbose: the evidence the session captured must survive compaction (the budget compacts captured
     # records to one line each before leaving any out).
     recall_line = (count_text or estimate_tokens_rough)(continuity.RECALL_LINE) + 8 if kept is not None else 0
-    brief = render.render_brief(record, freshness=fresh,
-                                max_tokens=max(facts.brief_max_tokens - recall_line, render.MIN_MAX_TOKENS),
-                                count_tokens=count_text, counter_source=counter_source, verbose=True,
-                                continuity=False)
+    try:
+        brief = render.render_brief(record, freshness=fresh,
+                                    max_tokens=max(facts.brief_max_tokens - recall_line, render.MIN_MAX_TOKENS),
+                                    count_tokens=count_text, counter_source=counter_source, verbose=True,
+                                    continuity=False)
+    except render.BriefTooSmall:  # the record is stored: point at it rather than fail the compaction
+        LOGGER.warning("baton brief does not fit id=%s budget=%d; using the pointer brief", record.short_id,
+                       facts.brief_max_tokens)
+        brief = render.pointer_brief(record, count_text, counter_source)
     brief_text, brief_tokens = brief.text, brief.tokens
     if kept is not None:  # the captured state first; the continuity section fits into what is left
         section, section_tokens = kept.fitted(facts.brief_max_tokens - brief.tokens - 1,

@@ -534,10 +534,24 @@ class _Fitter:
             else:
                 hi = mid - 1
         if best is None:
-            raise UserInputError(
+            raise BriefTooSmall(
                 f"a resume brief cannot fit in {self.max_tokens} tokens with this counter; {RAISE_BUDGET}"
             )
         return best
+
+
+class BriefTooSmall(UserInputError):
+    """Not even the marker and the freshness section fit in ``max_tokens`` under this counter. The CLI shows
+    the message; the compaction cycle falls back to ``pointer_brief`` instead (it must not fail)."""
+
+
+def pointer_brief(record: HandoffRecord, count_tokens: Callable[[str], int] | None,
+                  counter_source: str | None) -> Brief:
+    """The smallest brief: which handoff holds the state and how to read it, for a budget no brief fits."""
+    text = (f"Handoff {record.short_id} holds this work's state; its brief did not fit the brief budget. "
+            f"Call baton_resume with ref {record.short_id} to read it.")
+    count = count_tokens or estimate_tokens_rough
+    return Brief(text, count(text), True, counter_source or ROUGH_COUNTER_SOURCE)
 
 
 class _CounterFailed(Exception):

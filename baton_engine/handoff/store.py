@@ -24,6 +24,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,10 +130,14 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+TEMP_SUFFIX = ".tmp"  # atomic_write's temp files: ".<target name>.<random>.tmp" beside the target
+STALE_TEMP_SECONDS = 600  # a live write holds its temp file for milliseconds; one this old lost its writer
+
+
 def atomic_write(target: Path, data: bytes) -> None:
     """Temp file in the target's directory, fsync, rename over the target, fsync the directory."""
     directory = target.parent
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -144,6 +149,23 @@ def atomic_write(target: Path, data: bytes) -> None:
             os.unlink(temp_name)
         raise
     _fsync_dir(directory)
+
+
+def stale_temp_files(data_dir: Path, *, now: float | None = None,
+                     older_than: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """``atomic_write`` temp files under ``data_dir`` that no writer holds any more (a process killed between
+    write and rename leaves one); symlinked directories are not followed."""
+    cutoff = (time.time() if now is None else now) - older_than
+    found = []
+    for directory, _dirs, files in os.walk(data_dir, followlinks=False):
+        for name in files:
+            path = Path(directory) / name
+            if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)) or path.is_symlink():
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mtime < cutoff:
+                    found.append(path)
+    return sorted(found)
 
 
 def _ensure_dir(path: Path, root: Path, created: list[str]) -> None:

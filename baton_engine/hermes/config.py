@@ -115,8 +115,13 @@ def load_hermes_settings(
     directory where the engine finds its project, ``agent_cwd``) and the host view; bad values raise
     SettingsError / UserInputError."""
     view = hermes_view(read_config_file(hermes_home(home)))
+    project = project_config(project_dir if project_dir is not None else agent_cwd())
+    return load_settings(env=env, hermes_block=checked_block(view), project=project), view
+
+
+def checked_block(view: HermesView) -> Mapping[str, Any] | None:
+    """The view's ``baton:`` block; one that is not a mapping is a SettingsError."""
     block = view.baton_block
     if block is not None and "__invalid__" in block:
         raise SettingsError("baton: in config.yaml must be a mapping of settings")
-    project = project_config(project_dir if project_dir is not None else agent_cwd())
-    return load_settings(env=env, hermes_block=block, project=project), view
+    return block

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
+from baton_engine import tokenizer_check
 from baton_engine.errors import BatonError
 from baton_engine.hermes.config import (
     ENGINE_NAME,
@@ -80,8 +82,23 @@ def check_settings(home: Path, start: Path | None = None) -> dict[str, str]:
         settings, _view = load_hermes_settings(home, project_dir=start)
     except BatonError as exc:
         return _check("hermes.settings", "fail", f"{exc}; the plugin refuses to start until this is fixed")
+    if settings.ignored:
+        return _check("hermes.settings", "fail", "; ".join(settings.ignored) + f". Fix the key(s) in "
+                      f"{home / 'config.yaml'}: Baton starts without them, so the value you meant is not used")
     return _check("hermes.settings", "pass",
                   f"baton: block, BATON_* and project settings valid; in Hermes: {describe_line(settings)}")
+
+
+def check_tokenizer(home: Path, start: Path | None = None) -> dict[str, str]:
+    """The tokenizer Hermes' engine would count with, built and asked to count one request (``tokenizer_check``):
+    exact -> pass, estimate -> warn, failing (cannot start or cannot count) -> fail with the reason."""
+    try:
+        settings, _view = load_hermes_settings(home, project_dir=start)
+    except BatonError as exc:
+        return _check("hermes.tokenizer", "skipped", f"settings invalid ({exc})")
+    verdict = tokenizer_check.check_tokenizer(settings)
+    status = {"exact": "pass", "estimate": "warn", "failing": "fail"}[verdict.verdict]
+    return _check("hermes.tokenizer", status, f"{verdict.verdict}: {verdict.reason}")
 
 
 def check_engine_copy() -> dict[str, str]:
@@ -102,16 +119,11 @@ def check_engine_copy() -> dict[str, str]:
     return _check("hermes.engine", "pass", f"engine builds and deep-copies under hermes-agent {version}")
 
 
-def _doctor_hermes_selection(_start: Path) -> dict[str, str]:
-    return check_selection(hermes_home())
+def checks(home: Path | None = None) -> tuple[Callable[[Path], dict[str, str]], ...]:
+    """The Hermes checks `baton doctor` runs, against ``home`` (``--hermes-home``; else ``$HERMES_HOME`` or
+    ``~/.hermes``, as Hermes resolves it)."""
+    def where() -> Path:
+        return hermes_home(home)
 
-
-def _doctor_hermes_settings(start: Path) -> dict[str, str]:
-    return check_settings(hermes_home(), start)
-
-
-def _doctor_hermes_engine(_start: Path) -> dict[str, str]:
-    return check_engine_copy()
-
-
-CHECKS = (_doctor_hermes_selection, _doctor_hermes_settings, _doctor_hermes_engine)  # run by `baton doctor`
+    return (lambda _start: check_selection(where()), lambda start: check_settings(where(), start),
+            lambda start: check_tokenizer(where(), start), lambda _start: check_engine_copy())

@@ -133,9 +133,10 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
 
     def counting(self) -> RouteCounting:
-        """This agent's route's counting: the tokenizer that fits its model (``BatonRuntime.for_route``)."""
+        """This agent's route's counting: the tokenizer that fits its model under this session's project
+        settings (``BatonRuntime.for_route``; a gateway session's project may name its own tokenizer)."""
         route = self.route
-        return get_runtime().for_route(route.model, route.base_url, route.provider)
+        return get_runtime().for_route(route.model, route.base_url, route.provider, self._settings())
 
     def move_route(self, route: Route) -> None:
         """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
@@ -430,6 +431,10 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         return draft_id, failure
 
     # ---- status ----------------------------------------------------------------------------------
+
+    def agent_status(self) -> dict[str, Any]:
+        """The engine part of ``baton_status`` (``tools.ToolHost``)."""
+        return status.agent_status(self)
 
     def get_status(self) -> dict[str, Any]:
         base = super().get_status()

@@ -29,7 +29,7 @@ LOGGER = logging.getLogger("baton_engine.hermes")
 
 class RequestBudgeting:
     """Mixed into ``BatonContextEngine``: needs ``ledger``, ``route``, ``counting()``, ``move_route()``,
-    ``learn_window()``, ``effective_window()`` and ``prepare_compaction()``."""
+    ``learn_window()``, ``effective_window()``, ``_settings()`` and ``prepare_compaction()``."""
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
         """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor)."""
@@ -189,7 +189,8 @@ class RequestBudgeting:
         view = request_view.from_provider_kwargs(request, None)
         if view is None:
             return None
-        counting = get_runtime().for_route(str(model) if model else None, str(base_url) if base_url else None)
+        counting = get_runtime().for_route(str(model) if model else None, str(base_url) if base_url else None,
+                                           settings=self._settings())
         counted = counting.count_chat(view.count_request())
         window = counting.known_window()
         if window is None or counted.tokens is None:

@@ -3,14 +3,20 @@
 Registers the engine (a real ``ContextEngine`` subclass), the bundled skill, the ``llm_request``
 middleware, and the guarded estimator/auxiliary patches. Settings are validated HERE, at start-up, in
 the one precedence (``settings.load_settings``, the working directory's ``.baton/config.json`` lowest): a
-bad ``baton:`` key, BATON_* value or project config raises an error naming it (Hermes reports the plugin
-as failed with that message). Registration never selects the engine: the user's ``context.engine:
+malformed value (BATON_*, ``baton:`` or project config) raises an error naming it (Hermes reports the plugin
+as failed and uses its own compressor). Registration never selects the engine: the user's ``context.engine:
 baton`` does. Patches are installed only when that selection is made, and the log says which.
+
+What the user must know is said on the terminal (stderr, one line each), because Hermes 0.19 sends plugin
+warnings only to its log files: a value that stops Baton, an unknown ``baton:`` key (ignored), and a
+configured tokenizer that cannot start (built here, when Baton is selected, so the line comes at start-up
+and not at the first request; Baton then counts with estimates, ``tokenizer_check``).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +50,22 @@ def _host_home() -> Path | None:
         return None
 
 
+def tell(line: str) -> None:
+    """One line on the terminal (stderr) and in Hermes' logs: what the user must fix. Never prompt text."""
+    LOGGER.warning("%s", line)
+    print(f"baton: {line}", file=sys.stderr, flush=True)
+
+
 def register(ctx: Any) -> None:
     """Called by Hermes' PluginManager when ``baton`` is in ``plugins.enabled``."""
     global _ACTIVATION
     try:
         runtime = host_runtime(_host_home())
     except UserInputError as exc:  # a bad BATON_* value, baton: key or .baton/config.json: named, not guessed
-        LOGGER.error("Baton not started: %s", exc)
+        tell(f"NOT started: {exc}; Hermes uses its built-in compressor until this is fixed (see `baton doctor`)")
         raise
+    for problem in runtime.settings.ignored:
+        tell(problem)
     view = runtime.view
     previous = set_runtime(runtime)
     if previous is not None:
@@ -70,9 +84,13 @@ def register(ctx: Any) -> None:
     ctx.register_middleware("llm_request", _ACTIVATION.llm_request)
     if view.engine_selected:
         skipped = _ACTIVATION.activate()
+        counter = runtime.counter()  # built now: a tokenizer that cannot start is said at start-up
+        if counter is None:
+            tell(runtime.main.counter_error or "tokenizer cannot start")
         LOGGER.warning(
-            "Baton context engine ACTIVE (context.engine: %s): exact budgets on, %d patch(es) skipped%s",
-            ENGINE_NAME, len(skipped), f": {'; '.join(skipped)}" if skipped else "",
+            "Baton context engine ACTIVE (context.engine: %s): counting with %s, %d patch(es) skipped%s",
+            ENGINE_NAME, counter.source if counter is not None else "estimates (the tokenizer cannot start)",
+            len(skipped), f": {'; '.join(skipped)}" if skipped else "",
         )
     else:
         LOGGER.warning(

@@ -30,11 +30,12 @@ from baton_engine.handoff.store import find_project_root
 from baton_engine.hermes.config import HermesView, agent_cwd, load_hermes_settings
 from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
+from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend
-from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
+from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_margin, estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 DEFAULT_CONTEXT_LENGTH = 131072
@@ -65,7 +66,7 @@ class RouteCounting:
         self.context_length = context_length  # the route's window from its tokenizer_routes entry, if set
 
     def counter(self) -> TokenCounter | None:
-        return self.runtime.counter_of(self.config)
+        return self.runtime.counter_of(self.config, self.why)
 
     @property
     def counter_error(self) -> str | None:
@@ -81,12 +82,13 @@ class RouteCounting:
         estimate = anchor.estimate(request) if anchor is not None else None
         if estimate is not None:
             return replace(estimate, fallback_reason=error)
-        margin = self.runtime.settings.fallback_margin_tokens
         try:
-            tokens = estimate_chat_request(request) + margin
+            estimated = estimate_chat_request(request)
         except Exception:  # noqa: BLE001 - an uncountable request: "unknown", the request is left alone
             return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=error)
-        return TokenCount(tokens, False, FALLBACK_SOURCE, fallback_reason=error, margin_tokens=margin)
+        margin = estimate_margin(estimated, self.runtime.settings.fallback_margin_tokens)
+        return TokenCount(estimated + margin, False, FALLBACK_SOURCE if margin else ROUGH_SOURCE,
+                          fallback_reason=error, margin_tokens=margin)
 
     def count_text(self, text: str) -> TokenCount:
         counter = self.counter()
@@ -153,7 +155,7 @@ class BatonRuntime:
         self._counters: dict[TokenizerConfig, TokenCounter] = {}
         self._errors: dict[TokenizerConfig, str] = {}
         self._lock = threading.Lock()
-        self.main = RouteCounting(self, settings.tokenizer, "the configured tokenizer (baton.tokenizer)")
+        self.main = RouteCounting(self, settings.tokenizer, configured_by(settings))
 
     def now(self) -> datetime:
         """The clock's time as aware UTC; a naive clock is refused (it would silently mean local time)."""
@@ -181,41 +183,46 @@ class BatonRuntime:
 
     # ---- counting --------------------------------------------------------------------------------
 
-    def for_route(self, model: str | None, base_url: str | None = None, provider: str | None = None) -> RouteCounting:
-        """The counting of a route: the first ``tokenizer_routes`` entry that matches it; the configured
-        tokenizer for the main route (Hermes' configured model and server, or any route when they are unknown);
-        else ``auto`` for the route's own model (tiktoken for OpenAI-family names, else rough, which the
-        provider's usage then anchors)."""
-        for entry in self.settings.tokenizer_routes:
+    def for_route(self, model: str | None, base_url: str | None = None, provider: str | None = None,
+                  settings: BatonSettings | None = None) -> RouteCounting:
+        """The counting of a route under ``settings`` (a session's project settings, ``settings_for``; default
+        the runtime's): the first ``tokenizer_routes`` entry that matches it; the configured tokenizer for the
+        main route (Hermes' configured model and server, or any route when they are unknown); else ``auto``
+        for the route's own model (tiktoken for OpenAI-family names, else rough, which the provider's usage
+        then anchors). Counters are shared per tokenizer configuration, whichever project configured it."""
+        settings = settings if settings is not None else self.settings
+        for entry in settings.tokenizer_routes:
             if entry.matches(model, base_url, provider):
                 return RouteCounting(self, entry.tokenizer, f"tokenizer_routes entry {entry.describe()}",
                                      entry.context_length)
-        if self._is_main(model, base_url):
-            return self.main
-        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=self.settings.tokenizer.timeout_seconds)
+        if self._is_main(model, base_url, settings.tokenizer.model):
+            if settings.tokenizer == self.settings.tokenizer:
+                return self.main
+            return RouteCounting(self, settings.tokenizer, configured_by(settings))
+        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=settings.tokenizer.timeout_seconds)
         return RouteCounting(self, config, f"auto for model {model!r} (not the configured model)")
 
-    def _is_main(self, model: str | None, base_url: str | None) -> bool:
+    def _is_main(self, model: str | None, base_url: str | None, served: str | None) -> bool:
         main_model, main_url = self.view.model, self.view.base_url
         if not model or not main_model:
             return True
-        served = self.settings.tokenizer.model
         if model != main_model and model != served:
             return False
         return not (base_url and main_url and base_url.rstrip("/") != main_url.rstrip("/"))
 
-    def counter_of(self, config: TokenizerConfig) -> TokenCounter | None:
-        """The counter of ``config``, built on first use; None (and a status reason) when its backend cannot
-        start."""
+    def counter_of(self, config: TokenizerConfig, chosen_by: str = "") -> TokenCounter | None:
+        """The counter of ``config``, built on first use; None when its backend cannot start, and the reason
+        (``tokenizer_check.start_failure``: the setting ``chosen_by`` names, why, and that counts are estimates)
+        for status and the start-up line."""
         with self._lock:
             counter = self._counters.get(config)
             if counter is None and config not in self._errors:
                 built = replace(config, context_length=self.context_length)
                 try:
                     backend, selection = build_backend(built)
-                except Exception as exc:  # noqa: BLE001 - reported in status; counting falls back to rough
-                    self._errors[config] = f"tokenizer backend unavailable: {type(exc).__name__}"
-                    LOGGER.warning("baton tokenizer backend could not start type=%s", type(exc).__name__)
+                except Exception as exc:  # noqa: BLE001 - reported in status; counting falls back to estimates
+                    self._errors[config] = start_failure(exc, chosen_by or configured_by(self.settings))
+                    LOGGER.warning("baton %s", self._errors[config])  # names settings and paths, no prompt text
                     return None
                 counter = TokenCounter(backend, fallback_margin_tokens=self.settings.fallback_margin_tokens)
                 self._counters[config] = counter

@@ -16,7 +16,7 @@ from baton_engine.tokens.counter import counting_mode
 
 
 def engine_status(engine: Any) -> dict[str, Any]:
-    runtime = get_runtime()
+    settings = get_runtime().settings_for(engine.project_path())
     counting = engine.counting()
     counter = counting.counter()
     stats = counter.stats() if counter is not None else None
@@ -59,6 +59,7 @@ def engine_status(engine: Any) -> dict[str, Any]:
             "exact": last.exact if last is not None else None,
             "fallbacks": stats.fallbacks if stats else 0,
             "last_fallback_reason": (last.fallback_reason if last is not None else None) or counting.counter_error,
+            "error": counting.counter_error,  # the tokenizer cannot start: why, the setting, the fix
             "breaker": asdict(counter.breaker_state()) if counter is not None else None,
             "anchor_observations": ledger.anchor.observations,
             "views_counted": ledger.counted, "view_repeats": ledger.memo_hits,
@@ -80,5 +81,23 @@ def engine_status(engine: Any) -> dict[str, Any]:
         "degradation": {"reason": engine.degradation_reason, "detail": engine.degradation_detail,
                         "count": engine.degraded_count},
         "session_rotations": engine.session_rotations,
-        "settings": describe(runtime.settings),  # each effective value and where it came from
+        "settings": describe(settings),  # this session's: each effective value and where it came from
+        "settings_ignored": list(settings.ignored),  # unknown baton: keys (typos), each with a suggestion
+    }
+
+
+def agent_status(engine: Any) -> dict[str, Any]:
+    """What the agent's ``baton_status`` adds to the store's counts (docs/troubleshooting.md): the route, the
+    window it budgets against and where that comes from, how its requests are counted, and the compaction
+    trigger with ``stuck``; a part of ``engine_status``, so the two never disagree."""
+    full = engine_status(engine)
+    tokenizer, window, cooldown = full["tokenizer"], full["window"], full["cooldown"]
+    return {
+        "route": full["route"],
+        "window": {"tokens": window["effective"], "source": window["source"], "mismatch": window["mismatch"]},
+        "counting": {"mode": tokenizer["counting"], "source": tokenizer["source"], "exact": tokenizer["exact"],
+                     "error": tokenizer["error"], "fallback_reason": tokenizer["last_fallback_reason"]},
+        "trigger": {**full["trigger"], "stuck": cooldown["stuck"], "growth_needed": cooldown["growth_needed"],
+                    "post_compaction_tokens": cooldown["post_compaction_tokens"]},
+        "settings_ignored": full["settings_ignored"],
     }

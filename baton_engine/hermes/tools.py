@@ -2,7 +2,8 @@
 
 Why through ``operations``: each tool answers with exactly the JSON the equivalent ``baton ... --json``
 command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
-call the same operation through ``operations.call`` and serialise it with ``operations.dumps``.
+call the same operation through ``operations.call`` and serialise it with ``operations.dumps``
+(``baton_status`` adds ``engine``: the session's route, window, counting and trigger, which no CLI can know).
 The answer is always a JSON string; no exception reaches Hermes. There is no generic shell tool.
 Every answer goes into the transcript, so every string in it is redacted first: an echoed objective,
 ref or tool name must not carry a pasted secret back to the model (stored records are already redacted,
@@ -63,7 +64,8 @@ SCHEMAS: list[dict[str, Any]] = [
     },
     {
         "name": "baton_status",
-        "description": "Baton project status: record counts, latest ready and draft handoffs, problems.",
+        "description": ("Baton status: record counts, latest ready and draft handoffs, problems, and under "
+                        "`engine` this session's route, window, counting mode and compaction trigger (stuck)."),
         "parameters": {"type": "object", "properties": {}},
     },
     RECALL_SCHEMA,  # answered by recall.recall_tool over this session lineage (the engine picks the source)
@@ -124,6 +126,9 @@ class ToolHost:  # the engine implements this protocol
     def recall(self, args: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
+    def agent_status(self) -> dict[str, Any]:
+        raise NotImplementedError
+
 
 def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]] | None) -> dict[str, Any]:
     kind = args.get("kind")
@@ -165,8 +170,9 @@ def _resume(host: ToolHost, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _status(host: ToolHost, _args: dict[str, Any]) -> dict[str, Any]:
+    """``baton status --json``'s answer plus ``engine``: what only the running engine knows."""
     result, _code = operations.call(operations.status, host.project_path(), scope=host.scope)
-    return result
+    return {**result, "engine": host.agent_status()}
 
 
 def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None = None) -> str:

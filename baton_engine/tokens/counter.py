@@ -28,7 +28,13 @@ from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, BreakerState, 
 from baton_engine.tokens.contract import UNKNOWN_SOURCE, CannotCount, ChatRequest, TokenCount, TokenizerBackend
 from baton_engine.tokens.media import split_request
 from baton_engine.tokens.request_key import request_key
-from baton_engine.tokens.rough import FALLBACK_SOURCE, ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough
+from baton_engine.tokens.rough import (
+    FALLBACK_SOURCE,
+    ROUGH_SOURCE,
+    estimate_chat_request,
+    estimate_margin,
+    estimate_tokens_rough,
+)
 from baton_engine.tokens.verify import CALIBRATED_SOURCE
 
 LOGGER = logging.getLogger("baton_engine.tokens")
@@ -189,7 +195,7 @@ class TokenCounter:
             result = exact()  # the breaker checked it: a malformed answer is a backend failure
         except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
             return self._fallback(kind, exc, estimate, margin)
-        if result.source == ROUGH_SOURCE and margin:
+        if result.source == ROUGH_SOURCE and estimate_margin(result.tokens, margin):  # type: ignore[arg-type]
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
             result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
                                 margin_tokens=margin)
@@ -204,15 +210,17 @@ class TokenCounter:
     def _fallback(self, kind: str, error: Exception, estimate: Callable[[], int], margin: int) -> TokenCount:
         reason = f"{self._source}: {_describe(error)}"
         error_type = type(error).__name__
-        source = FALLBACK_SOURCE if margin else ROUGH_SOURCE
         try:
-            rough_tokens = int(estimate()) + margin
+            estimated = int(estimate())
         except Exception as rough_exc:  # noqa: BLE001
             LOGGER.warning("count unknown kind=%s source=%s backend_error=%s rough_error=%s; leaving requests unchanged",
                            kind, self._source, error_type, type(rough_exc).__name__)
             with self._lock:
                 self._record(unknown=1, fallbacks=1, last_fallback_reason=reason)
             return TokenCount(tokens=None, exact=False, source=UNKNOWN_SOURCE, fallback_reason=reason)
+        margin = estimate_margin(estimated, margin)
+        source = FALLBACK_SOURCE if margin else ROUGH_SOURCE
+        rough_tokens = estimated + margin
         # While the circuit is open every count falls back; the breaker logged the failure once.
         LOGGER.log(logging.DEBUG if isinstance(error, CircuitOpen) else logging.WARNING,
                    "count fell back kind=%s backend=%s error=%s tokens=%d source=%s",

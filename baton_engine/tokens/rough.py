@@ -29,6 +29,12 @@ ROUGH_SOURCE = "rough"
 FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"  # a rough count plus the fallback margin (the counter's fallback)
 
 
+def estimate_margin(estimate: int, margin: int) -> int:
+    """The safety margin a rough estimate of ``estimate`` tokens carries: none when nothing was estimated (an
+    empty request has nothing to under-count, so it is 0 tokens, not the margin alone)."""
+    return margin if estimate > 0 else 0
+
+
 def estimate_tokens_rough(text: str) -> int:
     """ceil(chars / 4); 0 for empty text."""
     if not text:

@@ -228,8 +228,11 @@ def test_budget_below_minimum_is_a_clear_error(full_record: HandoffRecord) -> No
 
 
 def test_counter_that_cannot_fit_anything_is_a_clear_error(full_record: HandoffRecord) -> None:
-    with pytest.raises(UserInputError, match="cannot fit in 200 tokens"):
+    from baton_engine.handoff.render import BriefTooSmall
+
+    with pytest.raises(BriefTooSmall, match="cannot fit in 200 tokens") as raised:
         render_brief(full_record, max_tokens=200, count_tokens=lambda text: len(text))
+    assert isinstance(raised.value, UserInputError)  # the CLI shows it as an input error (exit 2)
 
 
 def test_hard_cut_keeps_marker_and_freshness_for_dense_counters(full_record: HandoffRecord) -> None:

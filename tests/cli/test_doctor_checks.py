@@ -14,8 +14,9 @@ def test_importing_the_hermes_checks_changes_nothing_and_the_cli_lists_them(tmp_
     importlib.import_module("baton_engine.cli")
     assert [check["name"] for check in operations.doctor(tmp_path)["checks"]] == before
     assert not any(name.startswith("hermes.") for name in before)
-    both = operations.doctor(tmp_path, checks=(*operations.CORE_CHECKS, *hermes_doctor.CHECKS))["checks"]
-    assert [check["name"] for check in both][len(before):] == ["hermes.selection", "hermes.settings", "hermes.engine"]
+    both = operations.doctor(tmp_path, checks=(*operations.CORE_CHECKS, *hermes_doctor.checks()))["checks"]
+    assert [check["name"] for check in both][len(before):] == [
+        "hermes.selection", "hermes.settings", "hermes.tokenizer", "hermes.engine"]
 
 
 def test_doctor_says_where_each_setting_came_from(tmp_path: Path, monkeypatch) -> None:

@@ -13,7 +13,7 @@ from baton_engine.cli import cli
 from baton_engine.tokens.rough import estimate_chat_request
 from conversations import conversation
 
-CLEAN_ENV = {"BATON_TOKENIZER_BACKEND": None, "BATON_TOKENIZER_URL": None, "BATON_TOKENIZER_PATH": None,
+CLEAN_ENV = {"HERMES_HOME": None, "BATON_TOKENIZER_BACKEND": None, "BATON_TOKENIZER_URL": None, "BATON_TOKENIZER_PATH": None,
              "BATON_TOKENIZER_MODEL": None, "INCONTEXT_BACKEND": None, "INCONTEXT_TOKENIZER_URL": None,
              "BATON_FALLBACK_MARGIN_TOKENS": None}
 
@@ -129,3 +129,44 @@ def test_count_reads_stdin_and_rejects_non_utf8_files(tmp_path: Path) -> None:
     bad = invoke("tokens", "count", str(latin1), "--json")
     assert bad.exit_code == 2
     assert "UnicodeDecodeError" in json.loads(bad.output)["error"]["message"]
+
+
+def test_a_configured_tokenizer_that_cannot_start_gives_the_loops_estimate_and_exits_1(request_file: Path,
+                                                                                        tmp_path: Path) -> None:
+    """Read from the Hermes home's baton: block (--hermes-home), as Hermes reads it; the count is the one the
+    agent loop then uses (rough + margin), the reason names the setting, and the exit code says it failed."""
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    (home / "config.yaml").write_text("baton:\n  tokenizer:\n    backend: nosuch\n", encoding="utf-8")
+    result = invoke("tokens", "count", str(request_file), "--json", "--hermes-home", str(home))
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert data["ok"] is False and data["source"] == "rough+margin" and data["exact"] is False
+    assert "set by baton.tokenizer.backend in config.yaml" in data["fallback_reason"]
+    assert data["tokens"] == estimate_chat_request(json.loads(request_file.read_text())) + 1024
+    assert invoke("tokens", "count", str(request_file), "--json").exit_code == 0  # no Hermes home named
+
+
+def test_count_reads_the_hermes_block_when_hermes_home_is_set(request_file: Path, tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    (home / "config.yaml").write_text("baton:\n  fallback_margin_tokens: 7\n", encoding="utf-8")
+    data = json.loads(invoke("tokens", "count", str(request_file), "--json", HERMES_HOME=str(home)).output)
+    assert data["tokens"] == estimate_chat_request(json.loads(request_file.read_text())) + 7
+
+
+def test_backends_with_an_unknown_configured_name_warns_and_exits_1() -> None:
+    result = invoke("tokens", "backends", "--json", BATON_TOKENIZER_BACKEND="nosuch")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["ok"] is False and "'nosuch' is not installed" in data["configured_error"]
+    assert any(b["name"] == "rough" for b in data["backends"])  # still lists what is installed
+    text = invoke("tokens", "backends", BATON_TOKENIZER_BACKEND="nosuch")
+    assert text.exit_code == 1 and "tokenizer cannot start" in text.output
+
+
+def test_an_empty_message_list_counts_zero(tmp_path: Path) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text("[]")
+    data = json.loads(invoke("tokens", "count", str(path), "--json").output)
+    assert data["tokens"] == 0 and data["margin_tokens"] == 0

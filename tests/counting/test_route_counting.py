@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from baton_engine.hermes.config import HermesView
@@ -68,9 +70,10 @@ def test_a_servers_max_model_len_is_the_window_of_its_own_routes_only() -> None:
     ({"match": {"model": "gpt-*"}}, "backend in config.yaml is required"),
     ({"match": {}, "backend": "tiktoken"}, "non-empty 'match'"),
     ({"match": {"name": "x"}, "backend": "tiktoken"}, "match.name in config.yaml is not a match key"),
-    ({"match": {"model": "x"}, "backend": "tiktoken", "pth": "/m"}, "pth in config.yaml is not a setting"),
+    ({"match": {"model": "x"}, "backend": "tiktoken", "pth": "/m"},
+     "pth in config.yaml is not a setting; did you mean baton.tokenizer_routes[0].path?"),
     ({"match": {"model": "x"}, "backend": "tiktoken", "context_length": 10}, "context_length in config.yaml must be"),
 ])
 def test_bad_tokenizer_routes_say_what_is_wrong(routes: dict, message: str) -> None:
-    with pytest.raises(SettingsError, match=message):
+    with pytest.raises(SettingsError, match=re.escape(message)):
         load_settings({}, {"tokenizer_routes": [routes]})

@@ -122,8 +122,6 @@ def test_hermes_block_merges_with_env_winning() -> None:
 @pytest.mark.parametrize(
     ("block", "expected"),
     [
-        ({"brief_max_token": 5}, "baton.brief_max_token in config.yaml is not a setting"),
-        ({"tokenizer": {"uri": "x"}}, "baton.tokenizer.uri in config.yaml is not a setting"),
         ({"tokenizer": "hf"}, "baton.tokenizer in config.yaml must be a mapping"),
         ({"auto_checkpoint_on_end": "yes"}, "baton.auto_checkpoint_on_end in config.yaml must be true or false"),
         ({"brief_max_tokens": True}, "baton.brief_max_tokens in config.yaml must be an integer"),
@@ -135,6 +133,30 @@ def test_hermes_block_merges_with_env_winning() -> None:
 def test_bad_hermes_block_names_the_key(block: object, expected: str) -> None:
     with pytest.raises(SettingsError, match=expected.replace(".", "\\.").replace("(", "\\(")):
         load_settings({}, hermes_block=block)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ({"fresh_tail_token": 6000}, "baton.fresh_tail_token in config.yaml is not a setting (ignored); "
+                                     "did you mean baton.fresh_tail_tokens?"),
+        ({"brief_max_token": 5}, "baton.brief_max_token in config.yaml is not a setting (ignored); "
+                                 "did you mean baton.brief_max_tokens?"),
+        ({"tokenizer": {"pth": "/m"}}, "baton.tokenizer.pth in config.yaml is not a setting (ignored); "
+                                       "did you mean baton.tokenizer.path?"),
+        ({"tokenizer": {"uri": "x"}}, "baton.tokenizer.uri in config.yaml is not a setting (ignored); "
+                                      "did you mean baton.tokenizer.url?"),
+        ({"colour": "blue"}, "baton.colour in config.yaml is not a setting (ignored); known: "),
+    ],
+)
+def test_an_unknown_key_is_ignored_and_named_with_the_nearest_known_one(block: dict, expected: str) -> None:
+    """A typo must not stop Baton (Hermes would silently use its compressor): the key is ignored, the other
+    settings hold, and the message names it (the plugin prints it, doctor fails on it)."""
+    settings = load_settings({}, hermes_block={**block, "min_output_tokens": 2000})
+    assert settings.min_output_tokens == 2000
+    assert len(settings.ignored) == 1 and settings.ignored[0].startswith(expected)
+    assert settings.fresh_tail_tokens is None and settings.brief_max_tokens == load_settings({}).brief_max_tokens
+    assert load_settings({}, hermes_block={"fresh_tail_tokens": 6000}).ignored == ()
 
 
 def test_one_precedence_env_then_config_yaml_then_project_config_then_default() -> None:

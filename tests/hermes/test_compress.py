@@ -178,6 +178,24 @@ def test_tokenizer_down_still_hands_off_and_says_so(project: Path, monkeypatch: 
     assert _block(out)
 
 
+def test_a_brief_that_cannot_fit_points_at_the_stored_handoff(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: render raised and the compaction ended in internal_error with no usable brief. A counter so
+    dense that not even the brief's marker fits (the soak's over-counting ratio) is stood in for here."""
+    from baton_engine.handoff import render
+
+    def too_small(*_args: Any, **kwargs: Any) -> Any:
+        raise render.BriefTooSmall(f"a resume brief cannot fit in {kwargs['max_tokens']} tokens with this counter")
+
+    monkeypatch.setattr(render, "render_brief", too_small)
+    engine = _engine(project)
+    out = engine.compress(_conversation("Keep going", 4))
+    status = engine.get_status()
+    assert status["degradation"]["reason"] is None and status["latest_handoff"]["status"] == "ready"
+    short = status["latest_handoff"]["short_id"]
+    block = _block(out)
+    assert f"Call baton_resume with ref {short} to read it." in block["content"]
+
+
 @pytest.mark.parametrize("garbage", [None, [], [{"bad": 1}], [{"role": "tool", "content": "orphan"}], "text"])
 def test_compress_never_raises_on_garbage(project: Path, garbage: Any) -> None:
     engine = _engine(project)

@@ -95,5 +95,64 @@ def test_invalid_setting_fails_at_start_up_naming_the_key(hermes_home: Path) -> 
     assert "baton.typo_key" in check_settings(hermes_home)["detail"]
 
 
+def test_a_bad_value_that_stops_baton_is_said_on_the_terminal(hermes_home: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    write_hermes_home(hermes_home, _config(baton={"brief_max_tokens": 0}))
+    PluginManager().discover_and_load()
+    err = capsys.readouterr().err
+    assert "baton: NOT started: baton.brief_max_tokens in config.yaml must be an integer" in err
+    assert "Hermes uses its built-in compressor" in err
+
+
+def test_a_typo_key_is_ignored_loudly_and_baton_still_runs(hermes_home: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: Hermes dropped the plugin (errors.log only) and fell back to its compressor."""
+    write_hermes_home(hermes_home, _config(baton={"fresh_tail_token": 6000, "min_output_tokens": 2000}))
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    assert loaded.enabled and loaded.error is None and _patched()
+    engine = manager._context_engine
+    assert isinstance(engine, BatonContextEngine)
+    err = capsys.readouterr().err
+    assert "baton: baton.fresh_tail_token in config.yaml is not a setting (ignored); " \
+           "did you mean baton.fresh_tail_tokens?" in err
+    status = engine.get_status()
+    said = [line.removeprefix("baton: ") for line in err.splitlines() if line.startswith("baton: ")]
+    assert status["settings_ignored"] == said and len(said) == 1  # the terminal line is the status entry
+    assert {row["setting"]: row["value"] for row in status["settings"]}["min_output_tokens"] == "2000"
+    check = check_settings(hermes_home)
+    assert check["status"] == "fail" and "did you mean baton.fresh_tail_tokens?" in check["detail"]
+
+
+@pytest.mark.parametrize("how", ["config.yaml path", "env backend"])
+def test_a_tokenizer_that_cannot_start_is_said_at_start_in_status_and_doctor(
+        hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        how: str) -> None:
+    """The decision (docs/troubleshooting.md): Baton runs on estimates and says so, the same in the CLI."""
+    missing = tmp_path / "models" / "qwen3"
+    if how == "config.yaml path":
+        write_hermes_home(hermes_home, _config(baton={"tokenizer": {"backend": "hf", "path": str(missing)}}))
+        expected = [f"{str(missing)!r} (no such directory)", "set by baton.tokenizer.backend in config.yaml"]
+    else:
+        write_hermes_home(hermes_home, _config())
+        monkeypatch.setenv("BATON_TOKENIZER_BACKEND", "nosuch")
+        expected = ["set by BATON_TOKENIZER_BACKEND", "'nosuch' is not installed"]
+    manager = PluginManager()
+    manager.discover_and_load()
+    assert manager._plugins["baton"].enabled and _patched()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("baton: ")]
+    assert len(lines) == 1 and all(part in lines[0] for part in expected), lines
+    assert "Baton counts with estimates" in lines[0]
+    engine = manager._context_engine
+    assert engine.get_status()["tokenizer"]["error"] == lines[0].removeprefix("baton: ")
+    counted = engine.counting().count_chat({"messages": [{"role": "user", "content": "hello"}]})
+    assert counted.exact is False and counted.fallback_reason == lines[0].removeprefix("baton: ")
+    from baton_engine.hermes.doctor import check_tokenizer
+
+    check = check_tokenizer(hermes_home)
+    assert check["status"] == "fail" and all(part in check["detail"] for part in expected)
+
+
 def test_engine_copy_check_passes() -> None:
     assert check_engine_copy()["status"] == "pass"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from batontest import assets
 from batontest.baton_cli import run_baton
-from batontest.hermes_home import hermes_config, write_hermes_home
+from batontest.hermes_home import hermes_config, initialised_project, write_hermes_home
 from hermes_cli.plugins import PluginManager
 
 from baton_engine.hermes.doctor import check_settings
@@ -73,7 +73,7 @@ def test_the_projects_tokenizer_and_brief_budget_are_the_engines(hermes_home: Pa
     assert cli.data == resumed  # `baton resume` in the project: the same counter and budget as the engine
     doctor = run_baton("doctor", "--json", cwd=project).data
     tokenizer = next(check for check in doctor["checks"] if check["name"] == "tokenizer")
-    assert tokenizer["detail"] == "brief budgets use tiktoken:cl100k_base"
+    assert tokenizer["detail"].startswith("estimate: tiktoken:cl100k_base runs")  # the engine's tokenizer
     hermes = check_settings(hermes_home, project)
     assert hermes["status"] == "pass"
     assert "backend=tiktoken (tokenizer.backend in .baton/config.json)" in hermes["detail"]
@@ -113,3 +113,22 @@ def test_a_broken_project_setting_stops_the_plugin_naming_the_key(hermes_home: P
     assert not loaded.enabled and "brief.max_tokens in .baton/config.json" in loaded.error
     check = check_settings(hermes_home, project)
     assert check["status"] == "fail" and "brief.max_tokens in .baton/config.json" in check["detail"]
+
+
+def test_a_session_in_another_project_counts_with_that_projects_tokenizer(hermes_home: Path, project: Path,
+                                                                         tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gateway process starts in one directory and runs sessions in others (terminal.cwd): each session's
+    counter is its own project's `.baton/config.json` tokenizer, as `baton` run in that project counts."""
+    engine = _engine(hermes_home, project, monkeypatch)  # the plugin starts in `project` (no tokenizer set)
+    assert engine.counting().source() == "rough"
+    other = initialised_project(tmp_path / "other")
+    _project_config(other, PROJECT_LAYER)
+    elsewhere = BatonContextEngine(project_dir=other)
+    elsewhere.on_session_start("other-session")
+    assert elsewhere.counting().source() == "tiktoken:cl100k_base"
+    status = elsewhere.get_status()
+    assert status["tokenizer"]["source"] == "tiktoken:cl100k_base"
+    assert {row["setting"]: row["origin"] for row in status["settings"]}["backend"] == \
+        "tokenizer.backend in .baton/config.json"
+    assert engine.counting().source() == "rough"  # the first project's sessions are unchanged

@@ -39,8 +39,24 @@ def _without(data: dict[str, Any], *volatile: str) -> dict[str, Any]:
 
 
 def test_status_parity(project: Path) -> None:
+    """The store's part is `baton status --json`; `engine` is what only the running engine knows."""
     engine = _engine(project)
-    assert engine.handle_tool_call("baton_status", {}) == baton_cli(project, "status", "--json")
+    answer = json.loads(engine.handle_tool_call("baton_status", {}))
+    engine_part = answer.pop("engine")
+    assert answer == json.loads(baton_cli(project, "status", "--json"))
+    assert set(engine_part) == {"route", "window", "counting", "trigger", "settings_ignored"}
+
+
+def test_status_answers_route_window_counting_and_trigger(project: Path) -> None:
+    engine = _engine(project)
+    engine.update_model("qwen3-test", 32768, base_url="http://127.0.0.1:9/v1")
+    part = json.loads(engine.handle_tool_call("baton_status", {}))["engine"]
+    full = engine.get_status()
+    assert part["route"]["model"] == "qwen3-test" and part["route"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert part["window"] == {"tokens": 32768, "source": "hermes context_length", "mismatch": None}
+    assert part["counting"]["source"] == full["tokenizer"]["source"] == "rough" and part["counting"]["error"] is None
+    assert part["trigger"]["threshold"] == engine.threshold_tokens and not part["trigger"]["stuck"]
+    assert part["trigger"]["tokens"] == full["trigger"]["tokens"] > 0
 
 
 def test_resume_parity_and_error_parity(project: Path) -> None:

@@ -73,9 +73,12 @@ class HfBackend(TokenizerBackend):
 
             tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
         except Exception as exc:  # OSError, ValueError, ... from transformers/hub
+            gone = _looks_like_path(location) and not Path(location).expanduser().exists()
+            missing = " (no such directory)" if gone else ""
             raise BackendConfigError(
-                f"cannot load an HF tokenizer from {_display_name(location)!r} offline ({type(exc).__name__}); "
-                "point BATON_TOKENIZER_PATH at a directory with tokenizer.json and tokenizer_config.json, "
+                f"cannot load an HF tokenizer from {location!r}{missing} offline ({type(exc).__name__}); "
+                "point BATON_TOKENIZER_PATH (or baton.tokenizer.path) at a directory with tokenizer.json and "
+                "tokenizer_config.json, "
                 "or download the model into the HF cache first (huggingface-cli download <id>)"
             ) from None
         return cls(tokenizer, config.model or _display_name(location), context_length=config.context_length)
@@ -169,7 +172,11 @@ def _known_context_length(tokenizer: Any) -> int | None:
     return value if isinstance(value, int) and 0 < value < _SANE_MAX_MODEL_LEN else None
 
 
+def _looks_like_path(location: str) -> bool:
+    return Path(location).is_absolute() or location.startswith((".", "~")) or Path(location).exists()
+
+
 def _display_name(location: str) -> str:
-    """A hub id as-is; for a local path only its last component (no home directories in status output)."""
-    path = Path(location)
-    return path.name if path.is_absolute() or location.startswith((".", "~")) or path.exists() else location
+    """A hub id as-is; for a local path only its last component (no home directories in status output; the
+    error that a path cannot be loaded names all of it, since that is what the user must fix)."""
+    return Path(location).name if _looks_like_path(location) else location

@@ -1,0 +1,74 @@
+"""The real ``hermes chat -q`` (the installed CLI, a subprocess) with a misconfigured Baton: what the user
+sees on the terminal, and that Baton (not Hermes' compressor) still budgets the request.
+
+Why the CLI and not the driver: the start-up lines must reach the terminal the user runs Hermes in; Hermes
+0.19 sends plugin warnings only to its log files.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batontest.hermes_home import git_project, hermes_config, hermes_env, write_hermes_home
+from batontest.hermes_run import require_hermes
+from batontest.model_server import ModelServer, ScriptedPolicy
+
+pytestmark = pytest.mark.hermes
+WINDOW = 65536
+
+
+def _hermes_chat(workdir: Path, baton: dict[str, Any], extra_env: dict[str, str] | None = None
+                 ) -> tuple[subprocess.CompletedProcess[str], ModelServer]:
+    require_hermes()
+    hermes = Path(sys.executable).with_name("hermes")  # the CLI installed beside this interpreter
+    with ModelServer(ScriptedPolicy([], final_answer="Hello back."), context_window=WINDOW) as server:
+        home = write_hermes_home(workdir / "hermes-home", hermes_config(
+            base_url=server.base_url, model="qwen3-local", context_length=WINDOW, max_tokens=WINDOW, baton=baton))
+        project = git_project(workdir / "project", {"README.md": "# demo\n"})
+        env = hermes_env(home, {**(extra_env or {}), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+        done = subprocess.run([str(hermes), "chat", "-q", "Say hello"], cwd=project, env=env, capture_output=True,
+                              text=True, timeout=240, stdin=subprocess.DEVNULL, check=False)
+    return done, server
+
+
+def _baton_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("baton: ")]
+
+
+def _budgeted_by_baton(server: ModelServer) -> None:
+    """Hermes' own compressor would send max_tokens = the whole window (the server refuses it); Baton lowers
+    it to what fits beside the counted prompt."""
+    assert not server.rejections, [r.rejection for r in server.rejections]
+    first = server.main_requests[0]
+    assert first.max_tokens is not None and first.max_tokens < WINDOW
+
+
+def test_a_typo_key_is_named_on_the_terminal_and_baton_still_runs(tmp_path: Path) -> None:
+    done, server = _hermes_chat(tmp_path, {"fresh_tail_token": 6000})
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = _baton_lines(done.stderr)
+    assert len(lines) == 1 and "baton.fresh_tail_token in config.yaml is not a setting (ignored); " \
+        "did you mean baton.fresh_tail_tokens?" in lines[0]
+    assert "Hello back." in done.stdout
+    _budgeted_by_baton(server)
+
+
+@pytest.mark.parametrize("how", ["missing path", "unknown backend"])
+def test_a_tokenizer_that_cannot_start_is_named_on_the_terminal(tmp_path: Path, how: str) -> None:
+    missing = tmp_path / "models" / "qwen3"
+    if how == "missing path":
+        done, server = _hermes_chat(tmp_path, {"tokenizer": {"backend": "hf", "path": str(missing)}})
+        expected = [f"{str(missing)!r} (no such directory)", "baton.tokenizer.path in config.yaml"]
+    else:
+        done, server = _hermes_chat(tmp_path, {}, {"BATON_TOKENIZER_BACKEND": "nosuch"})
+        expected = ["set by BATON_TOKENIZER_BACKEND", "'nosuch' is not installed"]
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = _baton_lines(done.stderr)
+    assert len(lines) == 1 and all(part in lines[0] for part in expected), lines
+    assert "Baton counts with estimates" in lines[0]
+    _budgeted_by_baton(server)
