@@ -33,6 +33,7 @@ from baton_engine.hermes.config import ENGINE_NAME, agent_cwd
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
+from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
 from baton_engine.recall import SessionStoreSource
 
@@ -75,6 +76,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.not_initialised_notified = False
         self.policy = policy.PolicyState()
         self.ledger = Ledger()
+        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.failure_until = 0.0
         self.turns = 0
         self.scanned_upto = 0  # messages of the current list scanned ahead for the next compaction
@@ -257,7 +259,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         runtime = get_runtime()
         settings = self._settings()
         now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
-        view = self.ledger.view_of(messages)
+        view = self.ledger.view_of(messages, self.memos)
         before = self.ledger.trigger_count(current_tokens) or self.count(view)
         limits = self.limits()
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
@@ -287,7 +289,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                                   focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
         self._absorb(outcome)
         self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
-        after = self.count(view.with_conversation(outcome.messages))
+        after = self.count(self.memos.keyed(view.with_conversation(outcome.messages)))
         if after.tokens is not None:
             self.policy = policy.after_compaction(self.policy, after.tokens, limits)
         else:
