@@ -39,6 +39,10 @@ from baton_engine.recall import SessionStoreSource
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
+# What a new agent's engine takes from the registered one (``clone_for_agent``): configuration the plugin or the
+# host set before any agent existed. Everything else (ledger, memos, session, handoff, policy) starts fresh.
+AGENT_CONFIGURATION = ("threshold_percent", "protect_first_n", "protect_last_n", "context_length",
+                       "threshold_tokens", "route")
 DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
 
 
@@ -96,6 +100,17 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     def is_available(self) -> bool:
         return True
+
+    def clone_for_agent(self) -> BatonContextEngine:
+        """Hermes 0.22+: the engine of one more agent (the host holds the registered engine and asks each agent's
+        own). It shares only the process runtime (``get_runtime()``: settings, token counters, the registry) and
+        takes this engine's configuration (``AGENT_CONFIGURATION``); its ledger, route history, memos and session
+        state are its own. Hermes 0.19 deep-copies instead: the copy is as isolated (its memos start empty, the
+        session store is borrowed, never copied), only it also carries whatever state this engine had."""
+        clone = type(self)(project_dir=self.project_dir)
+        for name in AGENT_CONFIGURATION:
+            setattr(clone, name, getattr(self, name))
+        return clone
 
     @property
     def model(self) -> str | None:
