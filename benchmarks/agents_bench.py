@@ -6,14 +6,15 @@ A gateway or a delegating agent runs several Hermes agents in one process, each 
 0.22: ``clone_for_agent``; 0.19: ``copy.deepcopy``), sharing the process runtime (settings, the Qwen3 hf
 counter). Per API call Hermes asks what ``run.py``'s overhead row measures: the patched pre-API estimate of the
 api messages, ``should_compress`` with it, then the ``llm_request`` middleware on the same messages, each from a
-frame holding the calling agent (as Hermes' loop does). ``alone``: one agent makes ``ROUNDS`` calls; ``turns``:
-``AGENTS`` agents, each with its own history of the same size, call in rotation for ``ROUNDS`` rounds. The ratio
-of the two medians is the figure (target <= 1.5x): per-conversation state that every agent shares (a memo with a
-few chains) makes each agent's call redo its whole history once the others have pushed it out.
+frame holding the calling agent (as Hermes' loop does). ``alone``: one agent makes ``rounds`` calls, then the
+next one (``AGENTS`` sessions, one at a time); ``turns``: ``AGENTS`` agents with other sessions of the same sizes
+call in rotation for ``rounds`` rounds. The ratio of the two medians is the figure (target <= 1.5x):
+per-conversation state that every agent shares (a memo with a few chains) makes each agent's call redo its whole
+history once the others have pushed it out.
 
-Memory per agent (``tracemalloc``): what Baton retains for one more agent after its warm-up (engine, memos,
-ledger), the histories themselves being Hermes'; and an idle engine's copy (what ``clone_for_agent`` /
-``deepcopy`` costs before the agent's first request).
+Memory per agent (``tracemalloc``): what Baton retains for one more agent after its warm-up (its engine, memos
+and ledger, and what it adds to the shared counter's caches), the histories themselves being Hermes'; and an
+idle engine's copy (what ``clone_for_agent`` / ``deepcopy`` costs before the agent's first request).
 """
 
 from __future__ import annotations
@@ -62,17 +63,18 @@ class Agent:
         self.upcoming = list(upcoming)
 
     def call(self, estimate: Any, middleware: Any) -> float:
-        """One API call of Hermes' loop after the next message arrived; seconds spent in Baton."""
+        """One API call of Hermes' loop after the next message arrived; CPU seconds spent in Baton (this
+        thread's: robust to the other load of a shared machine; the counting is single-threaded)."""
         from baton_engine.hermes.request_view import _sent_message
 
         self.stored.append(self.upcoming.pop(0))
         api_messages = [_sent_message(m) for m in self.stored]  # Hermes' per-call copies (outside the timing)
         request = {"model": MODEL, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}
-        started = time.perf_counter()
+        started = time.thread_time()
         tokens = in_agent(self.loop, estimate, api_messages)
         self.engine.should_compress(tokens)
         in_agent(self.loop, middleware, request=request, model=MODEL)
-        return time.perf_counter() - started
+        return time.thread_time() - started
 
 
 def clone(template: Any) -> Any:
@@ -101,7 +103,7 @@ def run(quick: bool) -> dict[str, Any]:
     from baton_engine.hermes.patches import Activation, ExactEstimators
     from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 
-    turns, rounds = (16, 6) if quick else (100, 20)
+    turns, rounds = (60, 10) if quick else (100, 20)
     runtime = BatonRuntime(BatonSettings(tokenizer=QWEN3))
     set_runtime(runtime)
     runtime.counter()
@@ -110,7 +112,8 @@ def run(quick: bool) -> dict[str, Any]:
     activation.active = True  # the middleware without Hermes' module patches
     template = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-agents-")))
     template.update_model(MODEL, 10_000_000)
-    sessions = _histories(AGENTS + 1, turns, rounds + 2)
+    # alone and in turns run different sessions of the same sizes: no count of one is in the caches of the other
+    sessions = _histories(2 * AGENTS, turns, rounds + 2)
 
     def warmed(index: int) -> Agent:
         """An agent whose earlier turns were already requested (two calls: its memos hold its history)."""
@@ -120,15 +123,18 @@ def run(quick: bool) -> dict[str, Any]:
         agent.call(estimate, activation.llm_request)
         return agent
 
-    alone = warmed(AGENTS)
-    alone_samples = [alone.call(estimate, activation.llm_request) for _ in range(rounds)]
-    del alone
+    alone_samples: list[float] = []
+    for index in range(AGENTS, 2 * AGENTS):  # each session alone in the process, one after the other
+        alone = warmed(index)
+        alone_samples += [alone.call(estimate, activation.llm_request) for _ in range(rounds)]
+        del alone
     gc.collect()
     tracemalloc.start()
-    baseline = tracemalloc.get_traced_memory()[0]
+    baseline, before = tracemalloc.get_traced_memory()[0], tracemalloc.take_snapshot()
     agents = [warmed(i) for i in range(AGENTS)]
     gc.collect()
     retained = tracemalloc.get_traced_memory()[0] - baseline
+    by_place = _by_place(tracemalloc.take_snapshot().compare_to(before, "filename"))
     tracemalloc.stop()
     turn_samples = [agent.call(estimate, activation.llm_request) for _ in range(rounds) for agent in agents]
     idle = _idle_clone_bytes(template)
@@ -142,11 +148,24 @@ def run(quick: bool) -> dict[str, Any]:
         "alone_max_ms": 1000 * max(alone_samples), "turns_max_ms": 1000 * max(turn_samples),
         "ratio": ratio, "target_met": ratio <= TARGET_RATIO,
         "retained_bytes_per_agent": retained // AGENTS, "history_bytes_per_agent": history_bytes,
+        "retained_by_place": {place: size // AGENTS for place, size in by_place.items()},
         "idle_clone_bytes": idle, "clone": "clone_for_agent" if hasattr(template, "clone_for_agent") else "deepcopy",
     }
     runtime.close()
     set_runtime(None)
     return result
+
+
+def _by_place(differences: list[tracemalloc.StatisticDiff]) -> dict[str, int]:
+    """Retained bytes by where they were allocated: the largest few modules (the rest summed as "other")."""
+    places: dict[str, int] = {}
+    for diff in differences:
+        parts = Path(diff.traceback[0].filename).parts
+        place = "/".join(parts[-2:]) if len(parts) > 1 else parts[-1]
+        places[place] = places.get(place, 0) + diff.size_diff
+    top = dict(sorted(((p, s) for p, s in places.items() if s > 0), key=lambda item: -item[1])[:6])
+    top["other"] = sum(places.values()) - sum(top.values())
+    return top
 
 
 def _idle_clone_bytes(template: Any) -> int:
@@ -180,13 +199,14 @@ def render(result: dict[str, Any]) -> list[str]:
         f"{result['agents']} agents with {result['messages_per_agent']} messages each "
         f"({result['messages_per_round']} messages per round), {result['rounds']} rounds; per-agent engines by "
         f"`{result['clone']}`. Per API call: pre-API estimate + should_compress + llm_request middleware.", "",
-        "| run | p50 ms / call | max ms / call |", "|---|---:|---:|",
+        "| run | p50 CPU ms / call | max CPU ms / call |", "|---|---:|---:|",
         f"| one agent alone | {result['alone_p50_ms']:.2f} | {result['alone_max_ms']:.2f} |",
         f"| {result['agents']} agents taking turns | {result['turns_p50_ms']:.2f} | {result['turns_max_ms']:.2f} |", "",
         f"Ratio {result['ratio']:.2f}x (target <= {TARGET_RATIO}x: {verdict}). Memory per agent: "
         f"{result['retained_bytes_per_agent'] / 1024:.0f} KiB retained by Baton after its warm-up (its history as "
         f"Hermes holds it: {result['history_bytes_per_agent'] / 1024:.0f} KiB); an idle engine copy "
-        f"{result['idle_clone_bytes'] / 1024:.1f} KiB.",
+        f"{result['idle_clone_bytes'] / 1024:.1f} KiB. Retained per agent by where it was allocated: "
+        + ", ".join(f"{place} {size / 1024:.0f} KiB" for place, size in result["retained_by_place"].items()) + ".",
     ]
 
 
