@@ -3,10 +3,10 @@
 A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``policy.decide``,
 ``budget.decide_output``, ``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
 
-Why it holds only plain data: Hermes deep-copies the registered engine per agent and silently falls back
-to its own compressor when the copy fails, so the tokenizer client and locks live in ``runtime``
-(process-wide) and each engine copy keeps this agent's ids, window, route and request ledger. Agents
-never share per-request state. The state survives Hermes' session-id rotation at compaction. Nothing
+Why it holds only plain data: Hermes makes one engine per agent from the registered one (0.22:
+``clone_for_agent``; 0.19: ``copy.deepcopy``) and silently falls back to its own compressor when that fails, so
+the tokenizer client and locks live in ``runtime`` (process-wide) and each agent's engine keeps this agent's ids,
+window, route, request ledger and memos (``docs/agents.md``). Agents never share per-request state. The state survives Hermes' session-id rotation at compaction. Nothing
 here raises into the agent loop: decisions fall back to "do not compress", ``compress()`` to a degraded,
 pair-safe list, request budgets to "leave the request alone".
 """

@@ -50,8 +50,5 @@ class AgentMemos:
         """Messages computed so far by both memos (observability, tests); 0 before first use."""
         return sum(memo.computed for memo in (self._projected, self._digests) if memo is not None)
 
-    def __copy__(self) -> AgentMemos:
-        return AgentMemos()
-
     def __deepcopy__(self, memo: dict[int, Any]) -> AgentMemos:
         return AgentMemos()
