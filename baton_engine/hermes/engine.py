@@ -64,6 +64,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.compression_count = 0
         self.degraded_count = 0
         self.route = Route()
+        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.session_id: str | None = None
         self.session_rotations = 0
         self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
@@ -80,7 +81,6 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.not_initialised_notified = False
         self.policy = policy.PolicyState()
         self.ledger = Ledger()
-        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.failure_until = 0.0
         self.turns = 0
         self.scanned_upto = 0  # messages of the current list scanned ahead for the next compaction
