@@ -5,7 +5,8 @@ agent, and a process may run many agents (the gateway), each with its own engine
 window. Its loop functions hold the agent as a local named ``agent`` (or ``self`` inside ``AIAgent``),
 so the nearest such frame identifies it. Guarded: ``sys._getframe`` is CPython's; without it, or when
 no frame holds a Baton engine, callers fall back to the session-id registry and then to leaving the
-request alone.
+request alone. Only the calls that do not name the agent need this (the hooks Hermes calls on the agent's own
+engine do not), and no per-agent state rests on it: memos, ledger and route live on the engine it finds.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``policy.decide``,
 ``budget.decide_output``, ``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
 
-Why it holds only plain data: Hermes deep-copies the registered engine per agent and silently falls back
-to its own compressor when the copy fails, so the tokenizer client and locks live in ``runtime``
-(process-wide) and each engine copy keeps this agent's ids, window, route and request ledger. Agents
-never share per-request state. The state survives Hermes' session-id rotation at compaction. Nothing
+Why it holds only plain data: Hermes makes one engine per agent from the registered one (0.22:
+``clone_for_agent``; 0.19: ``copy.deepcopy``) and silently falls back to its own compressor when that fails, so
+the tokenizer client and locks live in ``runtime`` (process-wide) and each agent's engine keeps this agent's ids,
+window, route, request ledger and memos (``docs/agents.md``). Agents never share per-request state. The state survives Hermes' session-id rotation at compaction. Nothing
 here raises into the agent loop: decisions fall back to "do not compress", ``compress()`` to a degraded,
 pair-safe list, request budgets to "leave the request alone".
 """
@@ -33,12 +33,17 @@ from baton_engine.hermes.config import ENGINE_NAME, agent_cwd
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
+from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.recall import SessionStoreSource
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
+# What a new agent's engine takes from the registered one (``clone_for_agent``): configuration the plugin or the
+# host set before any agent existed. Everything else (ledger, memos, session, handoff, policy) starts fresh.
+AGENT_CONFIGURATION = ("threshold_percent", "protect_first_n", "protect_last_n", "context_length",
+                       "threshold_tokens", "route")
 DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
 
 
@@ -60,6 +65,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.compression_count = 0
         self.degraded_count = 0
         self.route = Route()
+        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.session_id: str | None = None
         self.session_rotations = 0
         self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
@@ -96,6 +102,17 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     def is_available(self) -> bool:
         return True
+
+    def clone_for_agent(self) -> BatonContextEngine:
+        """Hermes 0.22+: the engine of one more agent (the host holds the registered engine and asks each agent's
+        own). It shares only the process runtime (``get_runtime()``: settings, token counters, the registry) and
+        takes this engine's configuration (``AGENT_CONFIGURATION``); its ledger, route history, memos and session
+        state are its own. Hermes 0.19 deep-copies instead: the copy is as isolated (its memos start empty, the
+        session store is borrowed, never copied), only it also carries whatever state this engine had."""
+        clone = type(self)(project_dir=self.project_dir)
+        for name in AGENT_CONFIGURATION:
+            setattr(clone, name, getattr(self, name))
+        return clone
 
     @property
     def model(self) -> str | None:
@@ -261,7 +278,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         started = time.perf_counter()
         settings = self._settings()
         now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
-        view = self.ledger.view_of(messages)
+        view = self.ledger.view_of(messages, self.memos)
         before = self.ledger.trigger_count(current_tokens) or self.count(view)
         limits = self.limits()
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
@@ -291,7 +308,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                                   focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
         self._absorb(outcome)
         self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
-        after = self.count(view.with_conversation(outcome.messages))
+        after = self.count(self.memos.keyed(view.with_conversation(outcome.messages)))
         metrics.compaction(self, outcome, before, after, seconds=time.perf_counter() - started)
         if after.tokens is not None:
             self.policy = policy.after_compaction(self.policy, after.tokens, limits)

@@ -28,7 +28,7 @@ LOGGER = logging.getLogger("baton_engine.hermes")
 
 
 class RequestBudgeting:
-    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``route``, ``counting()``, ``move_route()``,
+    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``memos``, ``route``, ``counting()``, ``move_route()``,
     ``learn_window()``, ``effective_window()``, ``_settings()`` and ``prepare_compaction()``."""
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
@@ -78,7 +78,7 @@ class RequestBudgeting:
         for a request whose prompt alone cannot fit (``request_only_compaction``, this request only)."""
         try:
             if isinstance(request_messages, list):
-                view = self.ledger.view_of(request_messages)
+                view = self.ledger.view_of(request_messages, self.memos)
                 counted = self.count(view)
                 self.prepare_compaction(request_messages)
                 if self._too_long(counted):
@@ -97,7 +97,7 @@ class RequestBudgeting:
         """An estimator's arguments, counted as the request the transport will send (shares its count); the
         messages it added are scanned for the next compaction."""
         counted = self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
-                                                        frame=self.ledger.frame))
+                                                        frame=self.ledger.frame, memo=self.memos.projected))
         self.prepare_compaction(messages)
         return counted
 
@@ -110,6 +110,7 @@ class RequestBudgeting:
         view = request_view.from_provider_kwargs(request, api_mode)
         if view is None:
             return None
+        view = self.memos.keyed(view)
         if not auxiliary:
             self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
                                              why="request"))
@@ -121,7 +122,7 @@ class RequestBudgeting:
             shorter = self.request_only_compaction(view, counted, kept=request["messages"])
             if shorter is not None:
                 request = {**request, "messages": shorter}
-                view = request_view.from_provider_kwargs(request, api_mode) or view
+                view = self.memos.keyed(request_view.from_provider_kwargs(request, api_mode) or view)
                 counted = self.count(view)
                 self.ledger.sent_request(view)
                 decision, rewritten = self._budget(request, view, counted)

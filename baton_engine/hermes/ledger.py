@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton_engine import policy
 from baton_engine.budget import OutputDecision
@@ -24,6 +24,9 @@ from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
 from baton_engine.tokens.verify import RouteCheck
+
+if TYPE_CHECKING:
+    from baton_engine.hermes.memos import AgentMemos
 
 
 @dataclass(frozen=True)
@@ -143,10 +146,11 @@ class Ledger:
         else:
             self.output = decision
 
-    def view_of(self, messages: Sequence[Any]) -> ProviderRequest:
-        """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame."""
-        body = request_view.from_estimate(messages, frame=self.frame)
-        return self.frame.with_conversation(body.messages) if self.frame is not None else body
+    def view_of(self, messages: Sequence[Any], memos: AgentMemos) -> ProviderRequest:
+        """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed
+        through the agent's memos."""
+        body = request_view.from_estimate(messages, frame=self.frame, memo=memos.projected)
+        return memos.keyed(self.frame.with_conversation(body.messages)) if self.frame is not None else body
 
     def tail_budgets(self, view: ProviderRequest, messages: Sequence[Any], measure: Measure, limits: policy.Limits,
                      *, configured_tail: int | None) -> tuple[int, int]:

@@ -62,14 +62,11 @@ def _sent_call(call: Mapping[str, Any]) -> dict[str, Any]:
     return sent
 
 
-def _projected(message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+def project(message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+    """A stored message as sent, and its key digest: what the estimate's view needs of each message (an agent's
+    ``hermes/memos.AgentMemos.projected`` remembers it, so each message is projected once per agent)."""
     sent = _sent_message(message)
     return sent, message_digest(sent)
-
-
-# The estimators see the whole stored history on every request: each message is projected (and its key digest
-# computed) once.
-PROJECTED: PrefixMemo[tuple[dict[str, Any], bytes | None]] = PrefixMemo(_projected)
 
 
 def _mappings(items: Any) -> tuple[Mapping[str, Any], ...]:
@@ -243,13 +240,17 @@ def from_provider_kwargs(request: Mapping[str, Any], api_mode: Any = None) -> Pr
 
 
 def from_estimate(messages: Any, *, system_prompt: str = "", tools: Any = None,
-                  frame: ProviderRequest | None = None) -> ProviderRequest:
+                  frame: ProviderRequest | None = None,
+                  memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
     """An estimator's arguments as the request the transport will send.
 
     ``frame`` is this agent's last sent request: its template kwargs and options (which the estimators
-    are never given) complete the view, and its tools stand in when the caller passed none.
+    are never given) complete the view, and its tools stand in when the caller passed none. ``memo``: the
+    agent's projection memo (the estimators see the whole stored history on every request); without one
+    every message is projected.
     """
-    projected = PROJECTED.results(_mappings(messages))
+    stored = _mappings(messages)
+    projected = memo.results(stored) if memo is not None else [project(m) for m in stored]
     sent = [message for message, _ in projected]
     digests = [digest for _, digest in projected]
     if system_prompt and not (sent and sent[0].get("role") == "system"):

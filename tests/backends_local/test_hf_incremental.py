@@ -169,6 +169,35 @@ def test_a_deep_copy_keeps_counting_incrementally_and_exactly(qwen: HfBackend) -
     assert copied._incremental.extended == extended + 1
 
 
+def test_ten_conversations_taking_turns_each_keep_counting_incrementally(qwen: HfBackend) -> None:
+    """One backend serves every agent of a process: ten agents taking turns each re-render only their last turn."""
+    agents = [[{"role": "system", "content": f"You are agent {a}."}, *long_conversation(6)[1:]] for a in range(10)]
+    qwen.clear_cache()
+    for messages in agents:
+        qwen.count_chat({"messages": messages})
+    extended = qwen._incremental.extended
+    for n in range(3):
+        for a, messages in enumerate(agents):
+            messages.append({"role": "user", "content": f"Round {n} for agent {a}."})
+            assert qwen.count_chat({"messages": messages}).tokens == cold_count(qwen, {"messages": messages})
+    assert qwen._incremental.extended - extended == 30
+
+
+def test_remembered_prompts_stay_within_the_total_bound(qwen: HfBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MAX_TOTAL_CHARS`` bounds all remembered prompts together: the least recent go first, the newest stays."""
+    from baton_hf import incremental
+
+    qwen.clear_cache()
+    one = len(qwen.render({"messages": long_conversation(4)}))
+    monkeypatch.setattr(incremental, "MAX_TOTAL_CHARS", 3 * one)
+    for a in range(6):
+        qwen.count_chat({"messages": [*long_conversation(4), {"role": "user", "content": f"agent {a:02d}"}]})
+    states = list(qwen._incremental._states.values())
+    assert 1 <= len(states) <= 3 and sum(len(state.text) for state in states) <= 3 * one + 100
+    assert states[-1].messages[-1]["content"] == "agent 05"
+    qwen.clear_cache()
+
+
 def test_in_place_edits_of_earlier_messages_are_seen(qwen: HfBackend) -> None:
     messages = long_conversation(10)
     qwen.clear_cache()

@@ -47,10 +47,13 @@ from baton_hf.chunks import Chunks
 
 # The request fields normalize_request reads besides messages: everything else cannot change the render.
 CONTEXT_KEYS = ("tools", "chat_template_kwargs", "add_generation_prompt", "continue_final_message")
-# Memory: at most MAX_STATES states (LRU), each one rendered prompt of at most MAX_STATE_CHARS characters, two
-# ints per piece of it, and copies of its messages' containers (their strings are shared with the caller's).
-MAX_STATES = 4  # conversations remembered
+# Memory: at most MAX_STATES states (LRU), each one rendered prompt of at most MAX_STATE_CHARS characters and all
+# of them at most MAX_TOTAL_CHARS, two ints per piece of it, and copies of its messages' containers (their strings
+# are shared with the caller's). One backend serves every agent of a process (a gateway, a parent and its
+# subagents): with fewer states than agents taking turns, each agent's count rendered its whole prompt again.
+MAX_STATES = 32  # conversations remembered
 MAX_STATE_CHARS = 16 * 1024 * 1024  # a rendered prompt longer than this (~4M tokens) is not remembered
+MAX_TOTAL_CHARS = 64 * 1024 * 1024  # the remembered prompts together (the newest is always kept)
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,10 @@ class IncrementalCounter:
                 key, self._next_key = self._next_key, self._next_key + 1
             self._states[key] = state
             self._states.move_to_end(key)
-            while len(self._states) > MAX_STATES:
-                self._states.popitem(last=False)
+            total = sum(len(kept.text) for kept in self._states.values())
+            while len(self._states) > 1 and (len(self._states) > MAX_STATES or total > MAX_TOTAL_CHARS):
+                _, dropped = self._states.popitem(last=False)
+                total -= len(dropped.text)
 
     def _full(self, request: ChatRequest, context: Any, messages: list[Any]) -> _State:
         text = self._render(request)

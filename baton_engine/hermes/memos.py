@@ -1,0 +1,54 @@
+"""``AgentMemos``: one agent's per-message memos (the stored messages' wire projection, the request key digests).
+
+Why per agent: a ``PrefixMemo`` remembers a few conversations; shared by every agent of a process (a gateway, a
+parent and its subagents), ten agents taking turns pushed each other's history out, and every call projected and
+hashed its agent's whole history again. On the agent's engine, each memo holds that agent's conversation only,
+found through the engine whichever way the host reaches it (a direct hook call, or the caller's frames on 0.19).
+
+Created on first use and never copied: a copy of the engine (Hermes' per-agent ``copy.deepcopy``, or
+``clone_for_agent``) starts with empty memos, so copying stays cheap and never meets the memos' locks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from baton_engine.hermes import request_view
+from baton_engine.prefix_memo import PrefixMemo
+from baton_engine.request import ProviderRequest
+from baton_engine.tokens.request_key import message_digest
+
+
+class AgentMemos:
+    """The memos of one engine: ``projected`` (``request_view.project``) and ``digests`` (``message_digest``)."""
+
+    def __init__(self) -> None:
+        self._projected: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None
+        self._digests: PrefixMemo[bytes | None] | None = None
+
+    @property
+    def projected(self) -> PrefixMemo[tuple[dict[str, Any], bytes | None]]:
+        if self._projected is None:
+            self._projected = PrefixMemo(request_view.project)
+        return self._projected
+
+    @property
+    def digests(self) -> PrefixMemo[bytes | None]:
+        if self._digests is None:
+            self._digests = PrefixMemo(message_digest)
+        return self._digests
+
+    def keyed(self, view: ProviderRequest) -> ProviderRequest:
+        """``view`` with its messages' key digests from this agent's memo (when its builder brought none), so
+        its key hashes only the messages this agent has not sent before."""
+        if view.digests is not None:
+            return view
+        return replace(view, digests=tuple(self.digests.results(view.count_request()["messages"])))
+
+    def computed(self) -> int:
+        """Messages computed so far by both memos (observability, tests); 0 before first use."""
+        return sum(memo.computed for memo in (self._projected, self._digests) if memo is not None)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> AgentMemos:
+        return AgentMemos()

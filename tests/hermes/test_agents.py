@@ -1,0 +1,119 @@
+"""One engine per agent: ``clone_for_agent`` (Hermes 0.22) and ``copy.deepcopy`` (0.19) give each agent its own
+ledger, route and memos, sharing only the process runtime; ten agents taking turns never redo each other's work."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batontest.agent_frames import LoopAgent, in_agent
+
+from baton_engine.hermes.config import HermesView
+from baton_engine.hermes.engine import BatonContextEngine
+from baton_engine.hermes.patches import Activation
+from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.settings import load_settings
+
+pytestmark = pytest.mark.hermes
+MODEL, BASE_URL, CONTEXT = "qwen3-test", "http://127.0.0.1:9/v1", 65536
+TOOLS = [{"type": "function", "function": {"name": "todo", "description": "track tasks",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+@pytest.fixture
+def runtime(qwen3_env: Path) -> BatonRuntime:
+    installed = BatonRuntime(load_settings(), HermesView(model=MODEL, base_url=BASE_URL, context_length=CONTEXT))
+    set_runtime(installed)
+    return installed
+
+
+@pytest.fixture
+def template(runtime: BatonRuntime, project: Path) -> BatonContextEngine:
+    """The engine the plugin registers (``plugin.register``: configured for Hermes' model before any agent)."""
+    engine = BatonContextEngine(project_dir=project)
+    engine.update_model(MODEL, CONTEXT, base_url=BASE_URL, provider="custom")
+    return engine
+
+
+def conversation(agent: int, turns: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": f"You are agent {agent}."}]
+    for n in range(turns):
+        out += [{"role": "user", "content": f"agent {agent}: step {n} of the plan"},
+                {"role": "assistant", "content": (f"agent {agent} did step {n} " * 5).strip()}]
+    return out
+
+
+def api_call(activation: Activation, agent: LoopAgent, messages: list[dict[str, Any]]) -> int:
+    """What Hermes' loop asks per API call: the pre-API estimate, should_compress, the middleware."""
+    tokens = in_agent(agent, activation.estimators._count, messages)
+    agent.context_compressor.should_compress(tokens)
+    in_agent(agent, activation.llm_request, request={"model": MODEL, "messages": messages, "tools": TOOLS,
+                                                     "max_tokens": 1024}, model=MODEL, base_url=BASE_URL)
+    return tokens
+
+
+def test_a_clone_takes_the_configuration_and_nothing_of_the_state(template: BatonContextEngine,
+                                                                  runtime: BatonRuntime) -> None:
+    template.on_session_start("registered-session", platform="cli")
+    template.objective = "the template's own objective"
+    template.ledger.counted = 7
+    _ = template.memos.digests  # the template's memo exists
+    clone = template.clone_for_agent()
+    assert type(clone) is BatonContextEngine and clone is not template
+    assert (clone.route, clone.context_length, clone.threshold_tokens, clone.project_dir) == \
+        (template.route, template.context_length, template.threshold_tokens, template.project_dir)
+    assert clone.ledger is not template.ledger and clone.ledger.counted == 0
+    assert clone.memos is not template.memos and clone.memos.computed() == 0 and clone.memos._digests is None
+    assert (clone.session_id, clone.objective, clone.policy) == (None, None, type(template.policy)())
+    assert clone.counting().counter() is template.counting().counter() is runtime.counter()  # the shared runtime
+
+
+@pytest.mark.parametrize("make", [BatonContextEngine.clone_for_agent, copy.deepcopy], ids=["clone", "deepcopy"])
+def test_two_agents_in_one_process_share_no_request_state(template: BatonContextEngine, make: Any) -> None:
+    first, second = LoopAgent(make(template), TOOLS), LoopAgent(make(template), TOOLS)
+    alone = LoopAgent(make(template), TOOLS)
+    with_activation = Activation()
+    with_activation.active = True
+    one, two = conversation(1, 6), conversation(2, 9)
+    counts = [api_call(with_activation, first, one), api_call(with_activation, second, two)]
+    assert counts == [api_call(with_activation, alone, one), api_call(with_activation, alone, two)]
+    a, b = first.context_compressor, second.context_compressor
+    assert a.ledger is not b.ledger and a.ledger.memo_key != b.ledger.memo_key
+    assert a.ledger.frame.messages[0]["content"] == "You are agent 1."
+    assert b.ledger.frame.messages[0]["content"] == "You are agent 2."
+    assert (a.ledger.counted, a.ledger.memo_hits, b.ledger.counted, b.ledger.memo_hits) == (1, 1, 1, 1)
+    assert a.memos.projected.remembered() == [len(one)] and b.memos.projected.remembered() == [len(two)]
+    b.update_model("another-model", 131072, base_url="http://127.0.0.1:10/v1")
+    assert a.route.model == MODEL and a.context_length == CONTEXT and template.route.model == MODEL
+
+
+def test_a_deepcopy_of_a_used_engine_starts_with_empty_memos(template: BatonContextEngine) -> None:
+    activation = Activation()
+    activation.active = True
+    used = LoopAgent(copy.deepcopy(template), TOOLS)
+    api_call(activation, used, conversation(1, 4))
+    copied = copy.deepcopy(used.context_compressor)
+    assert copied.memos is not used.context_compressor.memos and copied.memos.computed() == 0
+    assert used.context_compressor.memos.computed() > 0
+    assert copied.ledger is not used.context_compressor.ledger and copied.ledger.frame == \
+        used.context_compressor.ledger.frame  # the rest of the state copied, as Hermes 0.19 expects
+
+
+def test_ten_agents_taking_turns_compute_only_their_new_messages(template: BatonContextEngine) -> None:
+    """Each call projects and hashes only the message its agent added (memos shared by every agent, with a
+    few chains, made each agent's call redo its whole history once the others had pushed it out)."""
+    activation = Activation()
+    activation.active = True
+    agents = [LoopAgent(template.clone_for_agent(), TOOLS) for _ in range(10)]
+    histories = [conversation(i, 5) for i in range(10)]
+    for agent, history in zip(agents, histories):
+        api_call(activation, agent, history)
+    for round_ in range(3):
+        for i, (agent, history) in enumerate(zip(agents, histories)):
+            history.append({"role": "user", "content": f"round {round_} for agent {i}"})
+            before = agent.context_compressor.memos.computed()
+            api_call(activation, agent, history)
+            # one new message, projected + digested for the estimate; the middleware's view digests it once more
+            assert agent.context_compressor.memos.computed() - before == 2
