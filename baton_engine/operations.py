@@ -56,6 +56,7 @@ from baton_engine.handoff.config import BatonConfig, load_config
 from baton_engine.handoff.ids import format_timestamp, utc_now
 from baton_engine.handoff.model import HandoffRecord, Redaction, transition
 from baton_engine.handoff.owner import Scope
+from baton_engine.metrics import read as read_metrics
 from baton_engine.settings import BatonSettings, describe_line, load_settings
 from baton_engine.tokenizer_check import check_tokenizer
 from baton_engine.tokens.contract import BackendConfigError
@@ -710,8 +711,28 @@ def _check_settings(start: Path) -> dict[str, str]:
     return _check("settings", "pass", describe_line(settings))
 
 
+def _check_route(start: Path) -> dict[str, str]:
+    """What the provider said of Baton's counts in the latest session that saw a response (its metrics log):
+    confirmed, or calibrated with how far off the tokenizer is and what to set."""
+    paths = store.find_project_root(start)
+    if paths is None:
+        return _check("route", "skipped", "no project")
+    check = read_metrics.latest_route_check(paths.data_dir)
+    if check is None:
+        return _check("route", "skipped", "no session has reported a prompt size yet (run one, then doctor again)")
+    seen = (f"session {check.get('session')}: {check.get('requests_seen')} response(s), last counted "
+            f"{check.get('last_counted')} vs reported {check.get('last_reported')} (ratio {check.get('ratio')})")
+    if check.get("verdict") == "calibrated":
+        return _check("route", "warn", f"calibrated: {check.get('advice') or 'counts differ from the provider'}; "
+                      f"{seen}")
+    if check.get("verdict") == "confirmed":
+        return _check("route", "pass", f"confirmed: the provider's sizes agree with Baton's; {seen}")
+    return _check("route", "skipped", f"{check.get('verdict')}: not confirmed yet; {seen}")
+
+
 CORE_CHECKS: tuple[DoctorCheck, ...] = (
-    _check_python, _check_git, _check_project, _check_config, _check_records, _check_tokenizer, _check_settings)
+    _check_python, _check_git, _check_project, _check_config, _check_records, _check_tokenizer, _check_settings,
+    _check_route)
 
 
 def doctor(start: Path | str | None = None, checks: Sequence[DoctorCheck] = CORE_CHECKS) -> dict[str, Any]:
@@ -802,16 +823,15 @@ def report(start: Path | str | None = None, session: str | None = None, *, html:
     """A session's report (default: the project's latest session ``scope`` sees): the data of its metrics log,
     and the self-contained HTML page written to ``html`` (default: beside the log, ``<log>.html``)."""
     from baton_engine.metrics import html as page
-    from baton_engine.metrics import read
 
     paths = _project(start)
-    logs = read.sessions(paths.data_dir, scope)
-    log = read.find_session(logs, session)
+    logs = read_metrics.sessions(paths.data_dir, scope)
+    log = read_metrics.find_session(logs, session)
     if log is None:
         known = ", ".join(entry.name for entry in logs[-5:]) or "none yet (a session writes one as it runs)"
         what = "no session log" if session is None else f"no single session log matches {session!r}"
         raise NotFoundError(f"{what} in {paths.data_dir / 'metrics'}; latest sessions: {known}")
-    data = read.report_data(log)
+    data = read_metrics.report_data(log)
     target = Path(html) if html is not None else log.path.with_suffix(".html")
     try:
         store.atomic_write(target, page.render(data).encode("utf-8"))  # replaces a symlink, never follows it

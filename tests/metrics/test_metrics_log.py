@@ -184,3 +184,30 @@ def test_doctor_reads_the_latest_route_verdict(project: Path) -> None:
     verdict = read.latest_route_check(project / ".baton")
     assert verdict == {"session": metrics_log.session_key("one"), "request": 1, "verdict": "calibrated",
                        "ratio": 2.0}
+
+
+def test_doctor_reads_the_route_verdict_of_the_latest_session(project: Path) -> None:
+    """``baton doctor``'s route row: nothing before a response, then the provider's word on Baton's counts, as
+    the engine logged ``RouteCheck.status`` after each response; a calibrated route names the fix."""
+    from baton_engine.tokens.contract import TokenCount
+    from baton_engine.tokens.verify import RouteCheck
+
+    def route_row() -> dict[str, str]:
+        return next(c for c in operations.doctor(project)["checks"] if c["name"] == "route")
+
+    assert route_row()["status"] == "skipped"
+    right = RouteCheck()
+    right.observe(TokenCount(1000, True, "hf:qwen3"), 1000)
+    log = started(project)
+    request(log, 1000)
+    log.emit("usage", request=1, reported=1000, route_check=right.status("hf:qwen3"))
+    row = route_row()
+    assert row["status"] == "pass" and row["detail"].startswith("confirmed") and "1000 vs reported 1000" in row["detail"]
+    wrong = RouteCheck()
+    wrong.observe(TokenCount(1000, True, "tiktoken:o200k_base"), 1180)
+    later = started(project, session_id="session-2")
+    request(later, 1000)
+    later.emit("usage", request=1, reported=1180, route_check=wrong.status("tiktoken:o200k_base"))
+    row = route_row()
+    assert row["status"] == "warn" and "tiktoken:o200k_base undercounts this server by 18%" in row["detail"]
+    assert "set baton.tokenizer" in row["detail"]
