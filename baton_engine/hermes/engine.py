@@ -176,9 +176,18 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def limits(self) -> policy.Limits:
         settings = self._settings()
         window = self.effective_window()
-        return policy.Limits(threshold=self.threshold_tokens, window=window,
-                             min_output_tokens=settings.min_output_tokens,
-                             fallback_threshold=settings.fallback_token_threshold)
+        limits = policy.Limits(threshold=self.threshold_tokens, window=window,
+                               min_output_tokens=settings.min_output_tokens,
+                               fallback_threshold=settings.fallback_token_threshold,
+                               floor=self.ledger.trigger_floor(self.counting(), settings.fresh_tail_tokens))
+        if limits.raised and self.ledger.floor_warned != limits.trigger:
+            self.ledger.floor_warned = limits.trigger
+            LOGGER.warning("baton trigger %d is below the smallest workable trigger for this request's fixed part "
+                           "(system prompt + tool schemas: %s tokens); compacting at %d instead. Set "
+                           "baton.fallback_token_threshold to at least %d (docs/compaction.md)",
+                           limits.configured_trigger, self.ledger.fixed[1] if self.ledger.fixed else "?",
+                           limits.trigger, limits.trigger)
+        return limits
 
     def _evaluate_detector(self, tokens: int, explicit: bool, now: Any = None) -> Any:
         now = now or get_runtime().now()
