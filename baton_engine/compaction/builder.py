@@ -286,8 +286,8 @@ def _first_inflight(units: list[Unit]) -> int:
 def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, int]:
     """The group whole when it fits ``budget``; else each result, in order, verbatim when it fits together with
     the call, the results kept so far and the stubs of the others (``baton_recall`` answers first), the rest
-    replaced in place by a stub naming the call, its size and what to do (the pair stays valid). Counting the stubs keeps a group that keeps any
-    result verbatim within its room."""
+    replaced in place by a stub naming the call, its size and what to do (the pair stays valid). Counting the
+    stubs keeps a group that keeps any result verbatim within its room."""
     if counter(unit) <= budget:
         return unit, 0
     calls = {call.get("id"): call.get("function") or {} for call in unit[0].get("tool_calls") or []
