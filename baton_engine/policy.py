@@ -11,6 +11,12 @@ whose result is still at or above the trigger is marked ``stuck`` (the fixed par
 tools, brief — does not fit under it) and repeated only after the same growth, never at every check.
 At the hard ceiling (no useful output fits) the growth rule is bypassed, unless the last compaction
 itself ended above the ceiling.
+
+The floor: a trigger so low that half of it cannot hold the fixed part plus the block and the minimum
+shares (``trigger_floor``) compacts at nearly every request and elides every result the model has not
+seen. Such a trigger is raised to the floor (``Limits.floor``, known once a request's frame was counted),
+never refused: the fixed part is only known at run time and differs per toolset, and refusing then would
+hand the session back to Hermes' own compressor.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from dataclasses import dataclass, replace
 GROWTH_SHARE = 10  # after a compaction the next one needs trigger/10 tokens of real growth
 POST_COMPACTION_SHARE = 2  # the compacted request aims at half the trigger: the next compaction is many turns away
 DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
+MIN_TAIL_TOKENS = 1024  # the verbatim tail a compaction keeps at least (the latest answered turns)
+MIN_UNANSWERED_TOKENS = 2048  # the share for results not yet answered never falls below this
 
 
 @dataclass(frozen=True)
@@ -31,13 +39,34 @@ class Limits:
     window: int  # the effective window (Hermes' context length, or the server's smaller one)
     min_output_tokens: int
     fallback_threshold: int | None = None
+    floor: int | None = None  # the smallest workable trigger for this request frame (``trigger_floor``)
 
     @property
-    def trigger(self) -> int:
-        """The size at which compaction starts: the lower of the threshold and the fallback threshold."""
+    def configured_trigger(self) -> int:
+        """The lower of the threshold and the fallback threshold, as the settings give them."""
         if self.fallback_threshold is not None:
             return min(self.threshold, self.fallback_threshold)
         return self.threshold
+
+    @property
+    def trigger(self) -> int:
+        """The size at which compaction starts: the configured trigger, raised to the floor (at most to the
+        ceiling) when it is below it."""
+        if self.floor is None or self.configured_trigger >= self.floor:
+            return self.configured_trigger
+        return max(min(self.floor, self.ceiling), self.configured_trigger)
+
+    @property
+    def raised(self) -> bool:
+        """True when the configured trigger is below the floor and the trigger was raised."""
+        return self.trigger > self.configured_trigger
+
+    def trigger_name(self) -> str:
+        if self.raised:
+            return f"trigger floor (raised from {self.configured_trigger})"
+        if self.fallback_threshold is not None and self.fallback_threshold <= self.threshold:
+            return "fallback_token_threshold"
+        return "threshold"
 
     @property
     def ceiling(self) -> int:
@@ -69,10 +98,8 @@ def decide(tokens: int | None, limits: Limits, state: PolicyState, *, awaiting_u
     if tokens >= limits.ceiling and not _hopeless(tokens, limits, state):
         return True, f"request {tokens} leaves less than {limits.min_output_tokens} output tokens"
     trigger = None
-    if limits.fallback_threshold is not None and tokens >= limits.fallback_threshold:
-        trigger = f"request {tokens} >= fallback_token_threshold {limits.fallback_threshold}"
-    elif tokens >= limits.threshold:
-        trigger = f"request {tokens} >= threshold {limits.threshold}"
+    if tokens >= limits.trigger:
+        trigger = f"request {tokens} >= {limits.trigger_name()} {limits.trigger}"
     elif detector is not None:
         trigger = detector()
     if trigger is None:
@@ -107,14 +134,28 @@ def after_compaction(state: PolicyState, post_tokens: int, limits: Limits) -> Po
     return replace(state, explicit=False, post_compaction_tokens=post_tokens, stuck=stuck)
 
 
+def trigger_floor(fixed_tokens: int, block_tokens: int, configured_tail: int | None = None) -> int:
+    """The smallest workable trigger for a request frame of ``fixed_tokens`` (system prompt, tool schemas):
+    the one whose post-compaction aim (half of it) holds the fixed part, the block, the tail (the configured
+    one, at least ``MIN_TAIL_TOKENS``) and the minimum share for results not yet answered. Below it a
+    compaction cannot free room for the next turns: it fires again at (nearly) every request."""
+    tail = max(configured_tail or 0, MIN_TAIL_TOKENS)
+    return POST_COMPACTION_SHARE * (max(fixed_tokens, 0) + max(block_tokens, 0) + tail + MIN_UNANSWERED_TOKENS)
+
+
 def tail_budgets(limits: Limits, *, fixed_tokens: int, inflight_tokens: int, block_tokens: int,
                  configured_tail: int | None = None) -> tuple[int, int]:
-    """``(room for unanswered results, verbatim tail)`` so the compacted request — fixed part (system
-    prompt, tool schemas) + block + unanswered results + tail — aims at half the trigger that fires.
+    """``(room for unanswered results, verbatim tail)`` of a compacted request: fixed part (system prompt,
+    tool schemas) + block + unanswered results + tail.
 
-    The newest unanswered results get the room first; the tail what is left, at most
-    ``DEFAULT_TAIL_CAP``; a configured tail (``fresh_tail_tokens``) is used as it is."""
-    room = max(limits.trigger // POST_COMPACTION_SHARE - fixed_tokens - block_tokens, 0)
-    if configured_tail is not None:
-        return room, configured_tail
-    return room, min(max(room - inflight_tokens, 0), DEFAULT_TAIL_CAP)
+    The unanswered results (the ones that arrived in the request that triggered the compaction) are kept
+    verbatim whenever the request can carry them: their room is what the window holds below the ceiling,
+    never less than ``MIN_UNANSWERED_TOKENS``; eliding them would hide a result the model never saw. The
+    tail aims the rest at half the trigger: what is left after the unanswered results, at least
+    ``MIN_TAIL_TOKENS``, at most ``DEFAULT_TAIL_CAP``; a configured tail (``fresh_tail_tokens``) is used as
+    it is."""
+    aim = limits.trigger // POST_COMPACTION_SHARE - fixed_tokens - block_tokens
+    tail = configured_tail if configured_tail is not None else \
+        min(max(aim - inflight_tokens, MIN_TAIL_TOKENS), DEFAULT_TAIL_CAP)
+    room = max(limits.ceiling - fixed_tokens - block_tokens - tail, MIN_UNANSWERED_TOKENS)
+    return room, tail

@@ -59,8 +59,9 @@ MODEL = "qwen3-local"
 WINDOW = 65_536
 OUTPUT_DEFAULT = 65_536  # the custom-provider default that overflows without Baton's clamp
 HAND_CAP = 4_096  # --compare: the model.max_tokens a user sets by hand once the built-in's requests are refused
-THRESHOLD = 12_000  # baton.fallback_token_threshold: compact early so the demo shows several cycles
-ROUNDS = 16  # with the compacted request at half the trigger, a compaction every ~5 model calls
+THRESHOLD = 20_000  # baton.fallback_token_threshold: early, so the demo shows several cycles; above the floor of
+# this small frame (todo + Baton tools: twice frame + block + tail + unanswered share, ~16.5k; docs/compaction.md)
+ROUNDS = 20  # with the compacted request at half the trigger, a compaction every ~6 model calls
 REQUEST = "Audit the inventory service logs round by round and keep the task list current."
 FOLLOW_UP = "Thanks. What is left to do?"
 RECALL_QUERY = "r1i0 L003"  # a log line of round 1's first task: compacted away long before the recall
@@ -180,6 +181,11 @@ def run(workdir: Path, *, builtin: bool = False, max_tokens: int = OUTPUT_DEFAUL
             history = result["messages"]
             narrator.report_compactions()
             console.print(f"[bold]assistant:[/] {result.get('final_response')}\n")
+        if not builtin:
+            trigger = agent.context_compressor.get_status()["trigger"]
+            console.print(f"trigger {trigger['tokens']:,} request tokens; the smallest workable one for this request's "
+                          f"fixed part (system prompt + tool schemas) is {trigger['floor']:,}"
+                          + (" (the setting was raised to it)" if trigger["raised"] else "") + "\n")
         with contextlib.redirect_stdout(io.StringIO()):
             agent.shutdown_memory_provider(history)
         arm = "baton" if not builtin else f"{BUILTIN}, max_tokens {max_tokens:,}"

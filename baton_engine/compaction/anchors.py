@@ -9,6 +9,11 @@ synthesized. Shapes follow hermes-agent 0.19.0's tools: ``read_file`` (path, off
 result's ``content`` is ``N|line`` rows), ``write_file`` (path), ``patch`` (mode replace: path;
 mode patch: V4A ``*** Update/Add/Delete File:`` headers), ``search_files`` (pattern, path) and
 ``terminal`` (command; the result is ``{"output", "exit_code", "error"}``).
+
+Baton's own text is never an anchor: its blocks, notices and stubs (``markers.is_own_text``), the calls to its
+tools and their answers (``markers.BATON_TOOLS``) give no error line and no identifier, and every token they
+hold (handoff ids, refs) is kept out of the identifiers wherever else it recurs, as are enum values
+(``ENUM_VALUES``): a record's status, an item kind, a todo state are vocabulary, not handles.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import shlex
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
+from baton_engine.compaction.markers import BATON_TOOLS, PROVENANCE_RE, is_own_text
 from baton_engine.compaction.sanitize import own_words
+from baton_engine.handoff import model
+from baton_engine.handoff.capture import ITEM_FIELDS
 from baton_engine.handoff.redact import assignment_hits, redact_text
 from baton_engine.recall.entry import MessageKey, is_baton_key, json_object, message_key
 
@@ -30,6 +38,13 @@ MAX_COMMANDS = 60
 MAX_ERRORS = 40
 MAX_IDENTIFIERS = 30
 WRITE_TOOLS = frozenset({"write_file", "patch"})
+TODO_STATES = ("pending", "in_progress", "completed", "cancelled")  # Hermes' todo tool: an item's status
+ENUM_VALUES = frozenset({
+    *(value for kind in (model.Status, model.Flag, model.ActorType, model.ArtifactRole, model.EvidenceType,
+                         model.Priority, model.CheckStatus, model.ValidationStatus, model.Relation, model.Trigger)
+      for value in get_args(kind)),
+    *ITEM_FIELDS, *ITEM_FIELDS.values(), *TODO_STATES,
+})
 
 _V4A_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
 _NUMBERED_LINE_RE = re.compile(r"^(\d+)\|", re.MULTILINE)
@@ -175,6 +190,7 @@ class AnchorFacts:
     errors: tuple[str, ...] = ()  # its own error lines (a tool's error field or raw text, a user's words)
     tokens: tuple[str, ...] = ()  # distinct tokens that may be identifiers, in first-appearance order
     hidden: tuple[str, ...] = ()  # tokens that are (part of) a secret here by their context (``API_KEY=<token>``)
+    own: tuple[str, ...] = ()  # identifier-shaped tokens of Baton's own text here: never an identifier anywhere
 
 
 def _error_lines(text: str) -> tuple[str, ...]:
@@ -267,12 +283,19 @@ def _candidates(text: str) -> dict[str, Any]:
 def anchor_facts(key: MessageKey) -> AnchorFacts:
     """The anchors one message contributes, from its key (tool-call arguments parsed from their JSON text)."""
     role, text = key.role, key.text
-    if role not in ("assistant", "tool", "user") or is_baton_key(key):
+    if is_baton_key(key):  # a block: its handoff's id is Baton's (the brief inside quotes the session's own words)
+        return AnchorFacts(role, False, own=tuple(m.group("short_id") for m in PROVENANCE_RE.finditer(text)))
+    if role not in ("assistant", "tool", "user"):
         return AnchorFacts(role, False)
     if role == "assistant":
         parsed = [(call_id, name, json_object(arguments) or {}) for call_id, name, arguments in key.calls]
-        leaves = "\n".join([text, *(s for _, _, args in parsed for s in _string_leaves(args))])
-        return AnchorFacts(role, True, tuple(_call_facts(*call) for call in parsed), **_candidates(leaves))
+        leaves = "\n".join([text, *(s for _, name, args in parsed if name not in BATON_TOOLS
+                                    for s in _string_leaves(args))])
+        ours = "\n".join(s for _, name, args in parsed if name in BATON_TOOLS for s in _string_leaves(args))
+        return AnchorFacts(role, True, tuple(_call_facts(*call) for call in parsed), **_candidates(leaves),
+                           own=_candidates(ours).get("tokens", ()))
+    if role == "tool" and is_own_text(text):  # a stub Baton put in place of an elided result
+        return AnchorFacts(role, True, own=_candidates(text).get("tokens", ()))
     if role == "tool":
         data = json_object(text)
         if data is None:
@@ -352,7 +375,14 @@ def extract_anchors(messages: Sequence[Any], facts: Sequence[AnchorFacts] | None
     message's ``anchor_facts``, when the caller has them (compaction's memoised scan)."""
     conversation = [m for m in messages if isinstance(m, dict)]
     found = list(facts) if facts is not None else [anchor_facts(message_key(m)) for m in conversation]
-    pairs = [(m, f) for m, f in zip(conversation, found, strict=True) if f.counted]
+    ours = {t for f in found for t in f.own}
+    baton_calls = {call.id for f in found for call in f.calls if call.name in BATON_TOOLS}
+    pairs = []
+    for message, fact in zip(conversation, found, strict=True):
+        if fact.role == "tool" and str(message.get("tool_call_id") or "") in baton_calls:
+            ours.update(fact.tokens)  # an answer of Baton's own tools: its ids, statuses and refs
+        elif fact.counted:
+            pairs.append((message, fact))
     results = {str(m.get("tool_call_id") or ""): f.result for m, f in pairs if f.role == "tool"}
     collector = _Collector()
     for _message, fact in pairs:
@@ -363,7 +393,7 @@ def extract_anchors(messages: Sequence[Any], facts: Sequence[AnchorFacts] | None
         FileAnchor(path, action, tuple(ranges), pattern)
         for (path, action, pattern), ranges in list(collector.files.items())[-MAX_FILES:]
     )
-    excluded = {f.path for f in files} | {t for _, f in pairs for t in f.hidden}
+    excluded = {f.path for f in files} | {t for _, f in pairs for t in f.hidden} | ours | ENUM_VALUES
     return Anchors(
         files=files,
         commands=tuple(_dedupe_commands(collector.commands))[-MAX_COMMANDS:],

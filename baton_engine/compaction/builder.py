@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from baton_engine.compaction.markers import (
+    RECALL_TOOL,
     STALE_BANNER,
     degraded_note,
     degraded_notice_text,
@@ -284,9 +285,9 @@ def _first_inflight(units: list[Unit]) -> int:
 
 def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, int]:
     """The group whole when it fits ``budget``; else each result, in order, verbatim when it fits together with
-    the call, the results kept so far and the stubs of the others, the rest replaced in place by a stub naming
-    the call, its size and what to do (the pair stays valid). Counting the stubs keeps a group that keeps any
-    result verbatim within its room."""
+    the call, the results kept so far and the stubs of the others (``baton_recall`` answers first), the rest
+    replaced in place by a stub naming the call, its size and what to do (the pair stays valid). Counting the
+    stubs keeps a group that keeps any result verbatim within its room."""
     if counter(unit) <= budget:
         return unit, 0
     calls = {call.get("id"): call.get("function") or {} for call in unit[0].get("tool_calls") or []
@@ -298,8 +299,10 @@ def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, in
         kept.append({**result, "content": inflight_stub(str(function.get("name") or "tool"),
                                                         str(function.get("arguments") or ""),
                                                         counter([result]), budget)})
-    for index, result in enumerate(results):
-        candidate = [*kept[:index], result, *kept[index + 1:]]
+    names = [str((calls.get(result.get("tool_call_id")) or {}).get("name") or "") for result in results]
+    # baton_recall answers first: the model asked for them to see what an earlier compaction took out
+    for index in sorted(range(len(results)), key=lambda i: names[i] != RECALL_TOOL):
+        candidate = [*kept[:index], results[index], *kept[index + 1:]]
         if counter([unit[0], *candidate]) <= budget:
             kept = candidate
     return [unit[0], *kept], sum(1 for k, r in zip(kept, results, strict=True) if k is not r)

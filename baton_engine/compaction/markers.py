@@ -50,6 +50,8 @@ def notice_text(short_id: str) -> str:
 # Hermes tools whose call can be repeated without side effects (anything else may already have changed the world).
 READ_ONLY_TOOLS = frozenset({"read_file", "search_files", "web_search", "web_extract", "session_search",
                              "skills_list", "skill_view", "vision_analyze"})
+RECALL_TOOL = "baton_recall"  # the engine tool that pages compacted text back in (its stubs name it)
+BATON_TOOLS = ("baton_capture", "baton_resume", "baton_status", RECALL_TOOL)  # the engine's tools in Hermes
 _STUB_ARGUMENT_CHARS = 200
 STUB_PREFIX = "[Result elided by Baton at compaction: "
 
@@ -62,7 +64,7 @@ def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
              "It already ran and may have changed state: do NOT run it again; ask the user or check its effect.")
     return (f"{STUB_PREFIX}{tool}({shown}) returned {tokens} tokens; the compacted "
             f"context keeps {budget} tokens for results not yet answered and this one did not fit. The full "
-            f"result is kept for `baton_recall` (search a word of it or of the call, then expand a range). {again}]")
+            f"result is kept for `{RECALL_TOOL}` (search a word of it or of the call, then expand a range). {again}]")
 
 
 def degraded_notice_text() -> str:
@@ -109,6 +111,13 @@ def is_baton_text(text: str) -> bool:
     """Text that starts with one of Baton's own markers (block provenance, continuation or degradation note)."""
     text = text.lstrip()
     return PROVENANCE_RE.match(text) is not None or text.startswith((NOTICE_PREFIX, DEGRADED_PREFIX))
+
+
+def is_own_text(text: str) -> bool:
+    """Text Baton wrote into a transcript, wherever it sits: a block, notice or degradation note
+    (``is_baton_text``) or the stub that stands in for an elided result. Never the user's or the tools' words:
+    the brief and the anchors leave it out (with the answers of Baton's own tools, ``BATON_TOOLS``)."""
+    return is_baton_text(text) or text.lstrip().startswith(STUB_PREFIX)
 
 
 def embedded_block(message: dict[str, Any]) -> str | None:

@@ -193,12 +193,24 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def _settings(self) -> Any:
         return get_runtime().settings_for(self._project_dir())
 
-    def limits(self) -> policy.Limits:
+    def limits(self, tokens: int | None = None) -> policy.Limits:
+        """The limits a decision uses; the floor is counted (once per frame) only when it can matter: for a
+        request of ``tokens`` at or above the configured trigger, or when no size is given (compress, status)."""
         settings = self._settings()
         window = self.effective_window()
-        return policy.Limits(threshold=self.threshold_tokens, window=window,
-                             min_output_tokens=settings.min_output_tokens,
-                             fallback_threshold=settings.fallback_token_threshold)
+        limits = policy.Limits(threshold=self.threshold_tokens, window=window,
+                               min_output_tokens=settings.min_output_tokens,
+                               fallback_threshold=settings.fallback_token_threshold)
+        if tokens is None or tokens >= limits.configured_trigger:
+            limits = replace(limits, floor=self.ledger.trigger_floor(self.counting(), settings.fresh_tail_tokens))
+        if limits.raised and self.ledger.floor_warned != limits.trigger:
+            self.ledger.floor_warned = limits.trigger
+            LOGGER.warning("baton trigger %d is below the smallest workable trigger for this request's fixed part "
+                           "(system prompt + tool schemas: %s tokens); compacting at %d instead. Set "
+                           "baton.fallback_token_threshold to at least %d (docs/compaction.md)",
+                           limits.configured_trigger, self.ledger.fixed[1] if self.ledger.fixed else "?",
+                           limits.trigger, limits.trigger)
+        return limits
 
     def _evaluate_detector(self, tokens: int, explicit: bool, now: Any = None) -> Any:
         now = now or get_runtime().now()
@@ -223,7 +235,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         try:
             tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
                 else self.last_prompt_tokens
-            decision = policy.decide(tokens, self.limits(), self.policy,
+            decision = policy.decide(tokens, self.limits(tokens if isinstance(tokens, int) else None), self.policy,
                                      awaiting_usage=self.last_prompt_tokens == -1,
                                      detector=lambda: self._detector_trigger(tokens))
         except Exception as exc:  # noqa: BLE001

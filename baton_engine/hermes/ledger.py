@@ -97,6 +97,8 @@ class Ledger:
     refusals: int = 0  # context-length refusals seen on this route
     request_compactions: int = 0  # requests shortened for themselves (their prompt alone did not fit)
     short_caps: int = 0  # caps lowered below the minimum reply (no room was left; compaction was due)
+    fixed: tuple[str | None, int] | None = None  # (frame key, what that frame adds) of the last frame counted
+    floor_warned: int | None = None  # the raised trigger last warned about (warn once per value)
 
     def count(self, view: ProviderRequest, counting: Any, *, by_content: bool = False) -> TokenCount:
         """One count per distinct view, on the provider's scale (``RouteCheck.adjust``); the same view again
@@ -145,6 +147,34 @@ class Ledger:
             self.auxiliary_output = decision
         else:
             self.output = decision
+
+    def fixed_tokens(self, counting: Any) -> int | None:
+        """What the last request's frame (system prompt, tool schemas) adds to a conversation, counted once per
+        frame (``frame_tokens``): exactly with a local tokenizer, with a remote one (a round trip per count) the
+        rough estimate at the last request's exact/rough ratio (``measure``); None before the first request."""
+        if self.frame is None:
+            return None
+        key = self.frame.key
+        if self.fixed is None or self.fixed[0] != key or key is None:
+            if counting.remote_tokenizer() and self.sent_count is not None and self.sent is not None:
+                sent = self.frame.with_conversation(self.sent.get("messages") or [])
+                measure = self.measure(self.sent_count, sent, counting)
+            else:
+                def count_request(request: dict[str, Any]) -> int:
+                    tokens = counting.count_chat(request).tokens
+                    if tokens is None:
+                        raise ValueError("uncountable frame")
+                    return tokens
+
+                measure = Measure(None, None, count_request)
+            self.fixed = (key, frame_tokens(self.frame, measure))
+        return self.fixed[1]
+
+    def trigger_floor(self, counting: Any, configured_tail: int | None) -> int | None:
+        """The smallest workable trigger for this route's frame (``policy.trigger_floor``); None before the
+        first request."""
+        fixed = self.fixed_tokens(counting)
+        return None if fixed is None else policy.trigger_floor(fixed, SessionFacts.max_block_tokens, configured_tail)
 
     def view_of(self, messages: Sequence[Any], memos: AgentMemos) -> ProviderRequest:
         """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine import operations
+from baton_engine.compaction.markers import BATON_TOOLS
 from baton_engine.errors import UserInputError
 from baton_engine.handoff import capture
 from baton_engine.handoff.owner import Scope
@@ -25,7 +26,7 @@ from baton_engine.recall import TOOL_SCHEMA as RECALL_SCHEMA
 
 ITEM_KINDS = capture.ITEM_KINDS
 CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
-TOOL_NAMES = ("baton_capture", "baton_resume", "baton_status", "baton_recall")
+TOOL_NAMES = BATON_TOOLS
 _ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
 _CAPTURE_KEYS = ("kind", "item", "objective")
 _error = operations.error_dict

@@ -15,6 +15,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from baton_engine import operations
+from baton_engine.compaction.markers import RECALL_TOOL
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
 from baton_engine.recall.entry import RecallSource
@@ -22,7 +23,7 @@ from baton_engine.recall.expand import MAX_BUDGET_TOKENS, MAX_REF_CHARS, expand
 from baton_engine.recall.query import MAX_QUERY_CHARS
 from baton_engine.recall.search import MAX_LIMIT, CountText, search
 
-TOOL_NAME = "baton_recall"
+TOOL_NAME = RECALL_TOOL
 TOOL_DESCRIPTION = (
     "Search what was compacted out of THIS conversation and page it back in. mode=search: ranked hits "
     "(ref, role, tool, snippet, line, token cost) for words, identifiers, paths or \"quoted phrases\". "

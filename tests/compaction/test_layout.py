@@ -120,6 +120,20 @@ def test_inflight_stubs_count_against_the_room() -> None:
 
 
 
+def test_a_baton_recall_answer_keeps_its_room_before_an_earlier_result_of_the_same_group() -> None:
+    """The model asked baton_recall to see what a compaction took out: when the group does not fit, the
+    recall answer is kept verbatim first, even after a larger result that would have taken the room."""
+    big = {"role": "tool", "tool_call_id": "aaaaaaaaa", "content": "z " * 600}
+    recall = {"role": "tool", "tool_call_id": "bbbbbbbbb", "content": json.dumps({"text": "r1i0 L003 " * 100})}
+    call_message = {"role": "assistant", "content": None,
+                    "tool_calls": [call("aaaaaaaaa"), call("bbbbbbbbb", name="baton_recall")]}
+    messages = [REQUEST, call_message, big, recall]
+    room = cl100k_messages([call_message, big]) + 150  # the read result and a stub (~100) fit, not both results
+    kept = conversation_part(build(messages, 0, inflight_tokens=room).messages)[1:]
+    assert kept[2] == recall and kept[1]["content"].startswith(STUB_PREFIX)
+    assert cl100k_messages(kept) <= room
+
+
 def test_tail_is_the_longest_suffix_of_whole_units_within_budget() -> None:
     messages = session(6)
     for budget in (50, 400, 900, 2_000):

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from baton_engine.policy import Limits, PolicyState, after_compaction, decide
+from baton_engine.policy import (
+    DEFAULT_TAIL_CAP,
+    MIN_TAIL_TOKENS,
+    MIN_UNANSWERED_TOKENS,
+    Limits,
+    PolicyState,
+    after_compaction,
+    decide,
+    tail_budgets,
+    trigger_floor,
+)
 
 LIMITS = Limits(threshold=48_000, window=64_000, min_output_tokens=4_096, fallback_threshold=12_000)
 
@@ -61,3 +73,38 @@ def test_never_compacts_twice_without_growth_below_the_ceiling(trigger: int, pos
     if compact and tokens < limits.ceiling:
         assert grown >= limits.growth_needed and tokens >= limits.trigger
     assert (state.stuck is not None) == (post >= limits.trigger)
+
+
+def test_a_trigger_below_the_floor_is_raised_to_it_and_never_above_the_ceiling() -> None:
+    floor = trigger_floor(16_300, 1_400, 6_000)
+    assert floor == 2 * (16_300 + 1_400 + 6_000 + MIN_UNANSWERED_TOKENS)  # half of it holds the minimum request
+    assert trigger_floor(16_300, 1_400) == trigger_floor(16_300, 1_400, MIN_TAIL_TOKENS)
+    limits = Limits(threshold=52_000, window=65_536, min_output_tokens=4_096, fallback_threshold=24_000, floor=floor)
+    assert limits.raised and limits.trigger == floor and limits.configured_trigger == 24_000
+    assert decide(floor - 1, limits, PolicyState())[0] is False
+    assert decide(floor, limits, PolicyState()) == (
+        True, f"request {floor} >= trigger floor (raised from 24000) {floor}")
+    assert replace(limits, floor=100_000).trigger == limits.ceiling  # the window is the limit
+    assert not replace(limits, floor=20_000).raised and replace(limits, floor=None).trigger == 24_000
+
+
+@given(st.integers(0, 60_000), st.integers(0, 8_000), st.integers(0, 80_000), st.integers(8_000, 200_000),
+       st.one_of(st.none(), st.integers(1, 20_000)))
+def test_the_share_for_unanswered_results_is_never_zero(fixed: int, block: int, inflight: int, trigger: int,
+                                                        tail: int | None) -> None:
+    limits = Limits(threshold=trigger, window=trigger + 16_384, min_output_tokens=4_096)
+    room, kept_tail = tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight, block_tokens=block,
+                                   configured_tail=tail)
+    assert room >= MIN_UNANSWERED_TOKENS
+    assert kept_tail == tail if tail is not None else MIN_TAIL_TOKENS <= kept_tail <= DEFAULT_TAIL_CAP
+    # unanswered results are kept whenever the window can carry them beside the fixed part, block and tail
+    assert room >= min(inflight, limits.ceiling - fixed - block - kept_tail)
+
+
+def test_unanswered_results_get_the_window_not_half_the_trigger() -> None:
+    """The README's example in the real CLI: ~16.3k fixed, trigger 24k, tail 6k. Half the trigger less the
+    fixed part was 0 tokens for the results the model had not seen; the room is now what the window holds."""
+    limits = Limits(threshold=52_000, window=65_536, min_output_tokens=4_096, fallback_threshold=24_000)
+    room, tail = tail_budgets(limits, fixed_tokens=16_300, inflight_tokens=2_500, block_tokens=1_400,
+                              configured_tail=6_000)
+    assert tail == 6_000 and room == limits.ceiling - 16_300 - 1_400 - 6_000

@@ -47,13 +47,13 @@ def send(activation: Activation, agent: LoopAgent, messages: list[dict[str, Any]
     return agent.context_compressor.ledger.memo.tokens
 
 
-def setup(project: Path, trigger: int) -> tuple[Activation, LoopAgent]:
+def setup(project: Path, trigger: int, window: int = WINDOW) -> tuple[Activation, LoopAgent]:
     set_runtime(BatonRuntime(load_settings(hermes_block={"fallback_token_threshold": trigger,
                                                          "fresh_tail_tokens": 2000})))
     activation = Activation()
     activation.activate()
     engine = BatonContextEngine(project_dir=project)
-    engine.update_model("qwen3", WINDOW, base_url="http://127.0.0.1:9/v1", provider="custom")
+    engine.update_model("qwen3", window, base_url="http://127.0.0.1:9/v1", provider="custom")
     return activation, LoopAgent(engine, fifty_tools())
 
 
@@ -64,12 +64,15 @@ def test_fifty_tool_schemas_are_20_to_30k_tokens(qwen3_env: Path) -> None:
 
 
 def test_compaction_that_gets_below_the_trigger_waits_for_real_growth(project: Path, qwen3_env: Path) -> None:
-    activation, agent = setup(project, trigger=40_000)
+    """Trigger 80k in a 128k window: above the floor of this ~30k frame (twice frame + block + tail + the
+    unanswered share), so it is used as configured."""
+    activation, agent = setup(project, trigger=80_000, window=128_000)
     engine = agent.context_compressor
     try:
-        messages = conversation(18)
+        messages = conversation(40)
         size = send(activation, agent, messages)
-        assert size >= 40_000 and engine.should_compress(size)
+        assert size >= 80_000 and engine.should_compress(size)
+        assert engine.limits().trigger == 80_000 and not engine.limits().raised
         out = engine.compress(messages, current_tokens=size)
         post = engine.policy.post_compaction_tokens
         assert post is not None and 25_000 < post < 40_000  # the full request: tools + system + block + tail
@@ -79,28 +82,37 @@ def test_compaction_that_gets_below_the_trigger_waits_for_real_growth(project: P
         assert abs(after - post) < 200  # the measured size is what the next request really is
         decision, why = engine.should_compress_info(post + 1_000)
         assert decision is False and "below trigger" in why
-        assert engine.should_compress(40_000 + 1) is True  # real growth past the trigger compacts again
+        assert engine.should_compress(80_000 + 1) is True  # real growth past the trigger compacts again
     finally:
         activation.deactivate()
 
 
-def test_compaction_that_cannot_get_below_the_trigger_is_not_repeated_at_every_check(
-        project: Path, qwen3_env: Path) -> None:
-    """Trigger 20k < the ~26k fixed part: the compaction is marked stuck and only real growth repeats it."""
+def test_a_trigger_below_the_fixed_part_is_raised_once_with_a_warning_and_the_compaction_gets_below_it(
+        project: Path, qwen3_env: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Trigger 20k < the ~30k fixed part: raised to the floor (here the ceiling of the 64k window), said once;
+    the compaction then ends below it, so Hermes' repeated checks never compact again without growth."""
     activation, agent = setup(project, trigger=20_000)
     engine = agent.context_compressor
     try:
         messages = conversation(6)
         size = send(activation, agent, messages)
-        assert engine.should_compress(size)
+        limits = engine.limits()
+        fixed = engine.ledger.fixed[1]
+        assert 20_000 < fixed < 30_000 and limits.raised and limits.configured_trigger == 20_000
+        assert limits.trigger == min(2 * (fixed + 1_400 + 2_000 + 2_048), limits.ceiling)
+        assert engine.should_compress(size) is False  # below the raised trigger
+        messages = conversation(17)  # ~61k: past the raised trigger, inside the window
+        size = send(activation, agent, messages)
+        assert size >= limits.trigger and engine.should_compress(size)
         out = engine.compress(messages, current_tokens=size)
         post = engine.policy.post_compaction_tokens
-        assert post is not None and post >= 20_000 and "still at or above the trigger" in engine.policy.stuck
+        assert post is not None and post < limits.trigger and engine.policy.stuck is None
         for _ in range(5):  # Hermes asks several times per turn: never yes without growth
             decision, why = engine.should_compress_info(send(activation, agent, out))
-            assert decision is False and "cooldown" in why and "still at or above the trigger" in why
-        status = engine.get_status()["cooldown"]
-        assert status["stuck"] and status["growth_needed"] == 2_000
-        assert engine.should_compress(post + 2_000) is True  # bounded: growth of a tenth of the trigger
+            assert decision is False and "below trigger" in why
+        raised = [r for r in caplog.records if "below the smallest workable trigger" in r.getMessage()]
+        assert len(raised) == 1 and "fallback_token_threshold to at least" in raised[0].getMessage()
+        status = engine.get_status()["trigger"]
+        assert status["raised"] is True and status["tokens"] == limits.trigger and status["floor"] >= 20_000
     finally:
         activation.deactivate()

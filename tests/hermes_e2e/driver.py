@@ -46,7 +46,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         base_url=spec["base_url"], api_key="sk-test", provider="custom", model=spec["model"],
         quiet_mode=True, skip_context_files=True, skip_memory=True,
         enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
-        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0, **extra,
+        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0,
+        ephemeral_system_prompt=spec.get("system_prompt"), **extra,  # padding to a measured prompt size
     )
     engine = agent.context_compressor
     history: list[dict[str, Any]] | None = None

@@ -29,9 +29,10 @@ pytestmark = pytest.mark.hermes
 PLANTED = (SAMPLES_BY_NAME["openai_project"], SAMPLES_BY_NAME["anthropic"], SAMPLES_BY_NAME["github_classic_pat"])
 TURNS = ("Analyse the inventory service findings round by round and keep the task list current.",
          "Thanks. Summarise what is left to do.")
-ROUNDS = 14
-# Real prompts here grow by ~2,100 tokens per round from ~2,000; 12,000 compacts every few rounds.
-THRESHOLD = 12_000
+ROUNDS = 20
+# Real prompts here grow by ~2,100 tokens per round from ~2,000; 18,000 compacts every few rounds and is above
+# this frame's floor (~16.6k: docs/compaction.md), so it is used as set.
+THRESHOLD = 18_000
 FINAL_ANSWER = "Done: every round is recorded in the task list."
 
 

@@ -54,7 +54,8 @@ def test_compare_prints_both_outcomes_from_the_runs(tmp_path: Path) -> None:
     baton, same_config, hand_cap = out.split(SECTIONS[1])  # Baton's run, then the built-in's two
     assert SECTIONS[0] in baton
     table = table_rows(table_text)
-    assert table["compacts at (request tokens)"][0] == "12000"
+    assert table["compacts at (request tokens)"][0] == "20000"  # the setting, above this frame's floor: not raised
+    assert "(the setting was raised to it)" not in baton
     for column, section in enumerate((baton, same_config, hand_cap)):
         for label, value in narrated(section).items():
             assert table[label][column] == str(value), (label, column, table[label])
