@@ -28,7 +28,10 @@ from batontest.model_server import ModelServer, Reply, ToolCall, todo_round
 pytestmark = pytest.mark.hermes
 DRIVER = Path(__file__).with_name("agents_driver.py")
 TAG = re.compile(r"\[agent (\w+)\]")
-THRESHOLD = 8_000  # A's four bulky rounds (~2,100 tokens each) pass it; B's one round does not
+# Below the trigger floor (policy.trigger_floor), so Baton raises it to the floor of this frame: A's four bulky
+# rounds pass that floor, B's one small round does not
+THRESHOLD = 8_000
+BULK = 480  # words per todo item of A's rounds
 TURNS = [("A", "[agent A] Analyse the inventory findings round by round."),
          ("B", "[agent B] Record the billing findings."),
          ("A", "[agent A] Continue with two more rounds."),
@@ -43,7 +46,8 @@ class TwoAgentPolicy:
     def __init__(self) -> None:
         final = {name: Reply(content=f"Agent {name}: this turn is done.") for name in "AB"}
         self.steps = {
-            "A": [todo_round(1), todo_round(2), final["A"], todo_round(3), todo_round(4), final["A"]],
+            "A": [todo_round(1, words_per_item=BULK), todo_round(2, words_per_item=BULK), final["A"],
+                  todo_round(3, words_per_item=BULK), todo_round(4, words_per_item=BULK), final["A"]],
             "B": [todo_round(11, items=1), final["B"], final["B"]],
         }
 
