@@ -383,7 +383,7 @@ class ModelServer(LoopbackServer):
             return 500, _server_error()
         refusal = self.admit(body, record)
         if refusal is None:
-            record.reply = self.policy(body)
+            record.reply = host_names(self.policy(body), record.tool_names)
         else:
             record.status, record.rejection = refusal[0], _error_text(refusal[1])
         self._record(record)
@@ -446,6 +446,18 @@ class ModelServer(LoopbackServer):
             self.requests.append(record)
         if self.on_request is not None:
             self.on_request(record)
+
+
+# A scripted call's name -> the same tool's name in another Hermes version (0.22 renamed todo to todo_list).
+RENAMED_TOOLS = {"todo": "todo_list"}
+
+
+def host_names(reply: Reply, offered: list[str]) -> Reply:
+    """``reply`` calling each tool by the name this host offers (a script written for 0.19's names runs on
+    0.22); a name the request offers is kept as it is."""
+    calls = tuple(ToolCall(RENAMED_TOOLS[c.name], c.arguments)
+                  if c.name not in offered and RENAMED_TOOLS.get(c.name) in offered else c for c in reply.tool_calls)
+    return Reply(content=reply.content, tool_calls=calls) if calls != reply.tool_calls else reply
 
 
 REASONING_MODEL = re.compile(r"^(?:openai/)?(?:o[1-9](?:$|-)|gpt-5)", re.IGNORECASE)
