@@ -33,6 +33,18 @@ def _count_builtin_compressor_calls() -> dict[str, int]:
     return calls
 
 
+def configured_max_tokens() -> int | None:
+    """``model.max_tokens`` of ``$HERMES_HOME/config.yaml``: the hermes CLI passes it to ``AIAgent`` (0.22 reads
+    it nowhere else; 0.19 also read it itself)."""
+    import os
+
+    import yaml
+
+    config = yaml.safe_load((Path(os.environ["HERMES_HOME"]) / "config.yaml").read_text(encoding="utf-8")) or {}
+    value = (config.get("model") or {}).get("max_tokens")
+    return value if isinstance(value, int) else None
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     calls = _count_builtin_compressor_calls()
     from run_agent import AIAgent
@@ -46,7 +58,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         base_url=spec["base_url"], api_key="sk-test", provider="custom", model=spec["model"],
         quiet_mode=True, skip_context_files=True, skip_memory=True,
         enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
-        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0, **extra,
+        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0, max_tokens=configured_max_tokens(),
+        **extra,
     )
     engine = agent.context_compressor
     history: list[dict[str, Any]] | None = None
