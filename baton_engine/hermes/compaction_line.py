@@ -14,12 +14,12 @@ from typing import Any
 
 from baton_engine.compaction.cycle import CycleOutcome
 
-ID_CHARS = 8  # a handoff id's leading characters: enough to find it in `baton handoff list`
 
 
 @dataclass(frozen=True)
 class Compacted:
-    """One finished compaction: its handoff (None when degraded), sizes, and how many messages it took out."""
+    """One finished compaction: its handoff's short id (as the handoff block and `baton handoff list` show it;
+    None when degraded), sizes, and how many messages it took out."""
 
     handoff_id: str | None
     before: int | None
@@ -31,7 +31,8 @@ class Compacted:
     def of(cls, outcome: CycleOutcome, *, before: int | None, after: int | None) -> Compacted:
         scan = outcome.extras.get("scan") or {}
         region = scan.get("region_messages") if isinstance(scan, dict) else None
-        handoff_id = (outcome.handoff or {}).get("id") if outcome.validation_status in ("pass", "warn") else None
+        stored = outcome.handoff if outcome.validation_status in ("pass", "warn") else None
+        handoff_id = (stored or {}).get("short_id") or (stored or {}).get("id")
         return cls(handoff_id=str(handoff_id) if handoff_id else None, before=before, after=after,
                    region_messages=region if isinstance(region, int) else None, degraded=outcome.degraded)
 
@@ -40,7 +41,7 @@ class Compacted:
         if self.handoff_id is None:
             return f"last compaction degraded ({self.degraded or 'no handoff'}): {sizes}"
         taken = f", {self.region_messages} messages compacted" if self.region_messages else ""
-        return f"last handoff {self.handoff_id[:ID_CHARS]}: {sizes}{taken}"
+        return f"last handoff {self.handoff_id}: {sizes}{taken}"
 
 
 def starting(engine: Any, approx_tokens: Any) -> str:

@@ -225,17 +225,23 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         return self.should_compress_info(prompt_tokens)[0]
 
-    def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str]:
+    def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str | None]:
+        """``(compact?, why a request at or above the trigger is held back)``: Hermes 0.22 asks after a "no" and
+        warns the user with the reason ("over the threshold but compression is blocked"), so a reason is given
+        only for a block (the anti-thrash cooldown), None below the trigger. The reason of every decision is
+        ``last_decision`` (status)."""
+        blocked = False
         try:
             tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
                 else self.last_prompt_tokens
-            decision = policy.decide(tokens, self.limits(), self.policy,
-                                     awaiting_usage=self.last_prompt_tokens == -1,
+            limits = self.limits()
+            decision = policy.decide(tokens, limits, self.policy, awaiting_usage=self.last_prompt_tokens == -1,
                                      detector=lambda: self._detector_trigger(tokens))
+            blocked = not decision[0] and tokens >= limits.trigger
         except Exception as exc:  # noqa: BLE001
             decision = (False, f"decision failed: {type(exc).__name__}")
         self.last_decision = decision[1]
-        return decision
+        return decision[0], decision[1] if blocked else None
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Never: while Baton is active the pre-flight number is an exact count, not a noisy estimate."""

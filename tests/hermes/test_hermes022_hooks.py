@@ -109,11 +109,11 @@ def test_the_compaction_line_is_batons_and_names_the_last_handoff(project: Path,
     assert "summariz" not in line.lower() and "last handoff" not in line
     engine.compress(conversation(8), current_tokens=50_000)
     done = engine.last_compaction
-    assert done is not None and done.handoff_id == engine.last_handoff["id"]
+    assert done is not None and done.handoff_id == engine.last_handoff["short_id"]
     assert done.before and done.after and done.after < done.before
     line = engine.get_automatic_compaction_status_message(phase="compress", default_message=HERMES_DEFAULT_LINE,
                                                           approx_tokens=51_000)
-    assert f"last handoff {done.handoff_id[:8]}: {done.before:,} -> {done.after:,} tokens" in line, line
+    assert f"last handoff {done.handoff_id}: {done.before:,} -> {done.after:,} tokens" in line, line
 
 
 def test_one_line_per_compaction_and_the_switch_is_honoured(project: Path, qwen3_env: Path) -> None:

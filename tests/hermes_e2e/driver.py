@@ -49,7 +49,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     calls = _count_builtin_compressor_calls()
     from run_agent import AIAgent
 
-    extra: dict[str, Any] = {}
+    statuses: list[str] = []  # the status lines Hermes shows the user (the CLI prints them, a gateway sends them)
+    extra: dict[str, Any] = {"status_callback": lambda _kind, message, *_: statuses.append(str(message))}
     if spec.get("session_db"):  # what the hermes CLI does: the agent gets $HERMES_HOME/state.db
         from hermes_state import SessionDB
 
@@ -84,7 +85,16 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "status": status,
         "turns": turns,
         "final_messages": history or [],
+        "statuses": statuses,
+        "host_asks_compaction_line": _host_asks_compaction_line(),
     }
+
+
+def _host_asks_compaction_line() -> bool:
+    """Whether this Hermes asks the engine for its compaction status line (0.22+)."""
+    from agent import context_engine
+
+    return hasattr(context_engine.ContextEngine, "get_automatic_compaction_status_message")
 
 
 def main() -> int:
