@@ -179,8 +179,6 @@ def test_healthy_vllm_one_tokenize_per_provider_request(healthy: Session) -> Non
     status = healthy.tokenizer
     assert status["source"].startswith("vllm") and status["exact"] and status["fallbacks"] == 0, status
 
-    # the request view is counted once on every Hermes (0.22's select_context sees a second, unsanitised view)
-    assert len(bodies) <= 1.5 * provider_requests, f"{len(bodies) / provider_requests:.2f} /tokenize per request"
     budget = provider_requests + 3 * compactions
     assert len(bodies) <= budget, (f"{len(bodies)} chat /tokenize requests for {provider_requests} provider "
                                    f"requests and {compactions} compactions (allowed {budget})")
@@ -197,6 +195,16 @@ def test_healthy_vllm_one_tokenize_per_provider_request(healthy: Session) -> Non
             f"main request {request.index}: {len(interval)} chat /tokenize requests since the previous request "
             f"({sum(b == canonical(request.messages) for b in interval)} of its own messages); expected exactly 1")
         previous = upto
+
+
+def test_healthy_vllm_at_most_one_and_a_half_tokenize_per_request(healthy: Session) -> None:
+    """The request view is counted once on every Hermes (0.22 asks select_context with a second, unsanitised
+    view of each request; counting it made 2.3 /tokenize per request): at most 1.5 per provider request,
+    compactions included."""
+    assert healthy.standin is not None and healthy.result["compression_count"] >= 1
+    per_request = len(healthy.standin.tokenize_bodies) / len(healthy.server.requests)
+    print(f"\n[healthy] /tokenize per provider request: {per_request:.2f}")
+    assert per_request <= 1.5
 
 
 def test_compaction_reads_only_what_no_request_carried(healthy: Session) -> None:
