@@ -145,7 +145,8 @@ def test_hermes_shows_batons_compaction_line_not_its_own(hf_run: Finished) -> No
     assert len(lines) == result["compression_count"] >= 3, statuses
     chain = lineage_chain(hf_run.run.handoffs())
     for line, previous in zip(lines[1:], chain, strict=False):
-        assert f"last handoff {previous['id'].replace('-', '')[-8:]}: " in line and " -> " in line and "baton_recall" in line, line
+        short_id = previous["id"].replace("-", "")[-8:]
+        assert f"last handoff {short_id}: " in line and " -> " in line and "baton_recall" in line, line
 
 
 def test_captured_decisions_survive_later_compactions(hf_run: Finished) -> None:
