@@ -166,7 +166,8 @@ def run(workdir: Path, *, builtin: bool = False, max_tokens: int = OUTPUT_DEFAUL
 
             agent = AIAgent(base_url=server.base_url, api_key="sk-local", provider="custom", model=MODEL,
                             quiet_mode=True, skip_context_files=True, skip_memory=True,
-                            enabled_toolsets=["todo", "context_engine"], max_iterations=60, tool_delay=0.0)
+                            enabled_toolsets=["todo", "context_engine"], max_iterations=60, tool_delay=0.0,
+                            max_tokens=max_tokens)  # what the hermes CLI passes from model.max_tokens
         narrator.engine = agent.context_compressor
         console.print(f"context engine: [bold]{type(agent.context_compressor).__name__}[/] "
                       f"(name {agent.context_compressor.name!r})")

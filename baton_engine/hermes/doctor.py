@@ -21,6 +21,7 @@ from baton_engine.hermes.config import (
     PLUGIN_NAME,
     hermes_home,
     hermes_view,
+    installed_hermes_version,
     load_hermes_settings,
     read_config_file,
 )
@@ -35,10 +36,7 @@ def _check(name: str, status: str, detail: str) -> dict[str, str]:
 
 
 def _hermes_version() -> str | None:
-    try:
-        return metadata.version("hermes-agent")
-    except metadata.PackageNotFoundError:
-        return None
+    return installed_hermes_version()
 
 
 def _entry_point_installed() -> bool:

@@ -17,7 +17,6 @@ import logging
 import os
 import time
 from dataclasses import replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ from baton_engine.compaction import cycle, is_baton_message, scan, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
-from baton_engine.hermes import metrics, status, tools
-from baton_engine.hermes.config import ENGINE_NAME, agent_cwd
+from baton_engine.hermes import compaction_line, metrics, status, tools
+from baton_engine.hermes.config import ENGINE_NAME, agent_cwd, installed_hermes_version
 from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
 from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
@@ -48,10 +47,7 @@ DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the com
 
 
 def hermes_version() -> str:
-    try:
-        return metadata.version("hermes-agent")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return installed_hermes_version() or "unknown"
 
 
 class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
@@ -76,6 +72,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.owner: Owner | None = None  # whose handoffs this session writes (platform + hashed conversation)
         self.scope = Scope.project()  # which handoffs it sees: its conversation's on a gateway, else the project
         self.last_handoff_path: str | None = None
+        self.last_compaction: compaction_line.Compacted | None = None  # what the last compaction did (numbers)
         self.last_validation_warnings: tuple[str, ...] = ()
         self.degradation_reason: str | None = None
         self.degradation_detail: str | None = None
@@ -144,10 +141,30 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         try:
             self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
                                              why="update_model"))
+            self._apply_model_threshold(model, provider)
             ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
             self._set_window(context_length if ok else DEFAULT_CONTEXT_LENGTH)
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
+
+    def _apply_model_threshold(self, model: Any, provider: Any) -> None:
+        """Hermes 0.22 sets ``model_thresholds`` (config ``compression.model_thresholds``: model-name substring
+        -> threshold percent) on the engine before ``update_model``: this model's entry, else the configured
+        percent (remembered once, so a switch back does not keep the previous model's override), resolved by
+        Hermes' own matcher. Without overrides (0.19) the percent is left as Hermes set it."""
+        overrides = getattr(self, "model_thresholds", None)
+        if not isinstance(overrides, dict) or not overrides:
+            return
+        if not hasattr(self, "_config_threshold_percent"):
+            self._config_threshold_percent = self.threshold_percent
+        try:
+            from agent.context_compressor import resolve_model_threshold
+        except ImportError:  # a Hermes without per-model thresholds: nothing to resolve
+            return
+        percent = float(resolve_model_threshold(str(model or ""), overrides, self._config_threshold_percent,
+                                                str(provider or "")))
+        if 0 < percent <= 1:
+            self.threshold_percent = percent
 
     def counting(self) -> RouteCounting:
         """This agent's route's counting: the tokenizer that fits its model under this session's project
@@ -231,17 +248,23 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         return self.should_compress_info(prompt_tokens)[0]
 
-    def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str]:
+    def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str | None]:
+        """``(compact?, why a request at or above the trigger is held back)``: Hermes 0.22 asks after a "no" and
+        warns the user with the reason ("over the threshold but compression is blocked"), so a reason is given
+        only for a block (the anti-thrash cooldown), None below the trigger. The reason of every decision is
+        ``last_decision`` (status)."""
+        blocked = False
         try:
             tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
                 else self.last_prompt_tokens
-            decision = policy.decide(tokens, self.limits(tokens if isinstance(tokens, int) else None), self.policy,
-                                     awaiting_usage=self.last_prompt_tokens == -1,
+            limits = self.limits(tokens if isinstance(tokens, int) else None)
+            decision = policy.decide(tokens, limits, self.policy, awaiting_usage=self.last_prompt_tokens == -1,
                                      detector=lambda: self._detector_trigger(tokens))
+            blocked = not decision[0] and tokens >= limits.trigger
         except Exception as exc:  # noqa: BLE001
             decision = (False, f"decision failed: {type(exc).__name__}")
         self.last_decision = decision[1]
-        return decision
+        return decision[0], decision[1] if blocked else None
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Never: while Baton is active the pre-flight number is an exact count, not a noisy estimate."""
@@ -251,6 +274,20 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         live = [m for m in messages or [] if isinstance(m, dict) and m.get("role") != "system"
                 and not is_baton_message(m)]
         return len(live) > 1
+
+    def get_automatic_compaction_status_message(self, *, phase: str, default_message: str = "",
+                                                 **context: Any) -> str | None:
+        """Hermes 0.22 prints this line for an automatic compaction instead of its own ("Compacting context —
+        summarizing earlier conversation...", false for Baton). It asks before ``compress()`` at each phase
+        (``preflight``/``pre_api``/``idle`` announce, ``compress`` starts): Baton says one line, at ``compress``
+        (``compaction_line``); None elsewhere and when ``emit_automatic_compaction_status`` is off."""
+        try:
+            if not getattr(self, "emit_automatic_compaction_status", True) or phase != "compress":
+                return None
+            return compaction_line.starting(self, context.get("approx_tokens"))
+        except Exception as exc:  # noqa: BLE001 - a status line must never break Hermes' compaction
+            LOGGER.warning("baton compaction status failed type=%s", type(exc).__name__)
+            return None
 
     def get_active_compression_failure_cooldown(self, **_: Any) -> dict[str, Any] | None:
         remaining = self.failure_until - time.time()
@@ -322,6 +359,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
         after = self.count(self.memos.keyed(view.with_conversation(outcome.messages)))
         metrics.compaction(self, outcome, before, after, seconds=time.perf_counter() - started)
+        self.last_compaction = compaction_line.Compacted.of(outcome, before=tokens, after=after.tokens)
         if after.tokens is not None:
             self.policy = policy.after_compaction(self.policy, after.tokens, limits)
         else:

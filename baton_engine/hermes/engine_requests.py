@@ -43,9 +43,15 @@ class RequestBudgeting:
         self.observe_reported(reported_prompt_tokens(usage))
 
     def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
-        """Hermes 0.20+: the turn's usage, when the host has not reported it through update_from_response."""
-        if isinstance(usage, dict):
-            self.observe_reported(reported_prompt_tokens(usage))
+        """Hermes 0.20+: the usage of the turn's last response, which answers the last request sent. It feeds
+        the anchor and the route's verification when ``update_from_response`` did not already report that
+        request's size (0.22 reports both; a host path that skips update_from_response does not); never
+        raises (observe-only hook)."""
+        try:
+            if isinstance(usage, dict) and not self.ledger.usage_observed():
+                self.observe_reported(reported_prompt_tokens(usage))
+        except Exception as exc:  # noqa: BLE001 - Hermes' on_turn_complete contract: observe only
+            LOGGER.warning("baton on_turn_complete failed type=%s", type(exc).__name__)
 
     def observe_reported(self, prompt_tokens: int) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
@@ -72,19 +78,14 @@ class RequestBudgeting:
 
     def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
                        incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> list[Any] | None:
-        """Hermes 0.20+ asks on EVERY provider request (retries too): count it in this agent's frame, so
-        the middleware's count of the same request is a repeat. Returns None (the request as it is): Baton
-        changes what the model sees through ``compress()``, where the handoff makes the change auditable, except
-        for a request whose prompt alone cannot fit (``request_only_compaction``, this request only)."""
-        try:
-            if isinstance(request_messages, list):
-                view = self.ledger.view_of(request_messages, self.memos)
-                counted = self.count(view)
-                self.prepare_compaction(request_messages)
-                if self._too_long(counted):
-                    return self.request_only_compaction(view, counted, kept=request_messages)
-        except Exception as exc:  # noqa: BLE001 - Hermes' select_context contract: None leaves the request alone
-            LOGGER.warning("baton select_context failed type=%s", type(exc).__name__)
+        """Hermes 0.20+ asks on EVERY provider request (retries too), BEFORE its sanitizers strip and
+        canonicalise the messages: a count here is of another view than the one sent, a second tokenizer
+        round trip per request. So it only scans the new messages ahead for the next compaction and returns
+        None (the request as it is). The request is counted once, as sent: the pre-API estimate and the
+        middleware share that count, a retry is a memo hit, and a request whose prompt alone cannot fit is
+        shortened there (``on_request`` -> ``request_only_compaction``)."""
+        if isinstance(request_messages, list):
+            self.prepare_compaction(request_messages)
         return None
 
     # ---- counting: one request view, one count ----------------------------------------------------

@@ -23,7 +23,7 @@ from baton_engine.request import ProviderRequest
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
-from baton_engine.tokens.verify import RouteCheck
+from baton_engine.tokens.verify import RouteCheck, plausible
 
 if TYPE_CHECKING:
     from baton_engine.hermes.memos import AgentMemos
@@ -99,6 +99,9 @@ class Ledger:
     short_caps: int = 0  # caps lowered below the minimum reply (no room was left; compaction was due)
     fixed: tuple[str | None, int] | None = None  # (frame key, what that frame adds) of the last frame counted
     floor_warned: int | None = None  # the raised trigger last warned about (warn once per value)
+    sent_requests: int = 0  # main requests sent on this route; the usage of the last one is observed once
+    observed_request: int = 0  # the request (by number) whose reported size was last observed
+    implausible_usage: int = 0  # reported sizes ignored as impossible for the request they would answer
 
     def count(self, view: ProviderRequest, counting: Any, *, by_content: bool = False) -> TokenCount:
         """One count per distinct view, on the provider's scale (``RouteCheck.adjust``); the same view again
@@ -132,14 +135,25 @@ class Ledger:
         self.frame = view.frame()
         self.sent = view.count_request()
         self.sent_count = self.memo if view.key is not None and view.key == self.memo_key else None
+        self.sent_requests += 1
 
     def observe_usage(self, prompt_tokens: int) -> bool:
         """The provider's size of the last request sent (0 = none reported): the anchor, and the check of
-        this route's counts. True when this response showed the counts are off (the route is calibrated)."""
-        if self.sent is None or prompt_tokens <= 0:
+        this route's counts, once per request (Hermes 0.22 reports the same usage again at the end of the turn)
+        and only when it is plausible for that request (``verify.plausible``). True when this response showed
+        the counts are off (the route is calibrated)."""
+        if self.sent is None or prompt_tokens <= 0 or self.usage_observed():
             return False
+        if not plausible(self.sent_count, prompt_tokens):
+            self.implausible_usage += 1
+            return False
+        self.observed_request = self.sent_requests
         self.anchor.observe_exact(self.sent, prompt_tokens)
         return self.check.observe(self.sent_count, prompt_tokens)
+
+    def usage_observed(self) -> bool:
+        """True when the last request sent already had its reported size observed."""
+        return self.sent_requests > 0 and self.observed_request == self.sent_requests
 
     def decided(self, decision: OutputDecision, *, auxiliary: bool) -> None:
         self.short_caps += int(decision.short)

@@ -41,10 +41,13 @@ class Patch:
     installed: bool = False
     skipped: str | None = None
     alternative: bool = False  # one of several places the same name lives in different Hermes versions
+    group: str | None = None  # alternatives of one group: the first that installs is the only one installed
+    optional: bool = False  # a name only some Hermes versions have; where it is absent there is nothing to replace
 
     def _skip(self, reason: str) -> bool:
         self.skipped = reason
-        LOGGER.log(logging.DEBUG if self.alternative else logging.WARNING, "baton patch skipped: %s", reason)
+        quiet = self.alternative or self.optional
+        LOGGER.log(logging.DEBUG if quiet else logging.WARNING, "baton patch skipped: %s", reason)
         return False
 
     def install(self) -> bool:
@@ -138,6 +141,20 @@ class ExactEstimators:
 
         return estimate_messages_tokens_exact
 
+    def whole_request_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
+        """Hermes 0.22's pre-API estimate reads ``model_metadata.estimate_messages_tokens_rough`` at each call,
+        as do its partial estimates (a context breakdown, an overflow's slices): only a whole request (it
+        starts with the system prompt) is counted exactly, as the request the transport will send; any other
+        list keeps Hermes' estimate (no tokenizer call for a fragment)."""
+        exact = self.messages_tokens(original)
+
+        def estimate_messages_tokens_exact(messages: Any, *args: Any, **kwargs: Any) -> int:
+            whole = isinstance(messages, list) and bool(messages) and isinstance(messages[0], dict) \
+                and messages[0].get("role") == "system"
+            return exact(messages, *args, **kwargs) if whole else original(messages, *args, **kwargs)
+
+        return estimate_messages_tokens_exact
+
     def tools_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
         """0 for an agent whose exact message estimate already counted its tools."""
 
@@ -152,6 +169,23 @@ class ExactEstimators:
 
         return estimate_tools_tokens_exact
 
+    def no_rough_anchor(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Hermes 0.22's usage anchor (the last real prompt_tokens + a bytes/4 delta of the messages since)
+        stands in for the estimate before every request; for a Baton agent it answers None ("no anchor"), so
+        Hermes asks its estimator, i.e. Baton's exact count of the request (which anchors on real usage
+        itself when the tokenizer is down)."""
+
+        def anchored_context_tokens_exact(messages: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                _agent, engine = _calling()
+                if engine is not None:
+                    return None
+            except Exception as exc:  # noqa: BLE001
+                LOGGER.warning("baton anchor bypass failed type=%s; using Hermes' anchor", type(exc).__name__)
+            return original(messages, *args, **kwargs)
+
+        return anchored_context_tokens_exact
+
 
 class Activation:
     """The patches and middleware of one active Baton runtime; ``deactivate`` undoes them."""
@@ -162,9 +196,19 @@ class Activation:
         e = self.estimators
         self.patches = [*extra,
             Patch("agent.turn_context", "estimate_request_tokens_rough", e.request_tokens),
-            Patch("agent.conversation_loop", "estimate_request_tokens_rough", e.request_tokens),
-            Patch("agent.conversation_loop", "estimate_messages_tokens_rough", e.messages_tokens),
+            # the pre-API estimate: 0.19 imports the names into conversation_loop; 0.22 has no request
+            # estimate there and imports estimate_messages_tokens_rough from model_metadata at each call
+            Patch("agent.conversation_loop", "estimate_request_tokens_rough", e.request_tokens, optional=True),
+            Patch("agent.conversation_loop", "estimate_messages_tokens_rough", e.messages_tokens, alternative=True,
+                  group="pre-api estimate"),
+            Patch("agent.model_metadata", "estimate_messages_tokens_rough", e.whole_request_tokens,
+                  alternative=True, group="pre-api estimate"),
             Patch("agent.conversation_loop", "_estimate_tools_tokens_rough", e.tools_tokens),
+            # 0.22 only: its usage anchor would replace the exact count (preflight and pre-API); imported by
+            # name into two modules, at each call elsewhere
+            Patch("agent.usage_anchor", "anchored_context_tokens", e.no_rough_anchor, optional=True),
+            Patch("agent.turn_context", "anchored_context_tokens", e.no_rough_anchor, optional=True),
+            Patch("agent.turn_request_assembly", "anchored_context_tokens", e.no_rough_anchor, optional=True),
             Patch("agent.auxiliary_client", "_build_call_kwargs", self._auxiliary),
         ]
         self.active = False
@@ -172,10 +216,16 @@ class Activation:
     def activate(self) -> list[str]:
         """Install every patch that this Hermes version allows; returns the skipped ones (reasons)."""
         self.active = True
+        groups: set[str] = set()
         for patch in self.patches:
-            patch.install()
-        installed = {p.attr for p in self.patches if p.installed}
-        return [p.skipped for p in self.patches if p.skipped and not (p.alternative and p.attr in installed)]
+            if patch.group in groups:
+                patch.skipped = f"{patch.module}.{patch.attr}: its group ({patch.group}) is patched elsewhere"
+                continue
+            if patch.install() and patch.group:
+                groups.add(patch.group)
+        installed = {p.attr for p in self.patches if p.installed} | groups
+        return [p.skipped for p in self.patches if p.skipped and not p.optional
+                and not (p.alternative and (p.group or p.attr) in installed)]
 
     def deactivate(self) -> None:
         self.active = False

@@ -14,6 +14,7 @@ same provider-visible prompt, once.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,12 +32,30 @@ INTERNAL_MESSAGE_KEYS = frozenset({
 INTERNAL_TOOL_CALL_KEYS = frozenset({"call_id", "response_item_id", "extra_content"})
 
 
+@functools.cache
+def transport_strips_tool_name() -> bool:
+    """True when this Hermes' chat transport drops ``name`` from tool results (0.22: strict providers reject
+    it; 0.19 sends it): asked of Hermes' own sanitizer once, with a probe message (no user data)."""
+    try:
+        from agent.transports.chat_completions import _sanitize_message
+    except Exception:  # noqa: BLE001 - another Hermes (0.19): no such sanitizer, the name is sent
+        return False
+    try:
+        probe = {"role": "tool", "name": "probe", "tool_call_id": "c", "content": "."}
+        sanitized = _sanitize_message(probe, False)
+        return isinstance(sanitized, dict) and "name" not in sanitized
+    except Exception:  # noqa: BLE001 - a sanitizer of another shape: count the message as stored
+        return False
+
+
 def _sent_message(message: Mapping[str, Any]) -> dict[str, Any]:
     """A stored Hermes message as its loop and transport send it: bookkeeping keys dropped, the sidecar
     substituted, text stripped and tool-call arguments re-serialised compactly with sorted keys (Hermes
     normalises them for prompt-cache prefixes; idempotent on messages it already normalised)."""
     sent = {k: v for k, v in message.items()
             if k not in INTERNAL_MESSAGE_KEYS and not (isinstance(k, str) and k.startswith("_"))}
+    if sent.get("role") == "tool" and "name" in sent and transport_strips_tool_name():
+        del sent["name"]
     sidecar = message.get("api_content")
     if isinstance(sidecar, str) and sidecar and message.get("role") in ("user", "assistant"):
         sent["content"] = sidecar

@@ -63,6 +63,20 @@ def reported_prompt_tokens(usage: Mapping[str, Any]) -> int:
         + usage_value(usage, "cache_creation_input_tokens", "cache_write_tokens"))
 
 
+PLAUSIBLE_FACTOR = 100  # a reported size this many times off the count answers another request (or none)
+
+
+def plausible(counted: TokenCount | None, reported: int) -> bool:
+    """Whether ``reported`` can be the provider's size of the request ``counted`` measured: positive, and
+    within ``PLAUSIBLE_FACTOR`` of the count either way. No tokenizer ratio is that far off; a usage that is
+    (0, an aggregated or mis-paired number) is ignored, never calibrated on."""
+    if reported <= 0:
+        return False
+    if counted is None or counted.tokens is None or counted.tokens <= 0:
+        return True  # nothing to compare with: the provider's size is the best there is
+    return counted.tokens / PLAUSIBLE_FACTOR <= reported <= counted.tokens * PLAUSIBLE_FACTOR
+
+
 def within_tolerance(counted: int, reported: int) -> bool:
     return abs(reported - counted) <= max(TOLERANCE_TOKENS, math.ceil(TOLERANCE_SHARE * counted))
 

@@ -49,3 +49,21 @@ def unconfirmed_cap(window: int, prompt: int) -> int:
     from baton_engine.tokens.verify import UNCONFIRMED_SHARE
 
     return window - prompt - math.ceil(UNCONFIRMED_SHARE * prompt)
+
+
+# Where each tested Hermes keeps the estimators its loop calls before a request (docs/hermes-versions.md):
+# 0.19 imports both into agent.conversation_loop; 0.22 has the preflight one in agent.turn_context and reads
+# the pre-API messages one from agent.model_metadata at each call.
+ESTIMATOR_HOMES = {"estimate_request_tokens_rough": ("agent.conversation_loop", "agent.turn_context"),
+                   "estimate_messages_tokens_rough": ("agent.conversation_loop", "agent.model_metadata")}
+
+
+def hermes_estimator(name: str) -> Callable[..., int]:
+    """Hermes' estimator ``name`` as its loop calls it now (Baton's exact one while activated)."""
+    import importlib
+
+    for module_name in ESTIMATOR_HOMES[name]:
+        found = getattr(importlib.import_module(module_name), name, None)
+        if found is not None:
+            return found
+    raise LookupError(f"no Hermes module holds {name}")

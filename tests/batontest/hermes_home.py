@@ -48,6 +48,8 @@ def hermes_config(
         "context": {"engine": engine},
         "plugins": {"enabled": list(plugins_enabled)},
         "memory": {"memory_enabled": False, "user_profile_enabled": False},
+        # every tool eager: Hermes 0.22 defers some (its todo tool) behind a tool_search bridge by default
+        "tools": {"tool_search": {"enabled": "off"}},
     }
     if baton is not None:
         config["baton"] = dict(baton)

@@ -69,6 +69,7 @@ class RecordedRequest:
     index: int
     path: str
     stream: bool
+    main: bool
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     max_tokens: int | None
@@ -91,6 +92,12 @@ class RecordedRequest:
 Step = Reply | Callable[[dict[str, Any]], Reply]
 
 
+def is_main(body: dict[str, Any]) -> bool:
+    """A request of the agent's own loop: streamed, or carrying the agent's tools (Hermes 0.22 retries a failed
+    stream without streaming); auxiliary calls (titles, summaries) are neither."""
+    return bool(body.get("stream")) or bool(body.get("tools"))
+
+
 class ScriptedPolicy:
     """Plays ``steps`` in order, one per main request; afterwards always answers ``final_answer``.
 
@@ -108,7 +115,7 @@ class ScriptedPolicy:
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        if not body.get("stream"):
+        if not is_main(body):
             return Reply(content=self.auxiliary_answer)
         with self._lock:
             if self.position < len(self.steps):
@@ -350,11 +357,11 @@ class ModelServer(LoopbackServer):
 
     @property
     def main_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.stream]
+        return [r for r in self.requests if r.main]
 
     @property
     def auxiliary_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if not r.stream]
+        return [r for r in self.requests if not r.main]
 
     @property
     def rejections(self) -> list[RecordedRequest]:
@@ -375,15 +382,16 @@ class ModelServer(LoopbackServer):
         """Returns (status, JSON body) or (200, list of SSE chunks) for a streaming reply."""
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         record = RecordedRequest(
-            index=0, path="/v1/chat/completions", stream=bool(body.get("stream")), messages=messages,
+            index=0, path="/v1/chat/completions", stream=bool(body.get("stream")), main=is_main(body),
+            messages=messages,
             tools=body.get("tools") or [], max_tokens=body.get("max_tokens"),
             max_completion_tokens=body.get("max_completion_tokens"),
         )
-        if record.stream and self._inject_failure(record):
+        if record.main and self._inject_failure(record):
             return 500, _server_error()
         refusal = self.admit(body, record)
         if refusal is None:
-            record.reply = self.policy(body)
+            record.reply = host_names(self.policy(body), record.tool_names)
         else:
             record.status, record.rejection = refusal[0], _error_text(refusal[1])
         self._record(record)
@@ -446,6 +454,18 @@ class ModelServer(LoopbackServer):
             self.requests.append(record)
         if self.on_request is not None:
             self.on_request(record)
+
+
+# A scripted call's name -> the same tool's name in another Hermes version (0.22 renamed todo to todo_list).
+RENAMED_TOOLS = {"todo": "todo_list"}
+
+
+def host_names(reply: Reply, offered: list[str]) -> Reply:
+    """``reply`` calling each tool by the name this host offers (a script written for 0.19's names runs on
+    0.22); a name the request offers is kept as it is."""
+    calls = tuple(ToolCall(RENAMED_TOOLS[c.name], c.arguments)
+                  if c.name not in offered and RENAMED_TOOLS.get(c.name) in offered else c for c in reply.tool_calls)
+    return Reply(content=reply.content, tool_calls=calls) if calls != reply.tool_calls else reply
 
 
 REASONING_MODEL = re.compile(r"^(?:openai/)?(?:o[1-9](?:$|-)|gpt-5)", re.IGNORECASE)

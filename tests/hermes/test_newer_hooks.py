@@ -35,7 +35,9 @@ def engine_for(project: Path, env: dict[str, str] | None = None) -> BatonContext
     return engine
 
 
-def test_select_context_counts_the_request_once_and_never_rewrites(project: Path, qwen3_env: Path) -> None:
+def test_select_context_never_counts_and_never_rewrites(project: Path, qwen3_env: Path) -> None:
+    """Hermes 0.20+ asks select_context BEFORE its sanitizers (another view than the one sent): it scans ahead
+    and costs no tokenizer call; the middleware's count of the request as sent is the one count."""
     engine = engine_for(project)
     with activated() as activation:
         agent = LoopAgent(engine, TOOLS)
@@ -43,12 +45,15 @@ def test_select_context_counts_the_request_once_and_never_rewrites(project: Path
         request = {"model": "qwen3", "messages": messages, "tools": TOOLS, "max_tokens": 1000}
         in_agent(agent, activation.llm_request, request=request, model="qwen3", base_url=BASE_URL)
         grown = [*messages, {"role": "assistant", "content": "more"}, {"role": "user", "content": "next"}]
+        calls = get_runtime().counter().stats().backend_calls
+        scanned = engine.scanned_upto
         assert engine.select_context(grown, conversation_messages=grown[1:], incoming_message="next",
                                      budget_tokens=65536) is None
-        calls = get_runtime().counter().stats().backend_calls
+        assert get_runtime().counter().stats().backend_calls == calls  # no count of the pre-sanitizer view
+        assert engine.scanned_upto > scanned  # the new messages were scanned ahead for the next compaction
         in_agent(agent, activation.llm_request, request={**request, "messages": grown}, model="qwen3",
                  base_url=BASE_URL)
-        assert get_runtime().counter().stats().backend_calls == calls  # the middleware's count was a repeat
+        assert get_runtime().counter().stats().backend_calls == calls + 1  # the request as sent: one count
         assert engine.select_context("not a list") is None
 
 

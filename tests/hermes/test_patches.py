@@ -10,7 +10,7 @@ import pytest
 
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.assets import qwen3_dir
-from batontest.engines import activated, unconfirmed_cap
+from batontest.engines import activated, hermes_estimator, unconfirmed_cap
 
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
@@ -24,11 +24,22 @@ MODEL, BASE_URL, CONTEXT = "qwen3-test", "http://127.0.0.1:9/v1", 65536
 TODO_PARAMETERS = {"type": "object", "properties": {"item": {"type": "string"}}}
 TOOLS = [{"type": "function", "function": {"name": "todo", "description": "track tasks",
                                            "parameters": TODO_PARAMETERS}}]
-TARGETS = [("agent.turn_context", "estimate_request_tokens_rough"),
-           ("agent.conversation_loop", "estimate_request_tokens_rough"),
-           ("agent.conversation_loop", "estimate_messages_tokens_rough"),
-           ("agent.conversation_loop", "_estimate_tools_tokens_rough"),
-           ("agent.auxiliary_client", "_build_call_kwargs")]
+# The names each tested Hermes has (docs/hermes-versions.md): 0.19.0's estimators in conversation_loop; 0.22's
+# pre-API estimate read from model_metadata at each call and its usage anchor in three modules.
+TARGETS_019 = [("agent.turn_context", "estimate_request_tokens_rough"),
+               ("agent.conversation_loop", "estimate_request_tokens_rough"),
+               ("agent.conversation_loop", "estimate_messages_tokens_rough"),
+               ("agent.conversation_loop", "_estimate_tools_tokens_rough"),
+               ("agent.auxiliary_client", "_build_call_kwargs")]
+TARGETS_022 = [("agent.turn_context", "estimate_request_tokens_rough"),
+               ("agent.model_metadata", "estimate_messages_tokens_rough"),
+               ("agent.conversation_loop", "_estimate_tools_tokens_rough"),
+               ("agent.usage_anchor", "anchored_context_tokens"),
+               ("agent.turn_context", "anchored_context_tokens"),
+               ("agent.turn_request_assembly", "anchored_context_tokens"),
+               ("agent.auxiliary_client", "_build_call_kwargs")]
+TARGETS = TARGETS_019 if hasattr(importlib.import_module("agent.conversation_loop"),
+                                 "estimate_messages_tokens_rough") else TARGETS_022
 
 
 def _messages(n: int = 6) -> list[dict]:
@@ -136,7 +147,7 @@ def test_pre_api_estimate_and_middleware_share_one_round_trip(active: Activation
                                                          "tool_name")} for m in stored]
         exact = exact_count(runtime, {"messages": wire, "tools": TOOLS})
         calls_before = counter.stats().backend_calls
-        pressure = in_agent(agent, loop.estimate_messages_tokens_rough, stored) + in_agent(
+        pressure = in_agent(agent, hermes_estimator("estimate_messages_tokens_rough"), stored) + in_agent(
             agent, loop._estimate_tools_tokens_rough, TOOLS)
         assert pressure == exact
         request = {"model": MODEL, "messages": wire, "tools": TOOLS, "max_tokens": 65536, "stream": True}
@@ -155,7 +166,6 @@ def test_pre_api_estimate_and_middleware_share_one_round_trip(active: Activation
 def test_template_kwargs_and_options_are_counted(active: Activation, runtime: BatonRuntime, agent: LoopAgent) -> None:
     """Qwen3's enable_thinking changes the rendered prompt: the count follows extra_body.chat_template_kwargs,
     and the next pre-API estimate borrows the frame so it still shares the middleware's count."""
-    loop = importlib.import_module("agent.conversation_loop")
     messages = _messages(2)
     thinking_off = {"messages": messages, "tools": TOOLS, "chat_template_kwargs": {"enable_thinking": False}}
     off, on = exact_count(runtime, thinking_off), exact_count(runtime, {"messages": messages, "tools": TOOLS})
@@ -164,7 +174,7 @@ def test_template_kwargs_and_options_are_counted(active: Activation, runtime: Ba
                "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
     result = in_agent(agent, active.llm_request, request=request, model=MODEL, base_url=BASE_URL)
     assert result["request"]["max_tokens"] == unconfirmed_cap(CONTEXT, off)
-    assert in_agent(agent, loop.estimate_messages_tokens_rough, messages) == off
+    assert in_agent(agent, hermes_estimator("estimate_messages_tokens_rough"), messages) == off
 
 
 def test_middleware_lowers_the_65536_default_so_it_fits(active: Activation, runtime: BatonRuntime,

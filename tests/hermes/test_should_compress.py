@@ -53,9 +53,11 @@ def test_truth_table(tmp_path: Path, block: dict, state: dict, prompt: int | Non
             setattr(engine, name, value)
     decision, why = engine.should_compress_info(prompt)
     assert decision is expected
-    assert reason in why
+    assert reason in engine.last_decision
+    # Hermes 0.22 warns with the reason: given only for a request held back at or above the trigger
+    assert why == (engine.last_decision if reason == "cooldown" else None)
     assert engine.should_compress(prompt) is expected
-    assert engine.get_status()["last_decision"] == why
+    assert reason in engine.get_status()["last_decision"]
 
 
 def test_detector_recommendation_needs_readiness(project: Path) -> None:
@@ -68,14 +70,14 @@ def test_detector_recommendation_needs_readiness(project: Path) -> None:
     engine = BatonContextEngine(project_dir=project)
     engine.update_model("m", CONTEXT)
     messages = [{"role": "user", "content": "Build the parser"}]
-    assert engine.should_compress_info(60_000) == (False, engine.last_decision)  # no record: readiness None
+    assert engine.should_compress_info(60_000) == (False, None)  # no record: readiness None
     assert "no handoff record yet" in " ".join(engine.get_status()["detector"]["reasons"])
     answer = json.loads(engine.handle_tool_call("baton_capture", {"kind": "open_item", "item": {
         "description": "parser", "suggested_action": "write it", "acceptance_check": "tests pass"}},
         messages=messages))
     assert answer["ok"], answer
-    decision, why = engine.should_compress_info(60_000)
-    assert decision and "detector pressure" in why
+    decision, _ = engine.should_compress_info(60_000)
+    assert decision and "detector pressure" in engine.last_decision
 
 
 def test_tool_can_request_a_handoff(tmp_path: Path) -> None:

@@ -33,11 +33,24 @@ def _count_builtin_compressor_calls() -> dict[str, int]:
     return calls
 
 
+def configured_max_tokens() -> int | None:
+    """``model.max_tokens`` of ``$HERMES_HOME/config.yaml``: the hermes CLI passes it to ``AIAgent`` (0.22 reads
+    it nowhere else; 0.19 also read it itself)."""
+    import os
+
+    import yaml
+
+    config = yaml.safe_load((Path(os.environ["HERMES_HOME"]) / "config.yaml").read_text(encoding="utf-8")) or {}
+    value = (config.get("model") or {}).get("max_tokens")
+    return value if isinstance(value, int) else None
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     calls = _count_builtin_compressor_calls()
     from run_agent import AIAgent
 
-    extra: dict[str, Any] = {}
+    statuses: list[str] = []  # the status lines Hermes shows the user (the CLI prints them, a gateway sends them)
+    extra: dict[str, Any] = {"status_callback": lambda _kind, message, *_: statuses.append(str(message))}
     if spec.get("session_db"):  # what the hermes CLI does: the agent gets $HERMES_HOME/state.db
         from hermes_state import SessionDB
 
@@ -46,7 +59,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         base_url=spec["base_url"], api_key="sk-test", provider="custom", model=spec["model"],
         quiet_mode=True, skip_context_files=True, skip_memory=True,
         enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
-        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0,
+        max_iterations=spec.get("max_iterations", 60), tool_delay=0.0, max_tokens=configured_max_tokens(),
         ephemeral_system_prompt=spec.get("system_prompt"), **extra,  # padding to a measured prompt size
     )
     engine = agent.context_compressor
@@ -72,7 +85,16 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "status": status,
         "turns": turns,
         "final_messages": history or [],
+        "statuses": statuses,
+        "host_asks_compaction_line": _host_asks_compaction_line(),
     }
+
+
+def _host_asks_compaction_line() -> bool:
+    """Whether this Hermes asks the engine for its compaction status line (0.22+)."""
+    from agent import context_engine
+
+    return hasattr(context_engine.ContextEngine, "get_automatic_compaction_status_message")
 
 
 def main() -> int:

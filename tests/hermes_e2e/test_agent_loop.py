@@ -133,6 +133,23 @@ def test_three_plus_compactions_with_exact_hf_counts(hf_run: Finished,
     assert (run.project / run.result["status"]["latest_handoff_path"]).is_file()
 
 
+def test_hermes_shows_batons_compaction_line_not_its_own(hf_run: Finished) -> None:
+    """Hermes 0.22 asks the engine for the line it shows per automatic compaction: the user sees Baton's (the
+    exact size, recall, the previous handoff's id and tokens before -> after), never "summarizing"."""
+    result = hf_run.run.result
+    if not result["host_asks_compaction_line"]:
+        pytest.skip("this Hermes (0.19) has no get_automatic_compaction_status_message hook")
+    statuses = result["statuses"]
+    assert not [s for s in statuses if "Compacting context" in s or "summariz" in s.lower()], statuses
+    assert not [s for s in statuses if "compression is currently blocked" in s], statuses  # below the trigger
+    lines = [s for s in statuses if s.startswith("Baton handoff at ")]
+    assert len(lines) == result["compression_count"] >= 3, statuses
+    chain = lineage_chain(hf_run.run.handoffs())
+    for line, previous in zip(lines[1:], chain, strict=False):
+        short_id = previous["id"].replace("-", "")[-8:]
+        assert f"last handoff {short_id}: " in line and " -> " in line and "baton_recall" in line, line
+
+
 def test_captured_decisions_survive_later_compactions(hf_run: Finished) -> None:
     """Items recorded with baton_capture stay in every later handoff (the lost-task-state complaint)."""
     records = lineage_chain(hf_run.run.handoffs())

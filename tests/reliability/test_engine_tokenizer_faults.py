@@ -23,12 +23,12 @@ from baton_engine.hermes.runtime import get_runtime
 from baton_engine.tokens.rough import estimate_chat_request
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.faulty_servers import FaultyServer, refused_url
-from batontest.engines import unconfirmed_cap
+from batontest.engines import hermes_estimator, unconfirmed_cap
 from compaction.conversations import assert_valid_openai
 from reliability.kit import SLACK_SECONDS, installed_runtime, make_engine
 
 pytestmark = pytest.mark.hermes
-loop = pytest.importorskip("agent.conversation_loop")
+pytest.importorskip("agent.conversation_loop")
 
 TIMEOUT = 0.5
 WINDOW = 65536
@@ -96,7 +96,7 @@ def one_turn(activation: Any, engine: Any, messages: list[dict[str, Any]]) -> di
     """What Hermes does around one API call: pre-API estimate -> should_compress -> llm_request middleware,
     each called from the agent's loop (a frame holding ``agent``)."""
     agent = LoopAgent(engine, TOOLS)
-    estimate, estimate_seconds = timed(in_agent, agent, loop.estimate_request_tokens_rough, messages,
+    estimate, estimate_seconds = timed(in_agent, agent, hermes_estimator("estimate_request_tokens_rough"), messages,
                                        system_prompt=SYSTEM, tools=TOOLS)
     decision, decide_seconds = timed(engine.should_compress, estimate)
     request = {"model": MODEL, "messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS,

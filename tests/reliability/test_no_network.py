@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from baton_engine import operations
 from baton_engine.cli import cli
+from batontest.engines import hermes_estimator
 from batontest.faulty_servers import FaultyServer
 from batontest.socket_guard import SocketGuard, address_of
 from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine
@@ -86,7 +87,7 @@ def test_cli_commands_connect_only_to_the_configured_tokenizer_url(
 
 def engine_session(project: Path) -> list[dict[str, Any]]:
     """Turn checks, tools, a compaction and status: everything an engine does in a Hermes session."""
-    loop = pytest.importorskip("agent.conversation_loop")
+    pytest.importorskip("agent.conversation_loop")
     from batontest.engines import activated
 
     messages = [{"role": "user", "content": "Fix the bug."}]
@@ -100,7 +101,7 @@ def engine_session(project: Path) -> list[dict[str, Any]]:
         engine = make_engine(project)
         engine.update_model("m", 65536, base_url="http://127.0.0.1:9/v1")
         engine.on_session_start("s1")
-        engine.should_compress(loop.estimate_request_tokens_rough(messages, system_prompt="sys", tools=None))
+        engine.should_compress(hermes_estimator("estimate_request_tokens_rough")(messages, system_prompt="sys", tools=None))
         activation.llm_request(request={"model": "m", "messages": messages, "max_tokens": 8000}, model="m",
                                base_url="http://127.0.0.1:9/v1")
         engine.handle_tool_call("baton_capture", {"kind": "decision", "item": {"decision": "d", "rationale": "r"}},
