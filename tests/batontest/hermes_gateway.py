@@ -33,6 +33,11 @@ import pytest
 
 from batontest.hermes_run import require_hermes
 
+# ``hermes gateway run`` with ``run_agent`` imported first, in the main thread: the gateway otherwise imports it in
+# a worker thread on the first request, where its tool discovery's ``ast.parse`` can race another thread's and
+# CPython 3.11.7 fails with "SystemError: AST constructor recursion depth mismatch" (seen on Hermes 0.22)
+GATEWAY_MAIN = ("import runpy, sys; import run_agent; sys.argv = ['hermes', *sys.argv[1:]]; "
+                "runpy.run_module('hermes_cli.main', run_name='__main__')")
 READY_TIMEOUT = 60.0  # seconds for the gateway to answer /health (about 5 s on an idle machine)
 CHAT_TIMEOUT = 120.0
 
@@ -87,7 +92,7 @@ class HermesGateway:
 
     def __enter__(self) -> Self:
         log = self.log_path.open("wb")
-        self._process = subprocess.Popen([sys.executable, "-m", "hermes_cli.main", "gateway", "run", "-v"],
+        self._process = subprocess.Popen([sys.executable, "-c", GATEWAY_MAIN, "gateway", "run", "-v"],
                                          cwd=self.project, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + READY_TIMEOUT

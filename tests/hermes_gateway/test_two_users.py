@@ -42,8 +42,10 @@ USER_2_FILES = [f"docs/garden_notes_{n:02d}.md" for n in range(1, 5)]
 KEYLESS_FILES = [f"docs/tide_tables_{n:02d}.md" for n in range(1, 5)]
 USER_1_AGAIN = "Resume where we left off."
 KEYLESS_TASK = "Resume the work of this chat."  # a client that sends no X-Hermes-Session-Key
-FILE_WORDS = 700  # ~1.4k Qwen3 tokens per read_file result
-TRIGGER = 9_000  # the fixed part (system prompt + file and Baton tools) is ~4k: a compaction every few files
+FILE_WORDS = 1_800  # ~3.6k Qwen3 tokens per read_file result
+# Below the floor of this ~4k fixed part (system prompt + file and Baton tools), so Baton raises it to that floor
+# (policy.trigger_floor, ~17k): a compaction every three or four files
+TRIGGER = 9_000
 TOOLSETS = ["file", "context_engine"]
 # Words only user 1's conversation has (its handoff ids join them once the records exist).
 USER_1_MARKS = (CODENAME, "ledger_parser", "ledger parser", "Review the eight")
