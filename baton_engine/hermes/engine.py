@@ -89,6 +89,12 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.last_decision = "not evaluated yet"
         self.last_detector: dict[str, Any] | None = None
         self.adapter_version = f"hermes-{hermes_version()}"
+        # Hermes' completed-compaction latch (0.19+ read these by name): compress() says whether it rewrote the
+        # list; the host then arms the latch (``record_completed_compaction``) and 0.22 re-arms its per-turn
+        # compaction budget when the next response's prompt is below ``threshold_tokens`` (update_from_response
+        # consumes it).
+        self._last_compression_made_progress = False
+        self._verify_compaction_cleared_threshold = False
         self._set_window(DEFAULT_CONTEXT_LENGTH)
 
     # ---- identity and host attributes -------------------------------------------------------------
@@ -314,6 +320,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "",
                  **_: Any) -> list[dict[str, Any]]:
         """One Baton handoff cycle; never raises, never returns an empty list."""
+        self._last_compression_made_progress = False
         try:
             return self._compress(messages, current_tokens, focus_topic, force)
         except Exception as exc:  # noqa: BLE001 - last line of defence; cycle.run_cycle already degrades
@@ -360,11 +367,20 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         after = self.count(self.memos.keyed(view.with_conversation(outcome.messages)))
         metrics.compaction(self, outcome, before, after, seconds=time.perf_counter() - started)
         self.last_compaction = compaction_line.Compacted.of(outcome, before=tokens, after=after.tokens)
+        self._last_compression_made_progress = (after.tokens < tokens if after.tokens is not None and tokens
+                                                else len(outcome.messages or ()) < len(messages or ()))
         if after.tokens is not None:
             self.policy = policy.after_compaction(self.policy, after.tokens, limits)
         else:
             self.policy = replace(self.policy, explicit=False)
         return outcome.messages or list(messages or [])
+
+    def record_completed_compaction(self, **_: Any) -> None:
+        """Hermes (0.19+): a compaction that made progress was committed; arm the latch the next response's
+        usage is judged by (0.22 re-arms its per-turn compaction budget on it). Baton judges its own
+        compactions by exact counts (``policy.after_compaction``): the host's fallback and feasibility flags
+        change nothing here."""
+        self._verify_compaction_cleared_threshold = True
 
     def _absorb(self, outcome: cycle.CycleOutcome) -> None:
         self.degradation_reason, self.degradation_detail = outcome.degraded, outcome.detail
@@ -450,6 +466,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.detector_state = {}
         self.policy = policy.PolicyState()
         self.last_detector = None
+        self._verify_compaction_cleared_threshold = False
 
     def on_session_reset(self) -> None:
         """``/new`` or ``/reset``: per-session detector state and token counters; the handoff lineage stays

@@ -32,7 +32,10 @@ class RequestBudgeting:
     ``learn_window()``, ``effective_window()``, ``_settings()`` and ``prepare_compaction()``."""
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
-        """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor)."""
+        """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor). Consumes
+        the completed-compaction latch: Hermes 0.22 read it just before this call, and it answers only the
+        first response after the compaction."""
+        self._verify_compaction_cleared_threshold = False
         if not isinstance(usage, dict):
             return
         self.last_prompt_tokens = usage_value(usage, "prompt_tokens", "input_tokens")

@@ -165,3 +165,36 @@ def test_model_thresholds_override_the_percent_per_model(project: Path) -> None:
     assert engine.threshold_percent == 0.6  # the provider-scoped key
     engine.update_model("mistral", 131072, base_url=BASE_URL, provider="custom")
     assert engine.threshold_percent == default
+
+
+# ---- the completed-compaction latch: 0.22 re-arms its per-turn compaction budget on it ---------------------
+
+
+def test_a_completed_compaction_arms_the_latch_the_next_response_consumes(project: Path, qwen3_env: Path) -> None:
+    """The host's sequence (0.22 ``conversation_compression`` then ``turn_usage``): read the progress flag after
+    compress(), arm the latch through the engine's type, read it before update_from_response, re-arm the budget
+    when that response is below ``threshold_tokens``. A later response finds the latch consumed."""
+    engine = started_engine(project)
+    assert engine._last_compression_made_progress is False and engine._verify_compaction_cleared_threshold is False
+    engine.compress(conversation(8), current_tokens=50_000)
+    assert engine._last_compression_made_progress is True
+    type(engine).record_completed_compaction(engine, used_fallback=False, feasibility_skip=False)
+    pending = engine._verify_compaction_cleared_threshold
+    engine.update_from_response({"prompt_tokens": 6_000, "completion_tokens": 100, "total_tokens": 6_100})
+    assert pending is True and engine._verify_compaction_cleared_threshold is False
+    rearm = getattr(importlib.import_module("agent.conversation_loop"), "_should_rearm_compression_budget", None)
+    if rearm is not None:  # Hermes 0.22: the budget is re-armed on the latch, then not again
+        assert rearm(3, completed_compaction_pending=pending, prompt_tokens=6_000,
+                     threshold_tokens=engine.threshold_tokens)
+        assert not rearm(3, completed_compaction_pending=engine._verify_compaction_cleared_threshold,
+                         prompt_tokens=6_000, threshold_tokens=engine.threshold_tokens)
+
+
+def test_a_compaction_that_does_not_shrink_the_request_reports_no_progress(project: Path, qwen3_env: Path) -> None:
+    """The host arms the latch only for a compaction that made progress: one user message gains a handoff block
+    and shrinks nothing, so a later response must not be taken as this compaction's success."""
+    engine = started_engine(project)
+    engine.compress(conversation(8), current_tokens=50_000)
+    assert engine._last_compression_made_progress is True  # the flag is set per compaction, not once
+    engine.compress(conversation(0), current_tokens=50_000)
+    assert engine._last_compression_made_progress is False

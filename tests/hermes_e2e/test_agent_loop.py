@@ -29,10 +29,12 @@ pytestmark = pytest.mark.hermes
 PLANTED = (SAMPLES_BY_NAME["openai_project"], SAMPLES_BY_NAME["anthropic"], SAMPLES_BY_NAME["github_classic_pat"])
 TURNS = ("Analyse the inventory service findings round by round and keep the task list current.",
          "Thanks. Summarise what is left to do.")
-ROUNDS = 20
 # Real prompts here grow by ~2,100 tokens per round from ~2,000; 18,000 compacts every few rounds and is above
-# this frame's floor (~16.6k: docs/compaction.md), so it is used as set.
+# this frame's floor (~16.6k: docs/compaction.md), so it is used as set. The first turn's rounds need more
+# compactions than Hermes 0.22 allows per turn before a response re-arms its budget (``max_attempts``, 3).
+ROUNDS = 32
 THRESHOLD = 18_000
+HOST_COMPACTIONS_PER_TURN = 3
 FINAL_ANSWER = "Done: every round is recorded in the task list."
 
 
@@ -52,9 +54,10 @@ def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonsc
     assert result["builtin_compressor_calls"] == {"compress": 0, "_generate_summary": 0, "__init__": 0}
     assert not [r for r in server.auxiliary_requests if "summar" in json.dumps(r.messages).lower()]
 
-    # At least three compactions, one valid handoff file per compaction.
+    # More compactions than Hermes 0.22 allows per turn (its budget is re-armed after each one: without that the
+    # 4th waits for the next turn and the requests pass the bound below), one valid handoff file per compaction.
     compactions = result["compression_count"]
-    assert compactions >= 3, result["status"].get("last_decision")
+    assert compactions > HOST_COMPACTIONS_PER_TURN, result["status"].get("last_decision")
     records = run.handoffs()
     pre_compaction = [r for r in records if (r.get("automation") or {}).get("trigger") == "pre_compaction"]
     assert len(pre_compaction) == compactions
@@ -76,7 +79,7 @@ def assert_baton_compacted(run: Scenario, server: ModelServer, validator: jsonsc
     # Compaction really shrank what the model saw (prompt sizes drop after each cycle).
     sizes = [r.prompt_tokens or 0 for r in server.main_requests]
     assert sum(1 for before, after in zip(sizes, sizes[1:], strict=False) if after < before) >= 3
-    assert max(sizes) < THRESHOLD + 4_000
+    assert max(sizes) < THRESHOLD + 4_000  # every compaction came when due, in a turn of more than three too
 
     # The conversation completed: both turns got the model's final answer.
     assert [t["final_response"] for t in result["turns"]] == [FINAL_ANSWER] * 2
