@@ -71,7 +71,8 @@ class BatonArm:
 
     @property
     def trigger_tokens(self) -> int:
-        """The size at which this arm compacts: the lower of the threshold and ``fallback_token_threshold``."""
+        """The size at which this arm compacts now: the lower of the threshold and ``fallback_token_threshold``,
+        raised to the floor once a request frame is known (``policy.Limits.trigger``)."""
         return int(self.engine.limits().trigger)
 
     def set_fallback(self, tokens: int) -> None:

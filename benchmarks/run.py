@@ -280,6 +280,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
             history: list[dict[str, Any]] = []
             rss_before = memory_bench.rss_bytes()
             sent, compactions, pair_errors, after_tokens, seconds, llm_calls = [], [], 0, [], 0.0, 0
+            fired: list[int] = []  # the trigger each compaction fired at (a trigger below the floor is raised)
             blocks: list[int] = []
             inflight: list[dict[str, Any]] = []
             triggers: dict[str, int] = {}
@@ -291,6 +292,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                     reason = re.sub(r"[\d.]+", "N", str(getattr(arm.engine, "last_decision", "threshold")))
                     triggers[reason] = triggers.get(reason, 0) + 1
                     before = history
+                    fired.append(arm.trigger_tokens)
                     history, stats = arm.compress(history, prompt)
                     seconds += stats.seconds - stats.llm_seconds
                     llm_calls += stats.llm_calls
@@ -318,7 +320,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 [judge.tokens(list(t.messages)) - judge.tokens([]) for t in session.turns[:50]])
             risky = sum(1 for a in after_tokens if arm.threshold_tokens - a <= next_turn)
             peak = max(p for _, p in sent)
-            shares = [a / trigger for a in after_tokens]
+            shares = [a / at for a, at in zip(after_tokens, fired)]
             block = statistics.median(blocks) if blocks else 0
             runs.append({
                 "arm": label, "window": window, "threshold": arm.threshold_tokens, "trigger": trigger,
@@ -335,6 +337,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 "rss_before": rss_before, "rss_after": memory_bench.rss_bytes(),
                 "post_share_median": statistics.median(shares) if shares else None,
                 "post_share_max": max(shares) if shares else None,
+                "raised": any(at > trigger for at in fired),  # compacted at the floor, above the configured trigger
                 "fixed": fixed, "block_median": block, "growth": growth,
                 "physical_minimum": growth / max(trigger - fixed - block, 1),
                 "inflight": inflight, "inflight_room": room,

@@ -23,9 +23,6 @@ from baton_engine.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-# Pages and a command other helpers of this session add on their own branches; tolerated only while missing.
-PENDING_PAGES = {"troubleshooting.md", "compaction.md", "report.md", "hermes-versions.md", "agents.md"}
-PENDING_COMMANDS = {"report"}
 TOP_DIRS = ("baton_engine", "tests", "benchmarks", "scripts", "demo", "docs", "schemas", "skills", "backends",
             "assets")
 GENERATED = ("benchmarks/results/",)  # written by scripts/bench.sh, not committed
@@ -80,8 +77,6 @@ def _check(node: click.Command, words: list[str], path: str) -> list[str]:
         if not words or words[0].startswith("-"):
             return [] if not words else _options(node, words, path)
         names = words[0].split("|")
-        if len(names) == 1 and names[0] in PENDING_COMMANDS and names[0] not in node.commands:
-            return []
         missing = [name for name in names if name not in node.commands]
         if missing:
             return [f"{path}: no subcommand {missing[0]!r} (has {sorted(node.commands)})"]
@@ -132,8 +127,7 @@ def test_every_link_resolves(page: Path) -> None:
         file_part, _, anchor = target.partition("#")
         linked = (page.parent / file_part).resolve() if file_part else page
         if not linked.exists():
-            if not (linked.parent == REPO / "docs" and linked.name in PENDING_PAGES):
-                problems.append(f"{target}: no such file")
+            problems.append(f"{target}: no such file")
         elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
             problems.append(f"{target}: no heading #{anchor} in {linked.name}")
     assert not problems, problems
@@ -145,7 +139,7 @@ def test_every_repository_path_named_exists(page: Path) -> None:
     for _, code in _code(_text(page)):
         for path in REPO_PATH.findall(code):
             path = path.rstrip(".")
-            if path.startswith(GENERATED) or (path.startswith("docs/") and Path(path).name in PENDING_PAGES):
+            if path.startswith(GENERATED):
                 continue
             if not (any(REPO.glob(path)) if "*" in path else (REPO / path).exists()):
                 missing.append(path)

@@ -164,7 +164,8 @@ def test_settings_below_the_real_cli_prompt_are_raised_and_elide_nothing(tmp_pat
                                    system_prompt=filler_text("cli-system", 1_000))
     main = server.main_requests
     assert not server.rejections and result["turns"][0]["final_response"] == FINAL_ANSWER
-    assert 16_000 <= main[0].prompt_tokens <= 16_700, main[0].prompt_tokens  # the CLI's fixed part + the request
+    # the CLI's fixed part + the request (0.22's system prompt and tool schemas are ~600 tokens larger)
+    assert 16_000 <= main[0].prompt_tokens <= 17_300, main[0].prompt_tokens
     used = result["status"]["trigger"]
     assert used["raised"] and used["tokens"] == used["floor"] >= 2 * (16_000 + (tail or 1_024))
     assert not [m for r in main for m in r.messages if m.get("role") == "tool"

@@ -55,7 +55,7 @@ def require_browser() -> Any:
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scenario, ModelServer]:
     require_browser()
-    steps = tool_heavy_script(10, planted=[s.text for s in PLANTED], capture_every=4)
+    steps = tool_heavy_script(18, planted=[s.text for s in PLANTED], capture_every=4)
     with ModelServer(ScriptedPolicy(steps, final_answer=FINAL_ANSWER), context_window=WINDOW) as server:
         run = run_scenario(tmp_path_factory.mktemp("report"), server, turns=[TURN], baton={
             "tokenizer": {"backend": "hf", "path": str(qwen3_dir())}, "fallback_token_threshold": 12_000,
