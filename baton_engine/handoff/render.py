@@ -44,6 +44,7 @@ RAISE_BUDGET = ("raise --max-tokens or the brief_max_tokens setting (brief.max_t
 MIN_MAX_TOKENS = 128
 ROUGH_COUNTER_SOURCE = "rough:chars/4"
 ELLIPSIS = " …"
+TITLE_PREFIX = "# Resume brief: "  # kept when the title is shortened: the brief always says what it is
 STALE_HEADING = "## STALE: the repository changed since capture; reconcile before acting"
 
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
@@ -228,7 +229,7 @@ def _build_sections(
             section.render_entries()
             sections.append(section)
 
-    add("title", "title", None, f"# Resume brief: {_inline(record.work.title) or '(untitled)'}")
+    add("title", "title", None, f"{TITLE_PREFIX}{_inline(record.work.title) or '(untitled)'}")
     add(
         "meta",
         "status",
@@ -504,7 +505,8 @@ class _Fitter:
         """Cut ``section``'s body at the longest word boundary that fits; True when the whole text fits."""
         section.truncated = True
         full = section.body
-        cuts = sorted({i for i, ch in enumerate(full) if ch.isspace()} | {0})
+        keep = len(TITLE_PREFIX.rstrip()) if section.key == "title" and full.startswith(TITLE_PREFIX) else 0
+        cuts = sorted({i for i, ch in enumerate(full) if ch.isspace() and i >= keep} | {keep})
         lo, hi, best = 0, len(cuts) - 1, None
         while lo <= hi:
             mid = (lo + hi) // 2
@@ -513,7 +515,7 @@ class _Fitter:
                 best, lo = mid, mid + 1
             else:
                 hi = mid - 1
-        section.body = (full[: cuts[best]].rstrip() if best is not None else "") + ELLIPSIS
+        section.body = (full[: cuts[best]] if best is not None else full[:keep]).rstrip() + ELLIPSIS
         return best is not None
 
     def _hard_cut(self) -> str:

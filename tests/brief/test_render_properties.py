@@ -98,3 +98,14 @@ def test_exact_budget(rec: Any, fresh: Any, max_tokens: int) -> None:
     brief = render_brief(rec, freshness=fresh, max_tokens=max_tokens, count_tokens=cl100k, verbose=True)
     _check(brief.text, brief.tokens, max_tokens, cl100k, bool(fresh and fresh.stale))
     assert brief == render_brief(rec, freshness=fresh, max_tokens=max_tokens, count_tokens=cl100k, verbose=True)
+
+
+def test_a_title_with_no_word_boundary_is_shortened_after_the_brief_heading() -> None:
+    """The example hypothesis found: a spaceless title in a stale brief at a tight budget was cut from its first
+    character, so the brief lost "# Resume brief:" (what it is)."""
+    data = minimal_data()
+    data["work"] = {**data["work"], "title": "0:0:0:0:0\x810\x81\x81¸÷" + "𐀀" * 6}
+    stale = FakeFreshness(stale=True, git_head_now=HEAD_NOW, reasons=[], drifted_artifacts=[])
+    brief = render_brief(record(data), freshness=stale, max_tokens=128, count_tokens=cl100k, verbose=True)
+    assert brief.tokens == cl100k(brief.text) <= 128
+    assert brief.text.startswith("# Resume brief: ") and "## STALE" in brief.text, brief.text
