@@ -6,9 +6,10 @@ A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``pol
 Why it holds only plain data: Hermes makes one engine per agent from the registered one (0.22:
 ``clone_for_agent``; 0.19: ``copy.deepcopy``) and silently falls back to its own compressor when that fails, so
 the tokenizer client and locks live in ``runtime`` (process-wide) and each agent's engine keeps this agent's ids,
-window, route, request ledger and memos (``docs/agents.md``). Agents never share per-request state. The state survives Hermes' session-id rotation at compaction. Nothing
-here raises into the agent loop: decisions fall back to "do not compress", ``compress()`` to a degraded,
-pair-safe list, request budgets to "leave the request alone".
+window, route, request ledger and memos (``docs/agents.md``). Agents never share per-request state. The state
+survives Hermes' session-id rotation at compaction. Nothing here raises into the agent loop: decisions fall
+back to "do not compress", ``compress()`` to a degraded, pair-safe list, request budgets to "leave the request
+alone".
 """
 
 from __future__ import annotations
