@@ -4,30 +4,17 @@ engine is the host's per-agent copy, and the section prints this run's figures."
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from batontest.quick_bench import run_quick
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.hermes,
               pytest.mark.skipif(importlib.util.find_spec("agent") is None, reason="needs hermes-agent (tox env hermes)")]
-SCRIPT = """
-import json, sys
-sys.path[:0] = [sys.argv[1] + "/benchmarks", sys.argv[1] + "/tests"]
-import agents_bench
-result = agents_bench.run(quick=True)
-print(json.dumps({"result": result, "section": agents_bench.render(result)}))
-"""
 
 
 def test_quick_agents_bench_meets_the_ratio_and_prints_its_figures(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO)], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_quick("agents_bench", tmp_path)
     result = out["result"]
     assert result["agents"] == 10 and result["messages_per_round"] >= 10 * 80
     assert result["ratio"] <= 1.5 and result["target_met"], result

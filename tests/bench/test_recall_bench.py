@@ -5,31 +5,20 @@ and Hermes' built-in compressor ran on the same sessions (its retained tokens ar
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from batontest.quick_bench import run_quick
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.hermes,
               pytest.mark.skipif(importlib.util.find_spec("agent") is None, reason="needs hermes-agent")]
-SCRIPT = """
-import json, os, sys, tempfile
-sys.path[:0] = [sys.argv[1] + "/benchmarks", sys.argv[1] + "/tests"]
-os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HERMES_HOME=tempfile.mkdtemp())
-import recall_bench
-result = recall_bench.run(quick=True)
-print(json.dumps({"result": result, "section": recall_bench.render(result)}))
-"""
 
 
 def test_quick_recall_section(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO)], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    out = run_quick("recall_bench", tmp_path,
+                    {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HERMES_HOME": str(home)})
     result = out["result"]
     assert all(r["degraded"] is None for r in result["tools"] + result["chat"])
     assert all(r["one_call"] >= 0.95 for r in result["tools"] + result["chat"]), result

@@ -1,0 +1,29 @@
+"""A benchmark's quick mode run in its own process, as `scripts/bench.sh` runs it: its result and its report
+section, for the tests that check a benchmark's figures (tests/bench)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = """
+import importlib, json, sys
+sys.path[:0] = [sys.argv[1] + "/benchmarks", sys.argv[1] + "/tests"]
+bench = importlib.import_module(sys.argv[2])
+result = bench.run(quick=True)
+print(json.dumps({"result": result, "section": bench.render(result)}))
+"""
+
+
+def run_quick(module: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``benchmarks/<module>.py``'s ``run(quick=True)`` and ``render`` of it, with ``env`` added to this
+    process's environment; fails the test with the benchmark's stderr when it does not exit 0."""
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO), module], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
