@@ -30,7 +30,6 @@ def _failure(error: BatonError, **details: Any) -> BatonError:
     return error
 
 
-
 def _checks(report: validate.ValidationReport) -> list[dict[str, Any]]:
     return [check.model_dump(mode="json") for check in report.checks]
 
@@ -53,7 +52,6 @@ def _failed_error(report: validate.ValidationReport, action: str) -> BatonError:
     if report.rejected_rechecks:
         message += "; recheck commands must be on policy.recheck_allowlist in .baton/config.json"
     return PolicyBlocked(message) if report.policy_blocked else ValidationFailed(message)
-
 
 
 # --- project ----------------------------------------------------------------------------------------------------
@@ -88,8 +86,7 @@ def status(start: Path | str | None = None, *, scope: Scope | None = None) -> di
     }
 
 
-
-# --- capture -------------------------------------------------------------------------------------------------------
+# --- recording --------------------------------------------------------------------------------------------------
 
 
 def record_item(start: Path | str | None, ref: str, kind: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +290,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
-
 
 
 # --- lineage ----------------------------------------------------------------------------------------------------
