@@ -40,11 +40,11 @@ CACHES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
      "(type, attribute) verdicts and per-type flags, per template"),
     ("file digest memo (artifacts)", "baton_engine.handoff.gitinfo", ("HASH_MEMO_ENTRIES",),
      "stat signatures and sha256 digests, per process"),
-    ("canonical tool-call arguments", "baton_engine.recall.entry", ("CANONICAL_MEMO_CHARS",),
+    ("canonical tool-call arguments", "baton_engine.messages.entry", ("CANONICAL_MEMO_CHARS",),
      "characters of argument texts and their canonical JSON, per process"),
     ("compaction scan memo", "baton_engine.compaction.scan", ("MAX_SCAN_CHARS", "SCAN_OVERHEAD_CHARS"),
      "characters of scanned messages (text + recall text) / characters counted per message on top, per process"),
-    ("prefix memos (request key digests, stored-message projection)", "baton_engine.prefix_memo",
+    ("prefix memos (request key digests, stored-message projection)", "baton_engine.tokens.prefix_memo",
      ("MAX_CHAINS", "MAX_MESSAGES"),
      "conversations protected and as many on probation / messages each: plain copies of dicts and lists, two memos "
      "per agent engine (hermes/memos.py) and one for counts outside an agent"),
@@ -105,7 +105,7 @@ def _million() -> dict[str, Any]:
     from batontest.assets import qwen3_dir
     from batontest.hermes_home import git_project
 
-    from baton_engine import operations
+    from baton_engine.operations.handoffs import init
     from baton_engine.tokens.contract import TokenizerConfig
     from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
@@ -125,7 +125,7 @@ def _million() -> dict[str, Any]:
                    messages=len(messages), history_chars=len(json.dumps(messages, ensure_ascii=False)))
     figures["counted"] = rss_bytes()
     project = git_project(Path(tempfile.mkdtemp(prefix="baton-memory-project-")), {"README.md": "# m\n"})
-    operations.init(project)
+    init(project)
     arm = arms.BatonArm("baton", project, runtime, int((counted.tokens or MILLION) / 0.75) + 1)
     started = time.perf_counter()
     result, _stats = arm.compress(messages, counted.tokens or MILLION)

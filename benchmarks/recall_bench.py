@@ -26,8 +26,9 @@ from batontest.assets import qwen3_dir
 from batontest.hermes_home import git_project
 from batontest.model_server import ModelServer, ScriptedPolicy
 
-from baton_engine import operations
-from baton_engine.compaction import is_baton_message
+from baton_engine.messages.markers import is_baton_message
+from baton_engine.operations.handoffs import init
+from baton_engine.results import call
 from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
@@ -41,7 +42,7 @@ CHAT_WINDOWS = (8192, 65536)
 
 def _project(files: dict[str, str]) -> Path:
     root = git_project(Path(tempfile.mkdtemp(prefix="baton-bench-recall-")), {"README.md": "# ledger\n", **files})
-    operations.call(operations.init, root)
+    call(init, root)
     return root
 
 

@@ -50,10 +50,11 @@ from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
 from batontest.hermes_home import git_project  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy, protocol_problem  # noqa: E402
 
-from baton_engine import operations  # noqa: E402
 from baton_engine.compaction import scan  # noqa: E402
 from baton_engine.compaction.cycle import SessionFacts, first_unanswered  # noqa: E402
-from baton_engine.compaction.markers import STUB_PREFIX  # noqa: E402
+from baton_engine.messages.markers import STUB_PREFIX  # noqa: E402
+from baton_engine.operations.handoffs import init  # noqa: E402
+from baton_engine.results import call  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
 from baton_engine.tokens.counter import TokenCounter  # noqa: E402
 from baton_engine.tokens.plugins import build_backend  # noqa: E402
@@ -91,7 +92,7 @@ class Judge:
 def new_project(session: workload.Session) -> Path:
     files = {"README.md": "# ledger\n", **session.files}
     root = git_project(Path(tempfile.mkdtemp(prefix="baton-bench-project-")), files)
-    result, _ = operations.call(operations.init, root)
+    result, _ = call(init, root)
     if not result.get("ok"):
         raise RuntimeError(f"baton init failed: {result.get('error')}")
     return root

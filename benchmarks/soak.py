@@ -43,7 +43,7 @@ os.environ["HERMES_HOME"] = _HERMES_HOME  # before any Hermes import
 from batontest.hermes_home import git_project  # noqa: E402
 from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_seconds  # noqa: E402
 
-from baton_engine import operations  # noqa: E402
+from baton_engine.operations.handoffs import init  # noqa: E402
 
 LANES = 2
 COMPRESS_CALLS = 10_000  # target: >= 10,000 fuzzed compress() calls
@@ -57,7 +57,7 @@ KEPT_FAILURES = 5
 
 def _project(prefix: str) -> Path:
     root = git_project(Path(tempfile.mkdtemp(prefix=prefix)) / "project", {"README.md": "# soak\n"})
-    operations.init(root)
+    init(root)
     return root
 
 

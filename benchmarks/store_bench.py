@@ -19,15 +19,17 @@ from typing import Any
 
 from percentiles import percentile
 
-from baton_engine import operations
 from baton_engine.handoff import ids, store
+from baton_engine.handoff.checkpoint import checkpoint_create
+from baton_engine.operations.handoffs import init
+from baton_engine.results import call
 
 MODEL = "qwen3-local"
 
 
 def _fill_store(project: Path, records: int) -> None:
     """``records`` distinct valid records, cloned from one real checkpoint (new ids and times)."""
-    result, _code = operations.call(operations.checkpoint_create, project,
+    result, _code = call(checkpoint_create, project,
                                     {"title": "seed", "objective": "seed the store",
                                      "summary": {"current_state": "seeded"}},
                                     origin={"harness": "generic", "session_id": "bench"})
@@ -52,7 +54,7 @@ def run(quick: bool, records: int = 1000) -> dict[str, Any]:
 
     records = 100 if quick else records
     project = git_project(Path(tempfile.mkdtemp(prefix="baton-bench-store-")))
-    operations.call(operations.init, project)
+    call(init, project)
     _fill_store(project, records)
     engine = BatonContextEngine(project_dir=project)
     engine.update_model(MODEL, 65_536)

@@ -201,9 +201,10 @@ def run(workdir: Path, *, builtin: bool = False, max_tokens: int = OUTPUT_DEFAUL
 
 def write_report(project: Path, target: Path) -> bool:
     """``baton report`` of the session just run, written outside the demo's temporary directory."""
-    from baton_engine import operations
+    from baton_engine.operations.maintenance import report
+    from baton_engine.results import call
 
-    result, _code = operations.call(operations.report, project, html=target)
+    result, _code = call(report, project, html=target)
     if not result.get("ok"):
         console.print(f"[red]baton report failed: {result.get('error')}[/]")
         return False
@@ -266,7 +267,8 @@ def show_recall(sent: list[dict[str, Any]]) -> bool:
 
 
 def summarize(project: Path, narrator: Narrator, rejected: int) -> int:
-    from baton_engine import operations
+    from baton_engine.operations.handoffs import resume
+    from baton_engine.results import call
 
     console.print(Rule("Result"))
     files = sorted((project / ".baton" / "handoffs").glob("*.json"))
@@ -278,7 +280,7 @@ def summarize(project: Path, narrator: Narrator, rejected: int) -> int:
                   f"{len(records) - len(handoffs)} other records "
                   "(baton_capture session drafts, archived once folded in)")
     console.print(f"{rejected} requests rejected by the strict model server (window or tool-pairing violations)")
-    resumed, _code = operations.call(operations.resume, project)
+    resumed, _code = call(resume, project)
     if not resumed.get("ok"):
         console.print(f"[red]baton resume failed: {resumed.get('error')}[/]")
         return 1

@@ -1,7 +1,7 @@
 """Handoff commands of ``baton``: capture, record, validate, ready, list, show, resume, fork, merge.
 
-Each command only parses flags, calls one ``baton_engine.operations`` function and prints its dict (``--json``)
-or a rich view of it; the behaviour lives in ``operations``.
+Each command only parses flags, calls one ``baton_engine.operations.handoffs`` function (the checkpoint:
+``handoff/checkpoint.py``) and prints its dict (``--json``) or a rich view of it; the behaviour lives there.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from baton_engine import operations
 from baton_engine.cli import cli
 from baton_engine.cli.output import (
     checks_table,
@@ -27,8 +26,10 @@ from baton_engine.cli.output import (
     run,
 )
 from baton_engine.errors import UserInputError
+from baton_engine.handoff.checkpoint import checkpoint_create as create_checkpoint  # the command below has its name
 from baton_engine.handoff.model import EvidenceType, Priority, Status
 from baton_engine.handoff.owner import Scope
+from baton_engine.operations import handoffs
 
 STATUSES = list(get_args(Status))
 
@@ -115,7 +116,7 @@ def checkpoint_create(root: Path | None, as_json: bool, input_file: str | None, 
         _show_redactions(console, result["redactions"])
         console.print(Text(f"next: baton handoff validate {result['handoff']['short_id']}", style="dim"))
 
-    run(as_json, lambda: operations.checkpoint_create(root, _merged_payload(input_file, options)), render)
+    run(as_json, lambda: create_checkpoint(root, _merged_payload(input_file, options)), render)
 
 
 # --- record -----------------------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ def _record(root: Path | None, as_json: bool, ref: str, kind: str, input_file: s
         _handoff_line(console, f"recorded {result['item']['id']} in", result["handoff"])
         _show_redactions(console, result["redactions"])
 
-    run(as_json, lambda: operations.record_item(root, ref, kind, item()), render)
+    run(as_json, lambda: handoffs.record_item(root, ref, kind, item()), render)
 
 
 _INPUT = click.option("--input", "input_file", help="JSON object with the item's fields ('-' for stdin).")
@@ -239,7 +240,7 @@ def _render_validation(verb: str) -> Any:
 @json_option
 def handoff_validate(root: Path | None, as_json: bool, ref: str, recheck: tuple[str, ...]) -> None:
     """Run the ten validation checks (exit 3 on failure, 5 on a policy block)."""
-    run(as_json, lambda: operations.validate_handoff(root, ref, recheck=list(recheck) or None),
+    run(as_json, lambda: handoffs.validate_handoff(root, ref, recheck=list(recheck) or None),
         _render_validation("validated"))
 
 
@@ -250,7 +251,7 @@ def handoff_validate(root: Path | None, as_json: bool, ref: str, recheck: tuple[
 @json_option
 def handoff_ready(root: Path | None, as_json: bool, ref: str, accept_warnings: str | None) -> None:
     """Validate and mark ready (immutable from then on)."""
-    run(as_json, lambda: operations.ready_handoff(root, ref, accept_warnings=accept_warnings),
+    run(as_json, lambda: handoffs.ready_handoff(root, ref, accept_warnings=accept_warnings),
         _render_validation("ready"))
 
 
@@ -279,12 +280,12 @@ def handoff_list(root: Path | None, as_json: bool, status: str | None, platform:
             console.print(Text(f"unreadable: {problem['path']}: {problem['problem']}", style="yellow"))
 
     scope = Scope.filter(platform, conversation_id)
-    run(as_json, lambda: operations.list_handoffs(root, status=status, scope=scope), render)
+    run(as_json, lambda: handoffs.list_handoffs(root, status=status, scope=scope), render)
 
 
 @handoff.command("show")
 @click.argument("ref")
-@click.option("--format", "fmt", type=click.Choice(list(operations.SHOW_FORMATS)), default="json",
+@click.option("--format", "fmt", type=click.Choice(list(handoffs.SHOW_FORMATS)), default="json",
               show_default=True)
 @root_option
 @json_option
@@ -295,7 +296,7 @@ def handoff_show(root: Path | None, as_json: bool, ref: str, fmt: str) -> None:
         content = result["content"]
         click.echo(dumps(content) if fmt == "json" else content.rstrip("\n"))
 
-    run(as_json, lambda: operations.show_handoff(root, ref, format=fmt), render)
+    run(as_json, lambda: handoffs.show_handoff(root, ref, format=fmt), render)
 
 
 # --- resume and lineage -----------------------------------------------------------------------------------------
@@ -303,7 +304,7 @@ def handoff_show(root: Path | None, as_json: bool, ref: str, fmt: str) -> None:
 
 @cli.command("resume")
 @click.argument("ref", required=False)
-@click.option("--format", "fmt", type=click.Choice(list(operations.RESUME_FORMATS)), default="prompt",
+@click.option("--format", "fmt", type=click.Choice(list(handoffs.RESUME_FORMATS)), default="prompt",
               show_default=True)
 @click.option("--mark-resumed", is_flag=True, help="Mark the handoff resumed after rendering.")
 @click.option("--max-tokens", type=int, help="Token budget of the brief (default: the brief_max_tokens setting).")
@@ -324,7 +325,7 @@ def resume_command(root: Path | None, as_json: bool, ref: str | None, fmt: str, 
         click.echo(result["brief"]["text"].rstrip("\n"))
 
     scope = Scope.filter(platform, conversation_id)
-    run(as_json, lambda: operations.resume(root, ref, format=fmt, mark_resumed=mark_resumed,
+    run(as_json, lambda: handoffs.resume(root, ref, format=fmt, mark_resumed=mark_resumed,
                                            max_tokens=max_tokens, scope=scope), render)
 
 
@@ -339,7 +340,7 @@ def fork_command(root: Path | None, as_json: bool, ref: str, label: str) -> None
     def render(console: Console, result: dict[str, Any]) -> None:
         _handoff_line(console, "forked", result["handoff"])
 
-    run(as_json, lambda: operations.fork(root, ref, label=label), render)
+    run(as_json, lambda: handoffs.fork(root, ref, label=label), render)
 
 
 @cli.command("merge")
@@ -353,4 +354,4 @@ def merge_command(root: Path | None, as_json: bool, refs: tuple[str, ...], resol
     def render(console: Console, result: dict[str, Any]) -> None:
         _handoff_line(console, "merged", result["handoff"])
 
-    run(as_json, lambda: operations.merge(root, list(refs), resolution=resolution), render)
+    run(as_json, lambda: handoffs.merge(root, list(refs), resolution=resolution), render)

@@ -1,6 +1,6 @@
 """Which settings layers a command reads: with a Hermes home named (``--hermes-home``, else ``$HERMES_HOME``)
 the ``baton:`` block of its config.yaml is the config.yaml layer, so `baton doctor` and `baton tokens` answer
-with the settings Hermes uses (``settings.load_settings``' one precedence; ``operations.config_yaml_layer``).
+with the settings Hermes uses (``settings.load_settings``' one precedence; ``config_yaml_layer``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
-from baton_engine import operations
 from baton_engine.hermes.config import checked_block, hermes_home, hermes_view, read_config_file
+from baton_engine.operations.context import config_yaml_layer
 
 Result = TypeVar("Result")
 
@@ -39,5 +39,5 @@ def with_hermes_layer(explicit: Path | None, operation: Callable[[], Result]) ->
     home = named_home(explicit)
     if home is None:
         return operation()
-    with operations.config_yaml_layer(checked_block(hermes_view(read_config_file(home)))):
+    with config_yaml_layer(checked_block(hermes_view(read_config_file(home)))):
         return operation()

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from baton_engine.errors import UserInputError
-from baton_engine.operations import call, dumps
+from baton_engine.results import call, dumps
 
 Renderer = Callable[[Console, dict[str, Any]], None]
 
@@ -39,7 +39,7 @@ def root_option(func: Callable[..., Any]) -> Callable[..., Any]:
 def run(
     as_json: bool, operation: Callable[[], dict[str, Any]], render: Renderer, *, failed_exit_code: int | None = None
 ) -> None:
-    """Run ``operation`` through ``operations.call``, print its result, exit with the spec's code.
+    """Run ``operation`` through ``results.call``, print its result, exit with the spec's code.
 
     ``failed_exit_code`` replaces the code of a result with ``"ok": false`` that is not an error (a command
     such as ``baton tokens check`` whose failed checks exit 1, like pytest).

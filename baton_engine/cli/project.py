@@ -14,8 +14,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from baton_engine import operations
 from baton_engine.cli import cli
+from baton_engine.cli.layers import hermes_home_option, with_hermes_layer
 from baton_engine.cli.output import (
     checks_table,
     json_option,
@@ -25,9 +25,9 @@ from baton_engine.cli.output import (
     root_option,
     run,
 )
-from baton_engine.cli.layers import hermes_home_option, with_hermes_layer
 from baton_engine.errors import UserInputError
 from baton_engine.hermes import doctor as hermes_doctor
+from baton_engine.operations import detect, doctor, handoffs, maintenance
 from baton_engine.settings import SettingsError
 
 
@@ -46,7 +46,7 @@ def init_command(root: Path | None, as_json: bool, migrate_legacy: bool) -> None
         lines = [f"{key}: {value}" for key, value in result.items() if key != "ok"]
         _panel(console, "baton init", lines)
 
-    run(as_json, lambda: operations.init(root, migrate_legacy=migrate_legacy), render)
+    run(as_json, lambda: handoffs.init(root, migrate_legacy=migrate_legacy), render)
 
 
 @cli.command("status")
@@ -66,7 +66,7 @@ def status_command(root: Path | None, as_json: bool) -> None:
         lines += [f"unreadable: {p['path']}: {p['problem']}" for p in result["problems"]]
         _panel(console, "baton status", lines)
 
-    run(as_json, lambda: operations.status(root), render)
+    run(as_json, lambda: handoffs.status(root), render)
 
 
 @cli.command("detect")
@@ -108,7 +108,7 @@ def detect_command(root: Path | None, as_json: bool, event: str | None, capture_
             raise UserInputError(f"{capture_file}: expected a JSON object with the capture payload")
         return data
 
-    run(as_json, lambda: operations.detect(root, event=parsed(), capture_payload=payload()), render)
+    run(as_json, lambda: detect.detect(root, event=parsed(), capture_payload=payload()), render)
 
 
 def _names(inputs: Any) -> str:
@@ -128,13 +128,13 @@ def doctor_command(root: Path | None, as_json: bool, hermes_home: Path | None) -
     def render(console: Console, result: dict[str, Any]) -> None:
         console.print(checks_table(result["checks"]))
 
-    checks = (*operations.CORE_CHECKS, *hermes_doctor.checks(hermes_home))  # the explicit list: core, then Hermes
+    checks = (*doctor.CORE_CHECKS, *hermes_doctor.checks(hermes_home))  # the explicit list: core, then Hermes
 
     def diagnose() -> dict[str, Any]:
         try:
-            return with_hermes_layer(hermes_home, lambda: operations.doctor(root, checks=checks))
+            return with_hermes_layer(hermes_home, lambda: doctor.doctor(root, checks=checks))
         except SettingsError:  # an unreadable config.yaml: the hermes.settings row names it
-            return operations.doctor(root, checks=checks)
+            return doctor.doctor(root, checks=checks)
 
     run(as_json, diagnose, render)
 
@@ -151,7 +151,7 @@ def gc_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
         verb = "would remove" if result["dry_run"] else "removed"
         console.print(Text(f"{verb}: {', '.join(result['removed'])}" if result["removed"] else "nothing to remove"))
 
-    run(as_json, lambda: operations.gc(root, dry_run=dry_run), render)
+    run(as_json, lambda: maintenance.gc(root, dry_run=dry_run), render)
 
 
 @cli.command("audit")
@@ -173,7 +173,7 @@ def audit_command(root: Path | None, as_json: bool) -> None:
         for item in result["sensitive_artifacts"]:
             console.print(Text(f"sensitive artifact: {item['path']}", style="yellow"))
 
-    run(as_json, lambda: operations.audit(root), render)
+    run(as_json, lambda: maintenance.audit(root), render)
 
 
 @cli.command("migrate")
@@ -186,4 +186,4 @@ def migrate_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
     def render(console: Console, result: dict[str, Any]) -> None:
         _panel(console, "baton migrate", [f"{key}: {value}" for key, value in result.items() if key != "ok"])
 
-    run(as_json, lambda: operations.migrate(root, dry_run=dry_run), render)
+    run(as_json, lambda: maintenance.migrate(root, dry_run=dry_run), render)

@@ -9,10 +9,10 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from baton_engine import operations
 from baton_engine.cli import cli
 from baton_engine.cli.output import json_option, root_option, run
 from baton_engine.handoff.owner import Scope
+from baton_engine.operations import maintenance
 
 
 @cli.command("report")
@@ -39,4 +39,4 @@ def report_command(session: str | None, html_path: Path | None, platform: str | 
         console.print(Text(f"report: {result['html']}"))
 
     scope = Scope.filter(platform, conversation_id)
-    run(as_json, lambda: operations.report(root, session, html=html_path, scope=scope), render)
+    run(as_json, lambda: maintenance.report(root, session, html=html_path, scope=scope), render)

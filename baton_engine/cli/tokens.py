@@ -17,15 +17,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from baton_engine import operations
 from baton_engine.cli import cli
 from baton_engine.cli.layers import hermes_home_option, with_hermes_layer
 from baton_engine.cli.output import checks_table, json_option, load_json_file, run
 from baton_engine.errors import UserInputError
+from baton_engine.operations.context import effective_settings, project_config
 from baton_engine.settings import BatonSettings
-from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.testing import run_checks
 from baton_engine.testing.template import new_backend
+from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend
 from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.plugins import Selection, backends_report, build_backend, discover, select_backend
@@ -53,7 +53,7 @@ def _chat_request(payload: Any, path: str) -> Mapping[str, Any]:
 def _settings(backend: str | None) -> BatonSettings:
     """The settings of the agent loop: env > the Hermes ``baton:`` block (when a Hermes home is named) > the
     working directory's ``.baton/config.json`` > default; ``backend`` (``--backend``) overrides the name."""
-    settings = operations.effective_settings(operations.project_config(Path.cwd()))
+    settings = effective_settings(project_config(Path.cwd()))
     if backend is None:
         return settings
     return replace(settings, tokenizer=replace(settings.tokenizer, backend=backend))

@@ -21,7 +21,6 @@ from baton_engine.compaction.builder import (
     degrade_messages,
     plan_tail,
 )
-from baton_engine.compaction.markers import is_baton_message
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_TOKENS",
@@ -33,6 +32,5 @@ __all__ = [
     "build_compacted_messages",
     "degrade",
     "degrade_messages",
-    "is_baton_message",
     "plan_tail",
 ]

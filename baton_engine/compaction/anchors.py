@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from baton_engine.compaction.markers import BATON_TOOLS, PROVENANCE_RE, is_own_text
+from baton_engine.messages.markers import BATON_TOOLS, PROVENANCE_RE, is_own_text
 from baton_engine.compaction.sanitize import own_words
 from baton_engine.handoff import model
 from baton_engine.handoff.capture import ITEM_FIELDS
 from baton_engine.handoff.redact import assignment_hits, redact_text
-from baton_engine.recall.entry import MessageKey, is_baton_key, json_object, message_key
+from baton_engine.messages.entry import MessageKey, is_baton_key, json_object, message_key
 
 MAX_ITEM_CHARS = 200
 MAX_FILES = 100

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from baton_engine.compaction.markers import (
+from baton_engine.messages.markers import (
     RECALL_TOOL,
     STALE_BANNER,
     degraded_note,

@@ -25,7 +25,7 @@ from baton_engine.compaction.anchors import Anchors, extract_anchors
 from baton_engine.compaction.scan import MessageScan, scan_of
 from baton_engine.compaction.user_words import UserWords, collect_user_words
 from baton_engine.handoff.render import MIN_MAX_TOKENS
-from baton_engine.recall.entry import Entry, build_entries
+from baton_engine.messages.entry import Entry, build_entries
 
 USER_WORDS_SHARE = 0.35
 ANCHORS_SHARE = 0.25

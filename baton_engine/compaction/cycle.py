@@ -19,13 +19,13 @@ from typing import Any
 
 from baton_engine.compaction import continuity, scan
 from baton_engine.compaction.builder import BatonBlock, build_compacted_messages, degrade, plan_tail
-from baton_engine.compaction.markers import is_baton_text
+from baton_engine.messages.markers import is_baton_text
 from baton_engine.compaction.sanitize import is_real_user_request, own_words
 from baton_engine.errors import BatonError, ConflictError, PolicyBlocked
 from baton_engine.handoff import capture, freshness, gitinfo, ids, render, store, validate
 from baton_engine.handoff.config import load_config
 from baton_engine.handoff.model import HandoffRecord, transition
-from baton_engine.operations import summary_of
+from baton_engine.handoff.summary import summary_of
 from baton_engine.tokens.rough import estimate_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.compaction")

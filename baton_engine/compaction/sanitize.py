@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_engine.compaction.markers import embedded_block, is_baton_message
+from baton_engine.messages.markers import embedded_block, is_baton_message
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})

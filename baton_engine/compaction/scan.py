@@ -22,7 +22,7 @@ from cachetools import LRUCache
 
 from baton_engine.compaction.anchors import AnchorFacts, anchor_facts
 from baton_engine.compaction.user_words import user_text
-from baton_engine.recall.entry import MessageKey, entry_text, is_baton_key, json_object, message_key, ref_of
+from baton_engine.messages.entry import MessageKey, entry_text, is_baton_key, json_object, message_key, ref_of
 
 PATH_KEYS = ("path", "file_path", "filepath", "filename", "file")  # tool arguments that name a file
 

@@ -16,14 +16,16 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from baton_engine import operations
 from baton_engine.compaction import cycle
 from baton_engine.errors import BatonError
 from baton_engine.handoff import capture, detector, lineage, store
+from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.config import CONFIG_FILE_NAME, load_config
 from baton_engine.handoff.filememo import FileMemo
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.handoff.owner import Scope
+from baton_engine.handoff.summary import summary_of
+from baton_engine.results import call
 
 LOGGER = logging.getLogger("baton_engine.compaction")
 NO_OBJECTIVE = {"ok": False, "error": {
@@ -106,7 +108,7 @@ def latest_ready_summary(project_dir: Path, scope: Scope | None = None,
         return scope.admits(record) and (wanted is None or record.origin.session_id in wanted)
 
     latest = store.HandoffStore(paths).latest("ready", admits)
-    return operations.summary_of(latest) if latest is not None else None
+    return summary_of(latest) if latest is not None else None
 
 
 def create_draft(project_dir: Path, *, objective: str | None, messages: Sequence[Any], previous_handoff_id: str | None,
@@ -125,7 +127,7 @@ def create_draft(project_dir: Path, *, objective: str | None, messages: Sequence
     continued = _continue_previous(project_dir, previous_handoff_id, payload, origin)
     if continued is not None:
         return continued, None
-    result, _code = operations.call(operations.checkpoint_create, project_dir, payload, origin=origin)
+    result, _code = call(checkpoint_create, project_dir, payload, origin=origin)
     if not result.get("ok"):
         return None, result
     return result["handoff"]["id"], None

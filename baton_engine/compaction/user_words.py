@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from baton_engine.compaction.markers import is_baton_message, message_text
+from baton_engine.messages.markers import is_baton_message, message_text
 from baton_engine.compaction.sanitize import is_real_user_request, own_words
 from baton_engine.handoff.redact import redact_text
-from baton_engine.recall.entry import ref_for
+from baton_engine.messages.entry import ref_for
 
 DEFAULT_SHARE = 0.35
 HEADER = "The user's own words (oldest first):"

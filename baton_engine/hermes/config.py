@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from baton_engine.operations import project_config
+from baton_engine.operations.context import project_config
 from baton_engine.request import positive_int
 from baton_engine.settings import BatonSettings, SettingsError, load_settings
 

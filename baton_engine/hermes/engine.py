@@ -23,8 +23,8 @@ from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import operations, policy
-from baton_engine.compaction import cycle, is_baton_message, scan, session
+from baton_engine import policy
+from baton_engine.compaction import cycle, scan, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
@@ -35,7 +35,9 @@ from baton_engine.hermes.engine_requests import RequestBudgeting
 from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
+from baton_engine.messages.markers import is_baton_message
 from baton_engine.metrics.log import MetricsLog
+from baton_engine.operations.context import host_counting
 from baton_engine.recall import SessionStoreSource
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -497,7 +499,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         messages = kwargs.get("messages")
         # baton_resume counts like the engine: this session's settings, its route's counter
-        with operations.host_counting(self._settings(), self.counting().counter):
+        with host_counting(self._settings(), self.counting().counter):
             return tools.handle(self, name, args, messages if isinstance(messages, list) else None)
 
     def set_objective(self, text: str) -> None:

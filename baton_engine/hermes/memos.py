@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from baton_engine.hermes import request_view
-from baton_engine.prefix_memo import PrefixMemo
+from baton_engine.tokens.prefix_memo import PrefixMemo
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.request_key import message_digest
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton_engine.prefix_memo import PrefixMemo
+from baton_engine.tokens.prefix_memo import PrefixMemo
 from baton_engine.request import PROMPT_OPTIONS, ProviderRequest, find_cap
 from baton_engine.tokens.media import as_placeholder, content_with_placeholders, part_tokens
 from baton_engine.tokens.request_key import message_digest

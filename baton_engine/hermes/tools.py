@@ -2,7 +2,7 @@
 
 Why through ``operations``: each tool answers with exactly the JSON the equivalent ``baton ... --json``
 command prints (``baton record <kind> <ref>``, ``baton resume [ref]``, ``baton status``), because both
-call the same operation through ``operations.call`` and serialise it with ``operations.dumps``
+call the same operation through ``results.call`` and serialise it with ``results.dumps``
 (``baton_status`` adds ``engine``: the session's route, window, counting and trigger, which no CLI can know).
 The answer is always a JSON string; no exception reaches Hermes. There is no generic shell tool.
 Every answer goes into the transcript, so every string in it is redacted first: an echoed objective,
@@ -16,12 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from baton_engine import operations
-from baton_engine.compaction.markers import BATON_TOOLS
+from baton_engine import results
 from baton_engine.errors import UserInputError
 from baton_engine.handoff import capture
 from baton_engine.handoff.owner import Scope
 from baton_engine.handoff.redact import redact_text
+from baton_engine.messages.markers import BATON_TOOLS
+from baton_engine.operations import handoffs
 from baton_engine.recall import TOOL_SCHEMA as RECALL_SCHEMA
 
 ITEM_KINDS = capture.ITEM_KINDS
@@ -29,7 +30,7 @@ CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
 TOOL_NAMES = BATON_TOOLS
 _ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
 _CAPTURE_KEYS = ("kind", "item", "objective")
-_error = operations.error_dict
+_error = results.error_dict
 
 SCHEMAS: list[dict[str, Any]] = [
     {
@@ -152,7 +153,7 @@ def _capture(host: ToolHost, args: dict[str, Any], messages: list[dict[str, Any]
     draft_id, failure = host.ensure_session_draft(messages)
     if draft_id is None:
         return failure or _error("internal_error", "no session draft")
-    result, _code = operations.call(operations.record_item, host.project_path(), draft_id, kind, item)
+    result, _code = results.call(handoffs.record_item, host.project_path(), draft_id, kind, item)
     return result
 
 
@@ -163,7 +164,7 @@ def _resume(host: ToolHost, args: dict[str, Any]) -> dict[str, Any]:
     max_tokens = args.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         return _error("input_error", "max_tokens must be an integer number of tokens")
-    result, _code = operations.call(operations.resume, host.project_path(), ref, max_tokens=max_tokens,
+    result, _code = results.call(handoffs.resume, host.project_path(), ref, max_tokens=max_tokens,
                                     scope=host.scope)
     if result.get("ok"):  # resuming is how a session takes up an earlier lineage
         host.continue_from(result["handoff"])
@@ -172,16 +173,16 @@ def _resume(host: ToolHost, args: dict[str, Any]) -> dict[str, Any]:
 
 def _status(host: ToolHost, _args: dict[str, Any]) -> dict[str, Any]:
     """``baton status --json``'s answer plus ``engine``: what only the running engine knows."""
-    result, _code = operations.call(operations.status, host.project_path(), scope=host.scope)
+    result, _code = results.call(handoffs.status, host.project_path(), scope=host.scope)
     return {**result, "engine": host.agent_status()}
 
 
 def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None = None) -> str:
     """Dispatch one tool call; always a redacted JSON string, never an exception."""
     try:
-        return operations.dumps(redacted(_dispatch(host, name, args, messages)))
+        return results.dumps(redacted(_dispatch(host, name, args, messages)))
     except Exception as exc:  # noqa: BLE001 - a tool answer, never a traceback
-        return operations.dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
+        return results.dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
 
 
 def _dispatch(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None) -> dict[str, Any]:

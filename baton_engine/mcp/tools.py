@@ -2,7 +2,7 @@
 
 Why no MCP SDK here: what a tool accepts, which ``operations`` function it calls and what it refuses is the
 whole behaviour, and it is testable (and reusable by other harness adapters) without a protocol. Every tool
-calls the same ``baton_engine.operations`` function as its ``baton`` command through ``operations.call``, so
+calls the same ``baton_engine.operations`` function as its ``baton`` command through ``results.call``, so
 its result dict is exactly what ``baton ... --json`` prints.
 
 Guardrails added at this edge, because an agent is a less careful author than a person at a terminal, and
@@ -24,13 +24,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton_engine import operations
+from baton_engine import results
 from baton_engine.errors import PolicyBlocked, UserInputError
 from baton_engine.handoff import redact, store, validate
 from baton_engine.handoff.capture import CapturePayload
+from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.config import load_config
 from baton_engine.handoff.detector import DetectorSignals
 from baton_engine.handoff.model import Status
+from baton_engine.operations import detect, handoffs
 
 Result = dict[str, Any]
 
@@ -203,7 +205,7 @@ def summarize_error(result: Result) -> str:
 
 
 def _run_status(start: Path, _args: StatusArguments, _raw: dict[str, Any]) -> Result:
-    return operations.status(start)
+    return handoffs.status(start)
 
 
 def _guard_secrets(payload: dict[str, Any], what: str) -> None:
@@ -220,39 +222,39 @@ def _run_capture(start: Path, _args: CaptureArguments, raw: dict[str, Any]) -> R
     _guard_paths(start, payload, "capture")
     if not raw.get("accept_redactions"):
         _guard_secrets(payload, "capture payload")
-    return operations.checkpoint_create(start, payload)
+    return checkpoint_create(start, payload)
 
 
 def _run_validate(start: Path, args: ValidateArguments, _raw: dict[str, Any]) -> Result:
     _guard_rechecks(start, args.recheck)
-    return operations.validate_handoff(start, args.ref, recheck=list(args.recheck) or None)
+    return handoffs.validate_handoff(start, args.ref, recheck=list(args.recheck) or None)
 
 
 def _run_ready(start: Path, args: ReadyArguments, _raw: dict[str, Any]) -> Result:
-    return operations.ready_handoff(start, args.ref, accept_warnings=args.accept_warnings)
+    return handoffs.ready_handoff(start, args.ref, accept_warnings=args.accept_warnings)
 
 
 def _run_resume(start: Path, args: ResumeArguments, _raw: dict[str, Any]) -> Result:
-    return operations.resume(start, args.ref, format=args.format, mark_resumed=args.mark_resumed,
+    return handoffs.resume(start, args.ref, format=args.format, mark_resumed=args.mark_resumed,
                              max_tokens=args.max_tokens)
 
 
 def _run_list(start: Path, args: ListArguments, _raw: dict[str, Any]) -> Result:
-    return operations.list_handoffs(start, status=args.status)
+    return handoffs.list_handoffs(start, status=args.status)
 
 
 def _run_fork(start: Path, args: ForkArguments, _raw: dict[str, Any]) -> Result:
-    return operations.fork(start, args.ref, label=args.label)
+    return handoffs.fork(start, args.ref, label=args.label)
 
 
 def _run_merge(start: Path, args: MergeArguments, _raw: dict[str, Any]) -> Result:
-    return operations.merge(start, list(args.refs), resolution=args.resolution)
+    return handoffs.merge(start, list(args.refs), resolution=args.resolution)
 
 
 def _run_detect(start: Path, _args: DetectArguments, raw: dict[str, Any]) -> Result:
     payload = raw.get("capture")
     _guard_paths(start, payload, "detect capture")
-    return operations.detect(start, event=raw.get("event"), capture_payload=payload)
+    return detect.detect(start, event=raw.get("event"), capture_payload=payload)
 
 
 @dataclass(frozen=True)
@@ -321,12 +323,12 @@ def run_tool(name: str, start: Path, arguments: dict[str, Any] | None) -> tuple[
     spec = TOOLS_BY_NAME.get(name)
     if spec is None:
         error = UserInputError(f"unknown tool {name!r}; available: {', '.join(TOOLS_BY_NAME)}")
-        result = operations.error_result(error)
+        result = results.error_result(error)
         return result, summarize_error(result)
     raw = dict(arguments or {})
 
     def operation() -> Result:
         return spec.run(start, _parsed(spec, raw), raw)
 
-    result, _code = operations.call(operation)
+    result, _code = results.call(operation)
     return result, summarize_error(result) if "error" in result else spec.summarize(result)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from baton_engine.errors import NotFoundError, UserInputError
 from baton_engine.handoff.redact import redact_text
-from baton_engine.recall.entry import RecallSource
+from baton_engine.recall.source import RecallSource
 from baton_engine.recall.query import parse_query
 from baton_engine.recall.search import ARGUMENTS_CHARS, CountText, clip_redacted, int_in_range, locate
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from baton_engine.recall.entry import Entry, Message, build_entries
+from baton_engine.messages.entry import Entry, Message, build_entries
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # What an entry costs beyond its text: the Entry object, its ref and fields (measured with tracemalloc: 280-295 bytes

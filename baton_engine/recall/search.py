@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
-from baton_engine.recall.entry import Entry, RecallSource
+from baton_engine.messages.entry import Entry
+from baton_engine.recall.source import RecallSource
 from baton_engine.recall.query import Query, Term, parse_query
 
 CountText = Callable[[str], int]

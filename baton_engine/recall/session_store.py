@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from baton_engine.recall.entry import Entry, Message, build_entries
+from baton_engine.messages.entry import Entry, Message, build_entries
 
 MAX_LINEAGE_DEPTH = 1000
 

@@ -2,7 +2,7 @@
 
 The arguments are ONE pydantic model; the tool's JSON schema is generated from it (no titles, no
 ``null`` types: some providers reject them), so the schema and the validation cannot drift. Answers
-follow ``operations``: ``{"ok": true, ...}`` or ``{"ok": false, "error": {"kind", "message"}}``;
+follow ``results``: ``{"ok": true, ...}`` or ``{"ok": false, "error": {"kind", "message"}}``;
 nothing raises, and every string in an answer is redacted.
 """
 
@@ -14,14 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from baton_engine import operations
-from baton_engine.compaction.markers import RECALL_TOOL
+from baton_engine.messages.markers import RECALL_TOOL
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
-from baton_engine.recall.entry import RecallSource
+from baton_engine.recall.source import RecallSource
 from baton_engine.recall.expand import MAX_BUDGET_TOKENS, MAX_REF_CHARS, expand
 from baton_engine.recall.query import MAX_QUERY_CHARS
 from baton_engine.recall.search import MAX_LIMIT, CountText, search
+from baton_engine.results import call
 
 TOOL_NAME = RECALL_TOOL
 TOOL_DESCRIPTION = (
@@ -99,5 +99,5 @@ def _run(source: RecallSource, args: Any, count_text: CountText) -> dict[str, An
 
 def recall_tool(source: RecallSource, args: Any, count_text: CountText) -> dict[str, Any]:
     """Answer one ``baton_recall`` call; never raises (errors are ``{"ok": false, ...}`` dicts)."""
-    result, _code = operations.call(_run, source, args, count_text)
+    result, _code = call(_run, source, args, count_text)
     return result

@@ -18,7 +18,7 @@ import marshal
 from collections.abc import Sequence
 from typing import Any
 
-from baton_engine.prefix_memo import PrefixMemo
+from baton_engine.tokens.prefix_memo import PrefixMemo
 from baton_engine.tokens.contract import ChatRequest
 
 

@@ -85,10 +85,10 @@ DEMO_FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}
 def initialised_project(root: Path, files: Mapping[str, str] | None = None) -> Path:
     """A git project (``files``, default ``DEMO_FILES``) with ``baton init`` done in-process through the
     operations layer, as the CLI does it (``baton_init`` runs the real CLI instead)."""
-    from baton_engine import operations
+    from baton_engine.operations.handoffs import init
 
     git_project(root, files or DEMO_FILES)
-    operations.init(root)
+    init(root)
     return root
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from baton_engine import operations
+from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.store import LOCK_FILE, HandoffStore, find_project_root
+from baton_engine.operations.handoffs import ready_handoff, record_item
 
 PHASES = ("capture", "record", "ready")
 
@@ -26,18 +27,18 @@ PHASES = ("capture", "record", "ready")
 def cycle(root: Path, tag: str, number: int, note: Callable[[str], None]) -> str:
     """Capture a draft, record an open item into it, validate and promote it; returns the record id."""
     note("begin capture")
-    created = operations.checkpoint_create(root, {
+    created = checkpoint_create(root, {
         "title": f"{tag} {number}", "objective": "survive SIGKILL",
         "summary": {"current_state": f"{tag} state {number} " + "padding " * 300}})
     ref = created["handoff"]["id"]
     note(f"done draft {ref}")
     note("begin record")
     item = f"{tag}-{number}-finish"
-    operations.record_item(root, ref, "open_item", {"description": item, "suggested_action": "run tests",
+    record_item(root, ref, "open_item", {"description": item, "suggested_action": "run tests",
                                                     "acceptance_check": "green"})
     note(f"done item {ref} {item}")
     note("begin ready")
-    operations.ready_handoff(root, ref, accept_warnings="soak")
+    ready_handoff(root, ref, accept_warnings="soak")
     note(f"done ready {ref}")
     return ref
 

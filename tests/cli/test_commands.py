@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from baton_engine import operations
+from baton_engine.operations.handoffs import SHOW_FORMATS
 
 FAKE_OPENAI_KEY = "sk-proj-" + "FAKEbaton" + "0123456789abcdefghijKLMNOP"
 
@@ -219,7 +219,7 @@ def test_list_and_show_formats(baton, project: Path, actionable: str, snapshot) 
     snapshot("handoff-list.json", listed.stdout, project)
     ready_only = baton("handoff", "list", "--json", "--status", "ready", cwd=project).data["handoffs"]
     assert [h["short_id"] for h in ready_only] == [actionable]
-    for fmt in operations.SHOW_FORMATS:
+    for fmt in SHOW_FORMATS:
         shown = baton("handoff", "show", actionable, "--json", "--format", fmt, cwd=project)
         assert shown.code == 0 and shown.data["format"] == fmt
         snapshot(f"handoff-show-{fmt}.json", shown.stdout, project)

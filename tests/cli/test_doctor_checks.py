@@ -5,22 +5,22 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from baton_engine import operations
+from baton_engine.operations.doctor import CORE_CHECKS, doctor
 
 
 def test_importing_the_hermes_checks_changes_nothing_and_the_cli_lists_them(tmp_path: Path) -> None:
-    before = [check["name"] for check in operations.doctor(tmp_path)["checks"]]
+    before = [check["name"] for check in doctor(tmp_path)["checks"]]
     hermes_doctor = importlib.import_module("baton_engine.hermes.doctor")
     importlib.import_module("baton_engine.cli")
-    assert [check["name"] for check in operations.doctor(tmp_path)["checks"]] == before
+    assert [check["name"] for check in doctor(tmp_path)["checks"]] == before
     assert not any(name.startswith("hermes.") for name in before)
-    both = operations.doctor(tmp_path, checks=(*operations.CORE_CHECKS, *hermes_doctor.checks()))["checks"]
+    both = doctor(tmp_path, checks=(*CORE_CHECKS, *hermes_doctor.checks()))["checks"]
     assert [check["name"] for check in both][len(before):] == [
         "hermes.selection", "hermes.settings", "hermes.tokenizer", "hermes.engine"]
 
 
 def test_doctor_says_where_each_setting_came_from(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("BATON_TOKENIZER_TIMEOUT_SECONDS", "3")
-    check = next(c for c in operations.doctor(tmp_path)["checks"] if c["name"] == "settings")
+    check = next(c for c in doctor(tmp_path)["checks"] if c["name"] == "settings")
     assert "timeout_seconds=3.0 (BATON_TOKENIZER_TIMEOUT_SECONDS)" in check["detail"]
     assert "brief_max_tokens=1200 (default)" in check["detail"]

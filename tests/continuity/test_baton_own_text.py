@@ -12,8 +12,8 @@ from continuity.transcripts import call, result
 
 from baton_engine.compaction import continuity
 from baton_engine.compaction.anchors import extract_anchors
-from baton_engine.compaction.markers import end_line, inflight_stub, notice_text, provenance_line
 from baton_engine.handoff.render import _continuity_lines
+from baton_engine.messages.markers import end_line, inflight_stub, notice_text, provenance_line
 from baton_engine.tokens.rough import estimate_tokens_rough
 
 SHORT_ID = "0509d3b1"

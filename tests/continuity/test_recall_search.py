@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from continuity.transcripts import SECRET, coding_session
 
 from baton_engine.errors import NotFoundError, UserInputError
-from baton_engine.recall import MAX_BUDGET_TOKENS, MemoryIndex, expand, parse_query, ref_for, search
+from baton_engine.messages.entry import ref_for
+from baton_engine.recall import MAX_BUDGET_TOKENS, MemoryIndex, expand, parse_query, search
 from baton_engine.recall.search import MAX_LIMIT
 from baton_engine.tokens.rough import estimate_tokens_rough as rough
 

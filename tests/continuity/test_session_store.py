@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from continuity.transcripts import coding_session
 
-from baton_engine.recall import MemoryIndex, SessionStoreSource, build_entries, search
+from baton_engine.messages.entry import build_entries
+from baton_engine.recall import MemoryIndex, SessionStoreSource, search
 from baton_engine.tokens.rough import estimate_tokens_rough as rough
 
 pytestmark = pytest.mark.hermes

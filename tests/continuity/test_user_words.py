@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baton_engine.compaction.user_words import DEFAULT_SHARE, HEADER, collect_user_words, tier
-from baton_engine.recall import MemoryIndex, expand, ref_for
+from baton_engine.messages.entry import ref_for
+from baton_engine.recall import MemoryIndex, expand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import chat_workload  # noqa: E402

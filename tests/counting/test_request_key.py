@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton_engine.prefix_memo import MAX_CHAINS
+from baton_engine.tokens.prefix_memo import MAX_CHAINS
 from baton_engine.tokens.request_key import DIGESTS, request_key
 
 TEXT = st.text(max_size=40)

@@ -172,7 +172,7 @@ def test_resume_inside_hermes_counts_with_the_engines_settings_and_counter(proje
     """`baton.tokenizer` from config.yaml (not BATON_*) reaches baton_resume, through the engine's ONE counter."""
     from batontest.assets import qwen3_dir
 
-    from baton_engine import operations
+    from baton_engine.operations import context
 
     runtime = BatonRuntime(load_settings(env={}, hermes_block={"tokenizer": {"backend": "hf",
                                                                              "path": str(qwen3_dir())}}))
@@ -182,7 +182,7 @@ def test_resume_inside_hermes_counts_with_the_engines_settings_and_counter(proje
     engine.compress([*MESSAGES, {"role": "assistant", "content": "Done with step one."},
                      {"role": "user", "content": "Next"}])
     built: list[Any] = []
-    monkeypatch.setattr(operations, "build_backend", lambda *args, **kwargs: built.append(args))
+    monkeypatch.setattr(context, "build_backend", lambda *args, **kwargs: built.append(args))
     first = json.loads(engine.handle_tool_call("baton_resume", {}))
     second = json.loads(engine.handle_tool_call("baton_resume", {}))
     assert first["ok"] and first == second

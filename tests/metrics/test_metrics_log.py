@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from baton_engine import operations
 from baton_engine.errors import NotFoundError
 from baton_engine.handoff.owner import Scope
 from baton_engine.metrics import log as metrics_log
 from baton_engine.metrics import read
 from baton_engine.metrics.log import MetricsLog
+from baton_engine.operations.doctor import doctor
+from baton_engine.operations.maintenance import report
 from batontest.baton_cli import run_baton
 from batontest.hermes_home import initialised_project
 
@@ -143,20 +144,20 @@ def test_report_picks_sessions_by_name_prefix_raw_id_and_owner(project: Path) ->
     request(started(project, "local-session"), 1)
     gateway = {"platform": "telegram", "conversation_id": "sha256:aaaa"}
     request(started(project, "gateway-session", owner=gateway), 2)
-    latest = operations.report(project)
+    latest = report(project)
     assert latest["requests"][0]["prompt"] == 2  # default: the latest session
-    assert operations.report(project, "local-session")["requests"][0]["prompt"] == 1  # a Hermes session id
+    assert report(project, "local-session")["requests"][0]["prompt"] == 1  # a Hermes session id
     key = metrics_log.session_key("local-session")
-    assert operations.report(project, key[:6])["session"] == key
-    mine = operations.report(project, scope=Scope(platform="cli", conversation_id=None))
+    assert report(project, key[:6])["session"] == key
+    mine = report(project, scope=Scope(platform="cli", conversation_id=None))
     assert mine["session"] == key  # the latest session of that owner
     with pytest.raises(NotFoundError, match="no single session log matches 'nope'"):
-        operations.report(project, "nope")
+        report(project, "nope")
 
 
 def test_report_without_any_session_says_where_it_looked(project: Path) -> None:
     with pytest.raises(NotFoundError, match=r"no session log in .*metrics.*a session writes one as it runs"):
-        operations.report(project)
+        report(project)
 
 
 def test_cli_writes_the_page_and_prints_the_same_data(project: Path, tmp_path: Path) -> None:
@@ -193,7 +194,7 @@ def test_doctor_reads_the_route_verdict_of_the_latest_session(project: Path) -> 
     from baton_engine.tokens.verify import RouteCheck
 
     def route_row() -> dict[str, str]:
-        return next(c for c in operations.doctor(project)["checks"] if c["name"] == "route")
+        return next(c for c in doctor(project)["checks"] if c["name"] == "route")
 
     assert route_row()["status"] == "skipped"
     right = RouteCheck()

@@ -15,14 +15,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``batontest`` importable
 
-from baton_engine import operations  # noqa: E402
+from baton_engine.operations.handoffs import record_item  # noqa: E402
 from batontest.store_cycle import cycle as store_cycle  # noqa: E402
 
 
 def record_items(root: Path, ref: str, tag: str, total: int) -> None:
     print("ready", flush=True)
     for number in range(total):
-        operations.record_item(root, ref, "decision", {"decision": f"{tag} decision {number}", "rationale": "soak"})
+        record_item(root, ref, "decision", {"decision": f"{tag} decision {number}", "rationale": "soak"})
         print(f"item {tag} {number}", flush=True)
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from baton_engine import operations
 from baton_engine.cli import cli
 from baton_engine.handoff import ids
+from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.store import MAX_RECORD_BYTES
+from baton_engine.operations.handoffs import ready_handoff
 
 OUTSIDE_MARKER = "OUTSIDE-THE-PROJECT-7f3a"
 DOCUMENTED_EXIT_CODES = {0, 2, 3, 4, 5}
@@ -71,7 +72,7 @@ def outside_files(outside: Path, opened: list[str]) -> list[str]:
 
 
 def make_record(project: Path, title: str) -> str:
-    result = operations.checkpoint_create(project, {
+    result = checkpoint_create(project, {
         "title": title, "objective": "Keep the store safe", "summary": {"current_state": "half done"},
     })
     return result["handoff"]["id"]
@@ -180,7 +181,7 @@ def hostile_project(project: Path) -> Iterator[tuple[Path, Path, str, str]]:
     outside = project.parent / "outside"
     plant_outside(outside)
     good = make_record(project, "good one")
-    operations.ready_handoff(project, good, accept_warnings="reliability test")
+    ready_handoff(project, good, accept_warnings="reliability test")
     draft = make_record(project, "draft one")
     yield project, outside, good, draft
 

@@ -15,8 +15,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from baton_engine import operations
 from baton_engine.cli import cli
+from baton_engine.handoff.checkpoint import checkpoint_create
+from baton_engine.operations.handoffs import ready_handoff
 from batontest.engines import hermes_estimator
 from batontest.faulty_servers import FaultyServer
 from batontest.socket_guard import SocketGuard, address_of
@@ -50,11 +51,11 @@ def run_cli_under_guard(project: Path, monkeypatch: pytest.MonkeyPatch, env: dic
                         allowed: list[tuple[str, int]]) -> SocketGuard:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    draft = operations.checkpoint_create(project, {"title": "draft", "objective": "o",
+    draft = checkpoint_create(project, {"title": "draft", "objective": "o",
                                                    "summary": {"current_state": "s"}})["handoff"]["short_id"]
-    ready = operations.checkpoint_create(project, {"title": "ready", "objective": "o",
+    ready = checkpoint_create(project, {"title": "ready", "objective": "o",
                                                    "summary": {"current_state": "s"}})["handoff"]["short_id"]
-    operations.ready_handoff(project, ready, accept_warnings="test")
+    ready_handoff(project, ready, accept_warnings="test")
     text_file = project.parent / "prompt.txt"
     text_file.write_text("Count these words, please.")
     monkeypatch.chdir(project)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from baton_engine.compaction import is_baton_message
 from baton_engine.handoff.store import HandoffStore, find_project_root
+from baton_engine.messages.markers import is_baton_message
 from batontest.secrets_corpus import SAMPLES, leaky_document
 from reliability.kit import TIKTOKEN_ENV, LogSink, installed_runtime, make_engine
 from reliability.secrets_check import leaks_in_store, leaks_in_text

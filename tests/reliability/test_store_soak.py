@@ -12,8 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from baton_engine import operations
+from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.store import HandoffStore, find_project_root
+from baton_engine.operations.handoffs import status
 from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_seconds
 
 WORKER = Path(__file__).with_name("store_worker.py")
@@ -25,7 +26,7 @@ def start(*args: str) -> subprocess.Popen[str]:
 
 
 def test_two_processes_recording_into_one_draft_lose_no_item(project: Path) -> None:
-    draft = operations.checkpoint_create(project, {"title": "shared", "objective": "o",
+    draft = checkpoint_create(project, {"title": "shared", "objective": "o",
                                                    "summary": {"current_state": "s"}})["handoff"]["id"]
     per_worker = 40
     workers = [start(str(project), "items", draft, tag, str(per_worker)) for tag in ("a", "b")]
@@ -55,7 +56,7 @@ def test_sigkill_during_checkpoint_record_ready_never_leaves_a_partial_record(pr
         assert check.lost == [], check.lost
         assert lock_recovery_seconds(project, timeout=5.0) is not None, "the killed writer's lock stayed held"
     assert confirmed.ready, "no cycle completed before a kill; the soak exercised nothing"
-    assert operations.status(project)["ok"]
+    assert status(project)["ok"]
 
 
 def test_the_store_check_sees_a_partial_and_a_lost_record(project: Path) -> None:

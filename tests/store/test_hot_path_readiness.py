@@ -8,21 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from baton_engine import operations
 from baton_engine.compaction import session
 from baton_engine.handoff import filememo, store
+from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.config import CONFIG_FILE_NAME
+from baton_engine.operations.handoffs import init
+from baton_engine.results import call
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    operations.call(operations.init, tmp_path)
+    call(init, tmp_path)
     return tmp_path
 
 
 def _draft(project: Path) -> str:
     payload = {"title": "t", "objective": "keep the store fast", "summary": {"current_state": "started"}}
-    result, _code = operations.call(operations.checkpoint_create, project, payload,
+    result, _code = call(checkpoint_create, project, payload,
                                     origin={"harness": "generic", "session_id": "s"})
     assert result["ok"], result
     return result["handoff"]["id"]

@@ -1,4 +1,8 @@
-"""One searchable message of a session lineage, its stable ref, and the source protocol.
+"""One message as recall keeps it (``Entry``), its content-addressed ref, and the key both are computed from.
+
+Why below compaction and recall: a compaction builds the entries of the region it takes out (and cites
+their refs in the brief) and recall searches and pages them back in; both must compute the same key, ref
+and text of a message, so that vocabulary lives here and neither room imports the other.
 
 Why content-addressed refs: the same message must have the same ref whether it is found in Hermes'
 session store or in Baton's in-process index, and whether Hermes rotated the session (the kept tail
@@ -12,13 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from cachetools import LRUCache
 
-from baton_engine.compaction.markers import is_baton_role_text, message_text
+from baton_engine.messages.markers import is_baton_role_text, message_text
 
 Message = dict[str, Any]
 REF_PREFIX = "msg-"
@@ -47,14 +51,6 @@ class Entry:
         parts = [part for part in (self.text, self.tool_name, self.arguments) if part]
         return sum(len(part) if part.isascii() else len(part.encode("utf-8", "surrogatepass")) for part in parts) \
             + max(len(parts) - 1, 0)
-
-
-class RecallSource(Protocol):
-    """The messages of ONE session lineage that were compacted away, in order."""
-
-    def entries(self) -> Sequence[Entry]: ...
-
-    def get(self, ref: str) -> Entry | None: ...
 
 
 def _calls(message: Message) -> list[tuple[str, str, str]]:
