@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from baton_engine.errors import UserInputError
 from baton_engine.handoff import gitinfo, ids, redact
 from baton_engine.handoff.model import (
     SCHEMA_VERSION,
@@ -458,7 +459,7 @@ def _check_evidence_items(record: HandoffRecord, result: _Result) -> None:
             result.warn(f"{where} ({evidence.type}) has no ref; record the command or file it refers to")
         try:
             ids.parse_timestamp(evidence.captured_at)
-        except Exception:  # noqa: BLE001 - any parse failure is the same finding
+        except (UserInputError, OverflowError):  # not RFC 3339, or out of range in UTC: the same finding
             result.fail(f"{where}.captured_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)")
 
 

@@ -172,6 +172,9 @@ CASES = [
     Case("evidence-https-url", "evidence", "pass",
          _both(_set("evidence.0.type", "url"), _set("evidence.0.ref", "https://example.test/ci/1"))),
     Case("evidence-bad-timestamp", "evidence", "fail", _set("evidence.0.captured_at", "yesterday"), "RFC 3339"),
+    # year 1 an hour east of UTC is before datetime.min in UTC: astimezone raises OverflowError, the same finding
+    Case("evidence-timestamp-out-of-range", "evidence", "fail",
+         _set("evidence.0.captured_at", "0001-01-01T00:00:00+01:00"), "RFC 3339"),
     # 9 actionability
     Case("action-without-check-warns", "actionability", "warn", _set("open_items.0.acceptance_check", None),
          "acceptance_check"),
