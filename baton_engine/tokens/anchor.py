@@ -168,7 +168,8 @@ def _digit_extra(canonical: str) -> int:
 
 def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
     """None for anything that is not a JSON chat request with a message list. One JSON dump per message serves
-    both its hash and its digit count (the dominant cost)."""
+    both its hash and its digit count (the dominant cost). Once the request is JSON, the rough estimates read
+    any shape of it (they check each type they look into), so an unreadable request is found here, not by them."""
     if not isinstance(request, Mapping):
         return None
     messages = request.get("messages")
@@ -179,10 +180,7 @@ def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
     if frame is None or None in texts:
         return None
     tools = request.get("tools")
-    try:
-        frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
-        roughs = tuple(estimate_messages_tokens_rough([message]) + _digit_extra(text)  # type: ignore[arg-type]
-                       for message, text in zip(messages, texts))
-    except Exception:  # noqa: BLE001 - an unreadable request is simply not estimated
-        return None
+    frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
+    roughs = tuple(estimate_messages_tokens_rough([message]) + _digit_extra(text)  # type: ignore[arg-type]
+                   for message, text in zip(messages, texts))
     return _Fingerprint(_digest(frame), tuple(_digest(t) for t in texts), roughs, frame_rough)  # type: ignore[arg-type]

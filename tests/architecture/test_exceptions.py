@@ -60,14 +60,6 @@ BOUNDARIES = (
     Boundary("baton_engine/compaction/builder.py", "as build_compacted_messages", function="degrade"),
     Boundary("baton_engine/compaction/builder.py", "the last resort reads host messages of any shape",
              function="_minimal_result"),
-    Boundary("baton_engine/compaction/session.py", "a broken draft never breaks the agent loop",
-             function="readiness"),
-    Boundary("baton_engine/compaction/session.py", "a broken project config never breaks the agent loop",
-             function="evaluate_detector"),
-    Boundary("baton_engine/handoff/validate.py", "one check's crash is that check's failure, never an exception "
-             "out of validation", function="_guarded"),
-    Boundary("baton_engine/tokens/anchor.py", "an unreadable host request is simply not estimated",
-             function="_fingerprint"),
 )
 
 
