@@ -27,11 +27,12 @@ from baton_engine.messages.entry import MessageKey, entry_text, is_baton_key, js
 PATH_KEYS = ("path", "file_path", "filepath", "filename", "file")  # tool arguments that name a file
 
 MAX_SCAN_CHARS = 32 * 1024 * 1024
-# What a scan costs beyond its texts (its objects, facts, tokens and the key's tuples), counted per message: measured
-# with tracemalloc over the 560 messages of the benchmark's 200k-token session, 1,309 bytes a message.
+# What a scan costs beyond its texts (its objects, facts, tokens and the key's tuples), counted per message, so the
+# bound holds for many short messages; measured with tracemalloc (the figure: benchmarks/FINDINGS.md, "Figures
+# behind the code's constants", compaction scan).
 SCAN_OVERHEAD_CHARS = 1_300
-# Text scanned ahead per request beyond its first new message: the benchmark measures 0.11-0.23 ms per KB of
-# text (`scan ahead ms / KB`), so a resumed long history adds at most ~3 ms to each request while it catches up.
+# Text scanned ahead per request beyond its first new message: bounds what a resumed long history adds to each
+# request while the scan catches up (the cost per KB: benchmarks/results/REPORT.md, `scan ahead ms / KB`).
 OBSERVE_CHARS = 16 * 1024
 
 

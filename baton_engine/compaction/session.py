@@ -62,7 +62,12 @@ def readiness(paths: store.ProjectPaths, draft_id: str | None) -> float | None:
             with _DRAFT_PATHS_LOCK:
                 _DRAFT_PATHS[key] = path  # type: ignore[index]
         return _DRAFT_READINESS.get(path, lambda: detector.readiness(handoffs.load(str(path))))
-    except Exception:  # noqa: BLE001 - a broken draft never breaks the agent loop
+    # What finding and reading a broken draft raises: the store's typed errors (no such draft; a file that is not
+    # UTF-8 JSON, not a regular file or fails the record schema), OSError (a file or directory that cannot be
+    # stat'ed or read), and what the store's reader lets through: json.loads' ValueError (a number over int's
+    # digit limit) and RecursionError (nesting past the recursion limit), and pathlib's RuntimeError for a
+    # symlink loop (a handoffs directory that points at itself); RuntimeError covers both.
+    except (BatonError, OSError, ValueError, RuntimeError):
         return None
 
 
@@ -75,7 +80,10 @@ def evaluate_detector(project_dir: Path, *, tokens: int, window: int, turns: int
         return None
     try:
         config = _CONFIGS.get(paths.data_dir / CONFIG_FILE_NAME, lambda: load_config(paths.data_dir)).detector
-    except Exception:  # noqa: BLE001 - a broken project config never breaks the agent loop
+    # What load_config raises for a broken config: a UserInputError for everything it wraps (unreadable, a
+    # directory, malformed JSON, invalid settings), and json.loads' ValueError (a number over int's digit limit)
+    # and RecursionError (nesting past the recursion limit), which it does not wrap.
+    except (BatonError, ValueError, RecursionError):
         return None
     signals = detector.DetectorSignals(context_tokens=max(tokens, 0), context_window=max(window, 1), turns=turns,
                                        elapsed_seconds=max(elapsed_seconds, 0.0), explicit=explicit or None)

@@ -31,9 +31,9 @@ _INSTRUCTION_RE = re.compile(
     r"only|required?|requirement|rule|deadline|no more than|at most|at least)\b",
     re.IGNORECASE,
 )
-# A path-like token starts only where a word run starts: unanchored, a 50,000-char run without a separator was
-# retried from every position (quadratic: 6 s per message in the soak); a match found mid-run implies one from
-# its start, so the verdict is the same.
+# A path-like token starts only where a word run starts: unanchored, a long run without a separator was retried
+# from every position (quadratic; the soak found it: benchmarks/FINDINGS.md, finding 9); a match found mid-run
+# implies one from its start, so the verdict is the same.
 _SPECIFIC_RE = re.compile(r"\d|(?<![\w-])[\w-]+[/._][\w.-]+|(?<=[a-z,;] )[A-Z][a-z]+|\"[^\"]+\"")
 _PHATIC_WORDS = frozenset(
     "ok okay k yes yeah yep no nope sure thanks thank you thx cool great nice good fine perfect right go on "

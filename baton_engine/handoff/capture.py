@@ -26,21 +26,27 @@ import hashlib
 import json
 import os
 from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from baton_engine.errors import ConflictError, UserInputError
 from baton_engine.handoff import gitinfo, ids, redact
 from baton_engine.handoff.model import (
     IMMUTABLE_STATUSES,
     Actor,
+    Artifact,
     ArtifactRole,
     Automation,
+    Decision,
+    Evidence,
     EvidenceType,
+    FailedAttempt,
     HandoffRecord,
     Lineage,
+    OpenItem,
     Origin,
     Owner,
     Priority,
@@ -51,6 +57,7 @@ from baton_engine.handoff.model import (
 )
 
 ItemKind = Literal["decision", "evidence", "failed_attempt", "open_item"]
+_InputT = TypeVar("_InputT", bound=BaseModel)
 EVIDENCE_SUMMARY_CHARS = 500
 SESSION_HASH_HEX = 16
 
@@ -64,6 +71,36 @@ class _Strict(BaseModel):
     model_config = _STRICT
 
 
+# Record part model -> its input model, in the order the payload asks for the sections (``section_input``).
+SECTION_INPUTS: dict[type[BaseModel], type[BaseModel]] = {}
+
+
+def section_input(part: type[BaseModel]) -> Callable[[type[_InputT]], type[_InputT]]:
+    """Declare the decorated class the input model of the record sections typed ``part`` (or ``list[part]``):
+    that makes those sections part of the capture payload (see ``CapturePayload``)."""
+
+    def register(input_model: type[_InputT]) -> type[_InputT]:
+        SECTION_INPUTS[part] = input_model
+        return input_model
+
+    return register
+
+
+@section_input(Work)
+class WorkIn(Work):
+    """The record's ``work`` fields (one definition, ``model.Work``), strict as input."""
+
+    model_config = _STRICT
+
+
+@section_input(Summary)
+class SummaryIn(Summary):
+    """The record's ``summary`` fields (one definition, ``model.Summary``), strict as input."""
+
+    model_config = _STRICT
+
+
+@section_input(Decision)
 class DecisionIn(_Strict):
     id: str | None = Field(default=None, description="item id (assigned when omitted)")
     decision: str = Field(min_length=1, description="decision: what was decided")
@@ -73,6 +110,7 @@ class DecisionIn(_Strict):
     made_at: str | None = Field(default=None, description="decision: when (default: now)")
 
 
+@section_input(Evidence)
 class EvidenceIn(_Strict):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)  # output is digested byte-exact
 
@@ -85,6 +123,7 @@ class EvidenceIn(_Strict):
     captured_at: str | None = Field(default=None, description="evidence: when (default: now)")
 
 
+@section_input(FailedAttempt)
 class FailedAttemptIn(_Strict):
     id: str | None = Field(default=None, description="item id (assigned when omitted)")
     attempt: str = Field(min_length=1, description="failed_attempt: what was tried")
@@ -93,6 +132,7 @@ class FailedAttemptIn(_Strict):
     recorded_at: str | None = Field(default=None, description="failed_attempt: when (default: now)")
 
 
+@section_input(OpenItem)
 class OpenItemIn(_Strict):
     id: str | None = Field(default=None, description="item id (assigned when omitted)")
     priority: Priority = Field(default="medium", description="open_item: urgency")
@@ -102,17 +142,26 @@ class OpenItemIn(_Strict):
     acceptance_check: str | None = Field(default=None, description="open_item: how to tell it is done")
 
 
+@section_input(Risk)
 class RiskIn(Risk):
     """``model.Risk``, strict as input."""
 
     model_config = _STRICT
 
 
+@section_input(Artifact)
 class ArtifactIn(_Strict):
     path: str = Field(min_length=1)
     role: ArtifactRole = "modified"
     description: str | None = None
     sensitive: bool = False
+
+
+@section_input(Lineage)
+class LineageIn(Lineage):
+    """``model.Lineage``, strict as input."""
+
+    model_config = _STRICT
 
 
 class ActorIn(Actor):
@@ -127,6 +176,7 @@ class OwnerIn(Owner):
     model_config = _STRICT
 
 
+@section_input(Origin)
 class OriginIn(Origin):
     """``model.Origin``, strict as input (its actor and owner too)."""
 
@@ -136,35 +186,34 @@ class OriginIn(Origin):
     owner: OwnerIn | None = None
 
 
-class LineageIn(Lineage):
-    """``model.Lineage``, strict as input."""
-
-    model_config = _STRICT
-
-
-class WorkIn(Work):
-    """The record's ``work`` fields (one definition, ``model.Work``), strict as input."""
-
-    model_config = _STRICT
+def _section_type(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """A record field's part model and whether the field is a list of it (``(None, False)``: not a section)."""
+    is_list = get_origin(annotation) is list
+    part = get_args(annotation)[0] if is_list else annotation
+    return (part, is_list) if isinstance(part, type) and issubclass(part, BaseModel) else (None, False)
 
 
-class SummaryIn(Summary):
-    """The record's ``summary`` fields (one definition, ``model.Summary``), strict as input."""
+def payload_fields(record: type[BaseModel] = HandoffRecord) -> dict[str, Any]:
+    """The capture payload's fields: every section of ``record`` whose part has an input model, typed by that
+    input model, required where the record requires it (else empty: ``[]`` or the input model's defaults), in
+    ``SECTION_INPUTS`` order. The record fields without one (ids, timestamps, project, validation, automation,
+    redactions) are filled in by ``build_draft``."""
+    sections: dict[type[BaseModel], list[tuple[str, bool, bool]]] = {}
+    for name, field in record.model_fields.items():
+        part, is_list = _section_type(field.annotation)
+        if part is not None:
+            sections.setdefault(part, []).append((name, is_list, field.is_required()))
+    fields: dict[str, Any] = {}
+    for part, input_model in SECTION_INPUTS.items():
+        for name, is_list, required in sections[part]:
+            kind = list[input_model] if is_list else input_model  # type: ignore[valid-type]
+            default = Field(default_factory=list if is_list else input_model)
+            fields[name] = (kind, ...) if required else (kind, default)
+    return fields
 
-    model_config = _STRICT
 
-
-class CapturePayload(_Strict):
-    work: WorkIn
-    summary: SummaryIn
-    decisions: list[DecisionIn] = Field(default_factory=list)
-    evidence: list[EvidenceIn] = Field(default_factory=list)
-    failed_attempts: list[FailedAttemptIn] = Field(default_factory=list)
-    open_items: list[OpenItemIn] = Field(default_factory=list)
-    risks: list[RiskIn] = Field(default_factory=list)
-    artifacts: list[ArtifactIn] = Field(default_factory=list)
-    lineage: LineageIn = Field(default_factory=LineageIn)
-    origin: OriginIn = Field(default_factory=OriginIn)
+# The capture payload: the record's authored sections (one definition: ``HandoffRecord`` and the input models).
+CapturePayload = create_model("CapturePayload", __base__=_Strict, __module__=__name__, **payload_fields())
 
 
 ITEM_MODELS: dict[str, type[_Strict]] = {

@@ -201,6 +201,8 @@ class Redaction(_Open):
     replacement: str = "[REDACTED]"
 
 
+# A section an author writes is part of the capture payload once its part has an input model
+# (``handoff.capture.section_input``); every other field is filled in by capture.
 class HandoffRecord(_Open):
     schema_: str = Field(default=SCHEMA_ID, alias="$schema")
     schema_version: str = SCHEMA_VERSION

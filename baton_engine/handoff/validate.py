@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from baton_engine.errors import UserInputError
 from baton_engine.handoff import gitinfo, ids, redact
 from baton_engine.handoff.model import (
     SCHEMA_VERSION,
@@ -458,7 +459,7 @@ def _check_evidence_items(record: HandoffRecord, result: _Result) -> None:
             result.warn(f"{where} ({evidence.type}) has no ref; record the command or file it refers to")
         try:
             ids.parse_timestamp(evidence.captured_at)
-        except Exception:  # noqa: BLE001 - any parse failure is the same finding
+        except (UserInputError, OverflowError):  # not RFC 3339, or out of range in UTC: the same finding
             result.fail(f"{where}.captured_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)")
 
 
@@ -615,10 +616,15 @@ def _check_lineage(record: HandoffRecord, root: Path, known_ids: Collection[str]
 # --- entry point --------------------------------------------------------------------------
 
 def _guarded(name: str, run: Callable[[], Check]) -> Check:
-    """One check's crash is that check's failure, never an exception out of validation."""
+    """A check the record's paths or the project's files stop from running is that check's failure."""
     try:
         return run()
-    except Exception as exc:  # noqa: BLE001 - validation must not raise into the agent loop
+    # What a check raises on a schema-valid record in a real project: OSError (an artifact path too long to stat,
+    # a directory that cannot be searched), RuntimeError (pathlib: an artifact path that is a symlink loop or
+    # names an unknown ``~user``; json.loads' RecursionError on a deeply nested store file read for lineage) and
+    # ValueError (json.loads: a store file with a number over int's digit limit). Anything else is Baton's bug
+    # and surfaces as one.
+    except (OSError, RuntimeError, ValueError) as exc:
         detail = f"check could not run ({type(exc).__name__}); report this as a bug"
         return Check(name=name, status="fail", detail=detail)
 

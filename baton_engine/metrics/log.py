@@ -78,7 +78,7 @@ class MetricsLog:
             log = cls(path, full)
             _retire_old(directory)
             return log
-        except Exception as exc:  # noqa: BLE001 - the metrics log must never break the agent
+        except (OSError, RuntimeError, ValueError) as exc:  # unreadable dir, symlink loop (3.11), NUL in path
             LOGGER.warning("baton metrics log not started type=%s", type(exc).__name__)
             return cls()
 
@@ -93,7 +93,7 @@ class MetricsLog:
             if len(line) > MAX_LINE_BYTES:
                 raise ValueError("metrics line too long")
             self._append(Path(self.path), line)
-        except Exception as exc:  # noqa: BLE001 - a failed write is logged once and dropped
+        except (OSError, ValueError, TypeError) as exc:  # write failed, line too long, a key not JSON: dropped
             self.dropped += 1
             if not self._warned:
                 self._warned = True

@@ -16,8 +16,9 @@ from typing import Any
 from baton_engine.messages.entry import Entry, Message, build_entries
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-# What an entry costs beyond its text: the Entry object, its ref and fields (measured with tracemalloc: 280-295 bytes
-# for 20,000 short messages). Without it a bound in text bytes let many short messages take several times the bound.
+# What an entry costs beyond its text: the Entry object, its ref and fields (measured with tracemalloc:
+# benchmarks/FINDINGS.md, finding 10). Without it a bound in text bytes let many short messages take several times
+# the bound.
 ENTRY_OVERHEAD_BYTES = 300
 
 

@@ -22,7 +22,7 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
     """A check that raises (the backend broke the kit's own calls) fails, named by exception type only."""
     try:
         return run()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the backend author's code broke the kit's call: a finding
         return Check(name, FAIL, f"the check stopped: the backend raised {type(exc).__name__}",
                      "see the other failed checks; every contract method must return or raise CannotCount")
 

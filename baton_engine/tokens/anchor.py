@@ -26,18 +26,18 @@ from baton_engine.tokens.contract import ChatRequest, TokenCount
 from baton_engine.tokens.rough import estimate_messages_tokens_rough, estimate_tools_tokens_rough
 
 ANCHORED_SOURCE = "anchored"
-# Measured in benchmarks/anchor_bench.py (6 growing tool-heavy sessions, 714 anchored model calls, anchor = the
-# request before): with the 64-token floor, no undercount needs k >= 0.068 (Qwen3) and k >= 0.125 (o200k); the
-# whole-turn steps of the budget session need 0.025 / 0.089. k = 0.2 leaves 0.075 of headroom over the worst
-# (+60%) and gives 0 of 32 budget overflows on both tokenizers, with the tokenizer lost halfway or absent.
+# Chosen from benchmarks/anchor_bench.py: the smallest share with no undercount over every anchored model call,
+# with headroom over the worst tokenizer, and no budget overflow with the tokenizer lost halfway or absent (the
+# figures: benchmarks/results/REPORT.md, "Usage-anchored counting"; benchmarks/FINDINGS.md, "Figures behind the
+# code's constants", usage anchor).
 DEFAULT_MARGIN_SHARE = 0.2
-# The floor covers the template framing of a short appended message, which chars/4 cannot see; floors of 0 / 32 /
-# 128 tokens need k >= 0.174 / 0.146 / 0.083 on o200k, so a larger floor buys little.
+# The floor covers the template framing of a short appended message, which chars/4 cannot see; a larger floor
+# lowers the share needed only a little (same sources).
 DEFAULT_MARGIN_FLOOR_TOKENS = 64
 # The ratio is the maximum exact/rough over this many recent observations: the ratio of a growing session drifts
-# down (tool results are cheaper per character than the frame), so the maximum is safe and still current. Measured
-# k needed (o200k, floor 64): latest ratio only 0.126, last 8 0.125, last 32 0.105 (but a longer memory keeps the
-# early, frame-heavy ratio and over-counts longer); a ratio of appended parts alone was noisier (exploration).
+# down (tool results are cheaper per character than the frame), so the maximum is safe and still current; a longer
+# memory keeps the early, frame-heavy ratio and over-counts longer, and a ratio of appended parts alone was noisier
+# (exploration). The share each memory needs: same sources.
 RECENT_OBSERVATIONS = 8
 # Keys that never reach the prompt; Baton itself rewrites the output budget, which must not look like a new frame.
 NON_PROMPT_KEYS = frozenset({"messages", "max_tokens", "max_completion_tokens", "max_output_tokens",
@@ -82,7 +82,7 @@ class UsageAnchor:
         self._floor = margin_floor_tokens
         self._lock = threading.Lock()
         # The last ``recent_observations`` exact counts, fingerprinted only when an estimate is needed: observing
-        # is on every exact count's path (O(1)), fingerprinting costs a JSON dump per message (~20 ms per 1,000).
+        # is on every exact count's path (O(1)), fingerprinting costs a JSON dump per message.
         # Bounded: at most ``recent_observations`` requests are referenced (their message objects are shared).
         self._observed: deque[list[Any]] = deque(maxlen=recent_observations)
 
@@ -161,13 +161,15 @@ _DIGITS = str.maketrans("", "", "0123456789")
 
 def _digit_extra(canonical: str) -> int:
     """Digits cost up to a token each (Qwen3 splits numbers into single digits), not a quarter: without this a
-    large numeric tool result (JSON, metrics) after a session of prose undercounts by up to 6% of the request."""
+    large numeric tool result (JSON, metrics) after a session of prose undercounts (by how much:
+    benchmarks/FINDINGS.md, "Figures behind the code's constants", usage anchor)."""
     return (3 * (len(canonical) - len(canonical.translate(_DIGITS))) + 3) // 4
 
 
 def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
     """None for anything that is not a JSON chat request with a message list. One JSON dump per message serves
-    both its hash and its digit count (the dominant cost: ~10 ms per 1,000 messages)."""
+    both its hash and its digit count (the dominant cost). Once the request is JSON, the rough estimates read
+    any shape of it (they check each type they look into), so an unreadable request is found here, not by them."""
     if not isinstance(request, Mapping):
         return None
     messages = request.get("messages")
@@ -178,10 +180,7 @@ def _fingerprint(request: ChatRequest) -> _Fingerprint | None:
     if frame is None or None in texts:
         return None
     tools = request.get("tools")
-    try:
-        frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
-        roughs = tuple(estimate_messages_tokens_rough([message]) + _digit_extra(text)  # type: ignore[arg-type]
-                       for message, text in zip(messages, texts))
-    except Exception:  # noqa: BLE001 - an unreadable request is simply not estimated
-        return None
+    frame_rough = estimate_tools_tokens_rough(tools) if isinstance(tools, list) else 0
+    roughs = tuple(estimate_messages_tokens_rough([message]) + _digit_extra(text)  # type: ignore[arg-type]
+                   for message, text in zip(messages, texts))
     return _Fingerprint(_digest(frame), tuple(_digest(t) for t in texts), roughs, frame_rough)  # type: ignore[arg-type]

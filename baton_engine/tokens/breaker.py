@@ -28,12 +28,10 @@ from baton_engine.tokens.contract import (
     checked_count,
 )
 
-# Measured in benchmarks/breaker_bench.py: a healthy probe (/tokenize of a 200-message, 11k-token request on the
-# vLLM stand-in) costs ~25 ms, so probing is cheap; a hanging server costs one 10 s timeout (the default) per
-# probe, i.e. at most 10 / (60 + 10) = 14% of wall time in the first period and 10 / 310 = 3% at the cap. Over a
-# 30-minute hang with a count every 5 s: 8 timeouts (80 s, 4.4%) instead of 120 (1,200 s, 67%) without a breaker;
-# 30 s doubling to 300 s costs 9 (5.0%, 33% in the first minute) and is back later after a 10-minute outage
-# (200 s vs 160 s), 60 s doubling to 600 s costs 6 but can stay in fallback 340 s after a 10-minute outage.
+# Chosen from benchmarks/breaker_bench.py: a healthy probe is cheap next to the timeout a hanging server costs per
+# probe, so a cool-off that doubles to a cap bounds the wall time a long hang takes while still coming back soon
+# after an outage ends; a shorter start costs more timeouts, a higher cap stays in fallback longer. The figures:
+# benchmarks/FINDINGS.md, "Figures behind the code's constants", circuit breaker.
 DEFAULT_COOL_OFF_SECONDS = 60.0
 DEFAULT_MAX_COOL_OFF_SECONDS = 300.0
 

@@ -108,7 +108,7 @@ class TokenCounter:
     def _safe_source(self) -> str:
         try:
             source = self._backend.source
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - backend code (third-party): its name is never worth a failed count
             LOGGER.warning("tokenizer backend source unavailable type=%s", type(exc).__name__)
             return "unknown-backend"
         return source if isinstance(source, str) and source else "unknown-backend"
@@ -212,7 +212,7 @@ class TokenCounter:
         error_type = type(error).__name__
         try:
             estimated = int(estimate())
-        except Exception as rough_exc:  # noqa: BLE001
+        except Exception as rough_exc:  # noqa: BLE001 - the estimate reads a backend's request: fail open, never raise
             LOGGER.warning("count unknown kind=%s source=%s backend_error=%s rough_error=%s; leaving requests unchanged",
                            kind, self._source, error_type, type(rough_exc).__name__)
             with self._lock:
@@ -248,7 +248,7 @@ class TokenCounter:
         """Call a backend's ``clear_cache``/``close``; a failure is logged by type, never raised into the agent."""
         try:
             getattr(self._breaker, method)()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - backend code (third-party): housekeeping never raises into the agent
             LOGGER.warning("backend %s failed type=%s", method, type(exc).__name__)
 
 

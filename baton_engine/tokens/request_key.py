@@ -1,7 +1,8 @@
 """``request_key``: the counter's cache key of a chat request, in time proportional to what changed.
 
-Why incremental: the key is computed on every provider request, and serialising a 4,000-message history
-(3.5 MB) cost ~6 ms per request, most of Baton's per-turn overhead, although only the last message was new.
+Why incremental: the key is computed on every provider request, and serialising a whole long history for it
+was most of Baton's per-turn overhead, although only the last message was new (benchmarks/FINDINGS.md,
+"Figures behind the code's constants", request key).
 
 The key is ``sha256(marshal(request without messages) || d0 || d1 || ...)`` where ``di`` is the sha256 of
 message i's marshal (format 2: no back-references, so equal content in equal order gives equal bytes; a

@@ -102,7 +102,7 @@ def estimate_tools_tokens_rough(tools: Sequence[Any]) -> int:
             total_chars += len(desc)
         try:
             total_chars += len(json.dumps(params, ensure_ascii=False, separators=(",", ":")))
-        except Exception:  # noqa: BLE001 - Hermes falls back to repr() for unserialisable schemas
+        except (TypeError, ValueError):  # not JSON, or circular: Hermes falls back to str() for such schemas
             total_chars += len(str(params))
     return (total_chars + 3) // 4
 

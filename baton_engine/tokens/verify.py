@@ -152,7 +152,8 @@ class RouteCheck:
         """Extra room an output cap keeps for this count (a tokenizer count, or ``adjust``'s calibrated one): a
         share of it until the route is confirmed, and while a
         calibrated route's ratio rests on fewer than ``SETTLED`` responses (one small first request's ratio is no
-        rate for a large tool result: the real loop's second request undercounted by 5% after one)."""
+        rate for a large tool result: the real loop's second request undercounted after one;
+        benchmarks/FINDINGS.md, "Figures behind the code's constants", calibrated routes)."""
         if counted.tokens is None or not (_from_tokenizer(counted) or counted.source == CALIBRATED_SOURCE):
             return 0
         if self.verdict == "confirmed" or (self.verdict == "calibrated" and self.requests_seen >= SETTLED):

@@ -225,3 +225,61 @@ def test_an_inexact_backend_estimate_is_kept_and_a_broken_anchor_never_raises() 
     fallback = TokenCounter(WordBackend(fail=CannotCount())).count_chat(request(USER), broken)
     assert fallback.source == "rough+margin"
     assert counting_mode(TokenCount(None, False, "unknown")) == "unknown"
+
+
+def _circular() -> dict:
+    message: dict = {"role": "user", "content": "hi"}
+    message["self"] = message
+    return message
+
+
+UNREADABLE = {  # what an anchor cannot fingerprint: no chat request, or not JSON
+    "not-a-mapping": ["nope"],
+    "no-messages": {"model": "m"},
+    "messages-a-string": {"messages": "hi"},
+    "messages-bytes": {"messages": b"hi"},
+    "messages-a-number": {"messages": 3},
+    "object-in-a-message": {"messages": [{"role": "user", "content": object()}]},
+    "set-in-the-frame": {"messages": [USER], "tools": {"a"}},
+    "bytes-in-a-message": {"messages": [{"role": "user", "content": b"raw"}]},
+    "nan-in-a-message": {"messages": [{"role": "user", "content": float("nan")}]},
+    "circular-message": {"messages": [_circular()]},
+    "mixed-key-types": {"messages": [{"role": "user", 1: "x"}]},
+    "int-over-the-digit-limit": {"messages": [{"role": "user", "content": 10 ** 5000}]},
+}
+
+
+@pytest.mark.parametrize("unreadable", UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_unreadable_request_is_not_estimated(unreadable: object) -> None:
+    anchor = UsageAnchor()
+    anchor.observe_exact(request(USER), 900)
+    assert anchor.estimate(unreadable) is None  # type: ignore[arg-type]
+    anchor.observe_exact(unreadable, 900)  # type: ignore[arg-type]
+    assert anchor.estimate(request(USER)) is not None  # an unreadable observation is skipped, the anchor stays
+
+
+ODD_BUT_JSON = {  # JSON chat requests of shapes the rough estimates must read without raising
+    "message-a-string": {"messages": ["hello"]},
+    "message-a-number": {"messages": [SYSTEM, 42]},
+    "content-parts-not-objects": {"messages": [{"role": "user", "content": ["a", 1, None]}]},
+    "part-without-type": {"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+    "image-without-source": {"messages": [{"role": "user", "content": [{"type": "image"}]}]},
+    "image-url-not-a-data-url": {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": 5}}]}]},
+    "document-not-base64": {"messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "base64", "data": "é not base64"}}]}]},
+    "file-not-an-object": {"messages": [{"role": "user", "content": [{"type": "file", "file": "x"}]}]},
+    "multimodal-wrapper-without-content": {"messages": [{"role": "user", "content": {"_multimodal": True}}]},
+    "tools-entries-not-objects": {"messages": [USER], "tools": ["x", 1, {"function": "not an object"}]},
+    "tools-an-object": {"messages": [USER], "tools": {"name": "x"}},
+}
+
+
+@pytest.mark.parametrize("odd", ODD_BUT_JSON.values(), ids=ODD_BUT_JSON.keys())
+def test_an_odd_json_request_is_estimated(odd: dict) -> None:
+    anchor = UsageAnchor()
+    anchor.observe_exact(request(USER), 900)
+    estimate = anchor.estimate(odd)
+    assert estimate is not None and estimate.tokens >= DEFAULT_MARGIN_FLOOR_TOKENS
+    anchor.observe_exact(odd, 900)
+    assert anchor.estimate(odd) is not None

@@ -11,6 +11,7 @@ from baton_engine.tokens.rough import (
     estimate_messages_tokens_rough,
     estimate_request_tokens_rough,
     estimate_tokens_rough,
+    estimate_tools_tokens_rough,
 )
 from conversations import TOOLS, conversation
 
@@ -76,3 +77,14 @@ def test_matches_real_hermes_estimator_on_generated_conversations() -> None:
         assert ours == theirs + UNKNOWN_IMAGE_TOKENS - HERMES_IMAGE_TOKENS
         text_only = request["messages"][:-1]
         assert estimate_request_tokens_rough(text_only, **kwargs) == hermes_estimate(text_only, **kwargs)
+
+
+@pytest.mark.parametrize("params", [{"type": "object", "enum": {1, 2}}, "circular"], ids=["set", "circular"])
+def test_a_tool_schema_json_cannot_dump_is_estimated_from_its_str(params: object) -> None:
+    """A set (TypeError) or a circular dict (ValueError): json.dumps fails, and the estimate counts ``str(params)``
+    as Hermes does, instead of raising."""
+    if params == "circular":
+        params = {"type": "object"}
+        params["self"] = params
+    tool = {"type": "function", "function": {"name": "n", "description": "", "parameters": params}}
+    assert estimate_tools_tokens_rough([tool]) == (1 + len(str(params)) + 3) // 4

@@ -212,3 +212,19 @@ def test_doctor_reads_the_route_verdict_of_the_latest_session(project: Path) -> 
     row = route_row()
     assert row["status"] == "warn" and "tiktoken:o200k_base undercounts this server by 18%" in row["detail"]
     assert "set baton.tokenizer" in row["detail"]
+
+
+def test_an_event_with_a_key_json_cannot_write_is_dropped(project: Path) -> None:
+    """json.dumps raises TypeError for a non-string key (``default=str`` covers values only): dropped, not raised."""
+    log = started(project)
+    request(log, 1)
+    log.emit("usage", route_check={("not", "a", "string"): 1})
+    assert log.dropped == 1 and len(Path(log.path).read_text().splitlines()) == 2
+
+
+def test_a_project_dir_in_a_symlink_loop_starts_a_log_that_drops_everything(tmp_path: Path) -> None:
+    """Path.resolve raises RuntimeError for a symlink loop on Python 3.11: no log, the agent goes on."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    log = MetricsLog.start(loop, session_id="s", header=HEADER)
+    assert log.path is None

@@ -172,6 +172,9 @@ CASES = [
     Case("evidence-https-url", "evidence", "pass",
          _both(_set("evidence.0.type", "url"), _set("evidence.0.ref", "https://example.test/ci/1"))),
     Case("evidence-bad-timestamp", "evidence", "fail", _set("evidence.0.captured_at", "yesterday"), "RFC 3339"),
+    # year 1 an hour east of UTC is before datetime.min in UTC: astimezone raises OverflowError, the same finding
+    Case("evidence-timestamp-out-of-range", "evidence", "fail",
+         _set("evidence.0.captured_at", "0001-01-01T00:00:00+01:00"), "RFC 3339"),
     # 9 actionability
     Case("action-without-check-warns", "actionability", "warn", _set("open_items.0.acceptance_check", None),
          "acceptance_check"),
@@ -324,3 +327,58 @@ def test_missing_root_reports_instead_of_raising(data: dict, config, tmp_path: P
     report = validate_record(data, tmp_path / "does-not-exist", config)
     assert report.check("artifacts").status == "fail"
     assert report.check("repository").status == "warn"  # head recorded, none now
+
+
+def _stored_file(content: bytes) -> Mutation:
+    def write(_data: dict[str, Any], root: Path) -> None:
+        handoffs = root / ".baton" / "handoffs"
+        handoffs.mkdir(parents=True, exist_ok=True)
+        (handoffs / "20261130T020000Z--0000beef.json").write_bytes(content)
+    return write
+
+
+def _unsearchable_artifact_dir(data: dict[str, Any], root: Path) -> None:
+    (root / "locked").mkdir()
+    (root / "locked" / "notes.md").write_text("n\n")
+    data["artifacts"][0].update(path="locked/notes.md", content_hash=None)
+    (root / "locked").chmod(0)
+
+
+# A check that the record's paths or the project's files stop from running fails; validation does not raise.
+STOPPED = [
+    pytest.param("artifacts", "OSError", _set("artifacts.0.path", "a" * 300), id="path-too-long-to-stat"),
+    pytest.param("policy.paths", "RuntimeError",
+                 _both(_fs(lambda r: (r / "loop").symlink_to("loop")), _set("artifacts.0.path", "loop")),
+                 id="path-is-a-symlink-loop"),
+    pytest.param("policy.paths", "RuntimeError", _set("artifacts.0.path", "~no-such-user-for-baton/notes.md"),
+                 id="path-names-an-unknown-user"),
+    pytest.param("lineage", "ValueError", _stored_file(b'{"n": ' + b"1" * 5000 + b"}"),
+                 id="store-file-with-too-many-digits"),
+    pytest.param("lineage", "RecursionError", _stored_file(b"[" * 100_000 + b"]" * 100_000),
+                 id="store-file-nested-too-deep"),
+    pytest.param("artifacts", "PermissionError", _unsearchable_artifact_dir, id="artifact-in-an-unsearchable-dir",
+                 marks=pytest.mark.skipif(os.geteuid() == 0, reason="root searches any directory")),
+]
+
+
+@pytest.mark.parametrize(("check", "error", "mutate"), STOPPED)
+def test_a_check_the_project_stops_from_running_fails(check: str, error: str, mutate: Mutation, project: Path,
+                                                      data: dict, config) -> None:
+    mutate(data, project)
+    report = validate_record(data, project, config)
+    assert report.check(check).status == "fail"
+    assert f"could not run ({error})" in report.check(check).detail
+    assert report.status == "fail"
+
+
+def test_a_bug_in_a_check_surfaces_as_a_bug(project: Path, data: dict, config,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what a real project can make a check raise is turned into that check's failure."""
+    from baton_engine.handoff import validate
+
+    def broken(_record: HandoffRecord) -> None:
+        raise KeyError("a check's own bug")
+
+    monkeypatch.setattr(validate, "_check_actionability", broken)
+    with pytest.raises(KeyError):
+        validate_record(data, project, config)
