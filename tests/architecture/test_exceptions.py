@@ -37,8 +37,7 @@ BOUNDARIES = (
     # MERGE: drop this entry once the engine branch moves compact()'s catch-all to the host (hermes/).
     Boundary("baton_engine/compaction/cycle.py", "the compaction cycle never raises into the agent loop "
              "(moves to hermes/ with the engine branch)", function="run_cycle"),
-    # MERGE: the layers branch moves ``call`` to a foundation module; point this entry there.
-    Boundary("baton_engine/operations.py", "the command surfaces promise a JSON answer, never a traceback",
+    Boundary("baton_engine/results.py", "the command surfaces promise a JSON answer, never a traceback",
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "
              "becomes a fallback count, never a failed request"),
