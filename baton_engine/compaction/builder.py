@@ -39,7 +39,7 @@ from baton_engine.messages.markers import (
     notice_text,
     provenance_line,
 )
-from baton_engine.compaction.sanitize import Message, Sanitized, Unit, is_real_user_request, sanitize
+from baton_engine.compaction.sanitize import Message, Sanitized, Unit, sanitize
 from baton_engine.tokens.contract import copy_json
 from baton_engine.handoff.model import HandoffRecord
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
@@ -104,7 +104,6 @@ class CompactionResult:
     dropped_malformed: int = 0
     dropped_system: int = 0
     counting_fell_back: bool = False
-    error_type: str | None = None
     inflight_messages: int = 0  # messages of unanswered tool-call groups kept (verbatim or stubbed)
     inflight_elided: int = 0  # how many of those results were replaced by stubs
 
@@ -119,14 +118,14 @@ class _GuardedCounter:
     def __call__(self, messages: list[Message]) -> int:
         try:
             value = self._count_tokens(messages)
-        except Exception:  # a broken tokenizer must never break the agent
+        except Exception:  # noqa: BLE001 - the caller's counter (a host's tokenizer): its failure is a rough count
             value = None
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         self.fell_back = True
         try:
             rough = estimate_messages_tokens_rough(messages)
-        except Exception:
+        except (TypeError, ValueError, RecursionError):  # a value the estimate cannot serialise: never fits
             return UNCOUNTABLE_TOKENS
         return rough + rough // 10
 
@@ -156,17 +155,9 @@ def build_compacted_messages(
     ``plan`` (from :func:`plan_tail` with the same arguments) skips choosing the tail again.
     """
     counter = _GuardedCounter(count_tokens)
-    try:
-        plan = plan or _plan(messages, _non_negative(fresh_tail_tokens), counter,
-                             _inflight_budget(fresh_tail_tokens, inflight_tokens))
-        return _build(plan, block, counter, _non_negative(max_block_tokens))
-    except Exception as exc:  # pure and total by contract
-        try:
-            short_id = str(block.short_id)
-            header = f"{provenance_line(short_id, block.status, block.captured_at)}\n\n{end_line(short_id)}"
-        except Exception:
-            short_id, header = "unknown", provenance_line("unknown", "unknown", "unknown")
-        return _minimal_result(messages, header, notice_text(short_id), type(exc).__name__, counter.fell_back)
+    plan = plan or _plan(messages, _non_negative(fresh_tail_tokens), counter,
+                         _inflight_budget(fresh_tail_tokens, inflight_tokens))
+    return _build(plan, block, counter, _non_negative(max_block_tokens))
 
 
 def degrade(
@@ -185,21 +176,17 @@ def degrade(
     """
     counter = _GuardedCounter(count_tokens)
     reason_code = reason if isinstance(reason, str) and reason in _DEGRADE_EXPLANATIONS else "unspecified"
-    try:
-        state = sanitize(messages)
-        header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
-        if state.previous_block:
-            header = f"{header}\n\n{state.previous_block}"
-        limit_messages, limit_tokens = _non_negative(keep_recent), _non_negative(max_tokens)
+    state = sanitize(messages)
+    header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
+    if state.previous_block:
+        header = f"{header}\n\n{state.previous_block}"
+    limit_messages, limit_tokens = _non_negative(keep_recent), _non_negative(max_tokens)
 
-        def fits(candidate: list[Message]) -> bool:
-            return len(candidate) <= limit_messages and counter(candidate) <= limit_tokens
+    def fits(candidate: list[Message]) -> bool:
+        return len(candidate) <= limit_messages and counter(candidate) <= limit_tokens
 
-        tail_start = _longest_fitting_suffix(state.units, fits)
-        return _result(state, header, degraded_notice_text(), tail_start, counter, block_tokens=0)
-    except Exception as exc:  # pure and total by contract
-        header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
-        return _minimal_result(messages, header, degraded_notice_text(), type(exc).__name__, counter.fell_back)
+    tail_start = _longest_fitting_suffix(state.units, fits)
+    return _result(state, header, degraded_notice_text(), tail_start, counter, block_tokens=0)
 
 
 def degrade_messages(
@@ -401,21 +388,3 @@ def _non_negative(value: Any) -> int:
 
 def _with(result: CompactionResult, **changes: Any) -> CompactionResult:
     return CompactionResult(**{**result.__dict__, **changes})
-
-
-def _minimal_result(messages: Any, header: str, notice: str, error_type: str, fell_back: bool) -> CompactionResult:
-    """Last resort after an internal error: the header and the latest user request, nothing else."""
-    latest: list[Message] = []
-    for message in reversed(messages if isinstance(messages, list) else []):
-        try:
-            if isinstance(message, dict) and is_real_user_request(message):
-                latest = [copy_json(message)]
-                break
-        except Exception:
-            continue
-    head = (
-        [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]
-        if latest
-        else [{"role": "user", "content": f"{header}\n\n{notice}"}]
-    )
-    return CompactionResult(messages=head + latest, counting_fell_back=fell_back, error_type=error_type)

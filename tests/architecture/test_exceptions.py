@@ -52,13 +52,6 @@ BOUNDARIES = (
              "raises is no text", function="_safe"),
     Boundary("baton_engine/compaction/builder.py", "the caller's counter is host or backend code: its failure "
              "becomes rough + 10%", function="_GuardedCounter.__call__"),
-    # NOT YET NARROWED (issue 21 item 4, left open by the tidy branch): each is a catch-all over Baton's own code
-    # on host data; narrow it to what the path raises (with a test) and drop its entry.
-    Boundary("baton_engine/compaction/builder.py", "compaction on the host's transcript (Any) is total: an "
-             "internal error yields the minimal result with its error type", function="build_compacted_messages"),
-    Boundary("baton_engine/compaction/builder.py", "as build_compacted_messages", function="degrade"),
-    Boundary("baton_engine/compaction/builder.py", "the last resort reads host messages of any shape",
-             function="_minimal_result"),
 )
 
 

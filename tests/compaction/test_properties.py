@@ -40,7 +40,6 @@ def test_any_transcript_gives_a_valid_pair_safe_list_within_budget(messages: lis
     result = build_compacted_messages(
         messages, block=block(), fresh_tail_tokens=fresh_tail_tokens, count_tokens=cl100k_messages
     )
-    assert result.error_type is None
     assert messages == before, "the input must not be mutated"
     assert_valid_openai(result.messages)
     assert sum(1 for m in result.messages if text_starts(m, "[Baton handoff ")) == 1
@@ -118,10 +117,8 @@ def test_arbitrary_json_never_raises_and_still_yields_a_valid_list(messages: lis
     result = build_compacted_messages(
         messages, block=block(), fresh_tail_tokens=fresh_tail_tokens, count_tokens=cl100k_messages
     )
-    assert result.error_type is None
     assert_valid_openai(result.messages)
     degraded = degrade(messages, reason="tokenizer_down", keep_recent=4, max_tokens=300, count_tokens=cl100k_messages)
-    assert degraded.error_type is None
     assert_valid_openai(degraded.messages)
 
 
@@ -138,7 +135,6 @@ def test_degradation_is_valid_bounded_and_keeps_the_request(
     result = degrade(
         messages, reason=reason, keep_recent=keep_recent, max_tokens=max_tokens, count_tokens=cl100k_messages
     )
-    assert result.error_type is None
     assert_valid_openai(result.messages)
     tail = _tail(result.messages, result.latest_request_carried)
     assert len(tail) <= keep_recent
@@ -168,7 +164,7 @@ def test_a_broken_counter_falls_back_and_still_keeps_the_shape(
         return {"negative": -1, "none": None, "bool": True}[failure]
 
     result = build_compacted_messages(messages, block=block(), fresh_tail_tokens=fresh_tail_tokens, count_tokens=broken)  # type: ignore[arg-type]
-    assert result.error_type is None and result.counting_fell_back
+    assert result.counting_fell_back
     assert_valid_openai(result.messages)
     latest = latest_real_request(messages)
     if latest is not None:

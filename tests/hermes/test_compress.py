@@ -203,6 +203,41 @@ def test_compress_never_raises_on_garbage(project: Path, garbage: Any) -> None:
     assert isinstance(out, list)
 
 
+def test_a_bug_in_the_cycle_is_caught_at_the_host_boundary(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core raises its bugs; compress() (Hermes' call) turns one into the degraded, pair-safe list."""
+    from baton_engine.compaction import builder
+
+    def bug(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("a bug in the tail plan")
+
+    monkeypatch.setattr(builder, "_build", bug)
+    engine = _engine(project)
+    messages = _conversation("Harden the uploader", 8) + [{"role": "user", "content": "and now the retries"}]
+    out = engine.compress(messages)
+    status = engine.get_status()
+    assert status["degradation"]["reason"] == "internal_error"
+    assert status["degradation"]["detail"] == "internal error: RuntimeError"
+    assert out[-1] == {"role": "user", "content": "and now the retries"}
+    assert len(out) < len(messages) and all(isinstance(m, dict) for m in out)
+
+
+class HostileDict(dict):
+    """A message whose every read raises: no host sends one, compress() must still answer Hermes with a list."""
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise RuntimeError("boom")
+
+
+def test_a_hostile_message_never_raises_into_hermes(project: Path) -> None:
+    engine = _engine(project)
+    messages = [{"role": "user", "content": "Harden the uploader"}, HostileDict(role="user", content="x")]
+    out = engine.compress(messages)
+    assert isinstance(out, list) and out
+
+
 def test_captured_items_survive_later_compactions(project: Path) -> None:
     engine = _engine(project)
     messages = _conversation("Harden the uploader", 2)
