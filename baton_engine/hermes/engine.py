@@ -1,7 +1,7 @@
 """``BatonContextEngine``: Hermes' ContextEngine whose every compaction is a validated Baton handoff.
 
-A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``policy.decide``,
-``budget.decide_output``, ``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
+A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``budget.decide``,
+``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
 
 Why it holds only plain data: Hermes makes one engine per agent from the registered one (0.22:
 ``clone_for_agent``; 0.19: ``copy.deepcopy``) and silently falls back to its own compressor when that fails, so
@@ -23,7 +23,7 @@ from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import operations, policy
+from baton_engine import budget, operations, policy
 from baton_engine.compaction import cycle, is_baton_message, scan, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
@@ -37,6 +37,7 @@ from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.recall import SessionStoreSource
+from baton_engine.tokens.contract import TokenCount
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
@@ -44,7 +45,7 @@ FAILURE_COOLDOWN_SECONDS = 120.0
 # host set before any agent existed. Everything else (ledger, memos, session, handoff, policy) starts fresh.
 AGENT_CONFIGURATION = ("threshold_percent", "protect_first_n", "protect_last_n", "context_length",
                        "threshold_tokens", "route")
-DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
+HOST_SIZE = "hermes"  # the source of a size Hermes passes to should_compress (Baton's own estimate's number)
 
 
 def hermes_version() -> str:
@@ -260,18 +261,17 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         warns the user with the reason ("over the threshold but compression is blocked"), so a reason is given
         only for a block (the anti-thrash cooldown), None below the trigger. The reason of every decision is
         ``last_decision`` (status)."""
-        blocked = False
         try:
             tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
                 else self.last_prompt_tokens
             limits = self.limits(tokens if isinstance(tokens, int) else None)
-            decision = policy.decide(tokens, limits, self.policy, awaiting_usage=self.last_prompt_tokens == -1,
+            decision = budget.decide(TokenCount(tokens, False, HOST_SIZE), limits, state=self.policy,
+                                     awaiting_usage=self.last_prompt_tokens == -1,
                                      detector=lambda: self._detector_trigger(tokens))
-            blocked = not decision[0] and tokens >= limits.trigger
         except Exception as exc:  # noqa: BLE001
-            decision = (False, f"decision failed: {type(exc).__name__}")
-        self.last_decision = decision[1]
-        return decision[0], decision[1] if blocked else None
+            decision = budget.Decision("leave", f"decision failed: {type(exc).__name__}")
+        self.last_decision = decision.reason
+        return decision.compact, decision.reason if decision.held else None
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Never: while Baton is active the pre-flight number is an exact count, not a noisy estimate."""
@@ -356,8 +356,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             owner=self._owner_json(),
             brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=tail_tokens,
             degradation_keep_recent=settings.degradation_keep_recent,
-            degradation_max_tokens=settings.degradation_max_tokens or max(self.threshold_tokens // DEFAULT_TAIL_SHARE,
-                                                                          1),
+            degradation_max_tokens=policy.degraded_tail_tokens(self.threshold_tokens, settings.degradation_max_tokens),
             inflight_tokens=room, now=now, recall=self._recall_hooks(),
         )
         outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,

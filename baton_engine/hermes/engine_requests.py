@@ -12,12 +12,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from baton_engine.budget import OutputDecision, apply_output, decide_output
+from baton_engine.budget import Decision, Margins, apply_output, decide, write_cap
 from baton_engine.compaction.builder import degrade_messages
 from baton_engine.hermes import metrics, request_view
 from baton_engine.hermes.ledger import frame_tokens
 from baton_engine.hermes.runtime import get_runtime
-from baton_engine.request import ProviderRequest
+from baton_engine.policy import Limits
+from baton_engine.request import ProviderRequest, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import RouteCheck, reported_prompt_tokens, usage_value
 
@@ -139,19 +140,17 @@ class RequestBudgeting:
         return rewritten
 
     def _budget(self, request: dict[str, Any], view: ProviderRequest,
-                counted: TokenCount) -> tuple[OutputDecision, dict[str, Any] | None]:
+                counted: TokenCount) -> tuple[Decision, dict[str, Any] | None]:
+        """``budget.decide`` for the request about to be sent, then the writer (None: leave it unchanged)."""
         settings = get_runtime().settings
-        return apply_output(request, counted, window=self.effective_window(), cap=view.cap,
-                            min_output_tokens=settings.min_output_tokens,
-                            fallback_margin_tokens=settings.fallback_margin_tokens,
-                            unconfirmed_margin=self.ledger.check.output_margin(counted))
-
-    def _too_long(self, counted: TokenCount) -> bool:
-        """The prompt alone does not fit the window (``budget.decide_output`` would say needs_compaction)."""
-        settings = get_runtime().settings
-        return decide_output(counted, None, window=self.effective_window(),
-                             min_output_tokens=settings.min_output_tokens,
-                             fallback_margin_tokens=settings.fallback_margin_tokens).action == "needs_compaction"
+        cap = view.cap if view.cap is not None else find_cap(request)
+        decision = decide(counted, Limits.of_window(self.effective_window(), settings.min_output_tokens),
+                          cap=cap, thinking_budget=find_thinking_budget(request),
+                          margins=Margins(fallback=settings.fallback_margin_tokens,
+                                          unconfirmed=self.ledger.check.output_margin(counted)))
+        if decision.action != "lower_cap_to" or cap is None or decision.value is None:
+            return decision, None
+        return decision, write_cap(request, cap, decision.value, decision.thinking_budget)
 
     def request_only_compaction(self, view: ProviderRequest, counted: TokenCount,
                                 kept: list[Any]) -> list[Any] | None:

@@ -18,7 +18,7 @@ from baton_engine.metrics.log import MetricsLog
 from baton_engine.tokens.counter import counting_mode
 
 if TYPE_CHECKING:
-    from baton_engine.budget import OutputDecision
+    from baton_engine.budget import Decision
     from baton_engine.compaction.cycle import CycleOutcome
     from baton_engine.refusal import Refusal
     from baton_engine.request import ProviderRequest
@@ -39,7 +39,7 @@ def start(engine: Any, session_id: str | None) -> MetricsLog:
         return MetricsLog()
 
 
-def request(engine: Any, view: ProviderRequest, counted: TokenCount, decision: OutputDecision, *,
+def request(engine: Any, view: ProviderRequest, counted: TokenCount, decision: Decision, *,
             auxiliary: bool, shortened: bool, seconds: float) -> None:
     """One budgeted provider request: Baton's count and how it was made, the window, the cap asked and sent."""
     try:
