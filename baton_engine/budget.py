@@ -1,7 +1,12 @@
-"""Budget arithmetic: compression window, threshold, pressure and the output clamp. Pure, no I/O.
+"""The one decision for a request (``decide``: compact, lower the cap to n, or leave) and the budget arithmetic
+it uses: compression window, threshold, pressure, margins, the cap writer. Pure, no I/O.
+
+Why one function: the host asks twice per request (before it sends: compact?; as it sends: what output cap?),
+and both answers read the same count, window and margins; one function keeps the margins in one place. The
+compaction rules' arithmetic (trigger, ceiling, floor, cooldown) lives in ``policy``.
 
 Symbols: W = compression window, P = prompt tokens, R = minimum output reserve, B = the caller's
-output cap. The output budget is a decision (``decide_output``) applied by a writer (``write_cap``):
+output cap. The output budget is a decision (``decide``) applied by a writer (``write_cap``):
 a cap is only ever lowered, never added: to a useful size (>= min(R, B)) while one fits, else to what the
 window leaves (a short reply, never a request certain to be refused); only a prompt that alone exceeds the
 window "needs compaction" before it can be sent.
@@ -13,10 +18,11 @@ compaction", never an invalid request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from baton_engine.policy import Limits, PolicyState, cooling, hopeless
 from baton_engine.request import INFERENCE_CONFIG, OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 
@@ -71,73 +77,117 @@ def margin_for(count: TokenCount, fallback_margin_tokens: int) -> int:
 
 
 @dataclass(frozen=True)
-class OutputDecision:
-    """What the output budget of one request needs: ``lower_cap_to`` n, ``needs_compaction`` or ``leave``.
+class Margins:
+    """Room a decision keeps beside the count: ``fallback`` for a count that is neither exact nor carries a
+    margin of its own (``margin_for``), ``unconfirmed`` for a count its provider has not confirmed yet
+    (``tokens.verify``; kept even when that makes the reply short)."""
 
-    Numbers and field names only (safe for status and logs). ``short`` marks a cap lowered below the
-    minimum useful reply: the prompt left less room, and a short reply beats a refused request.
-    ``thinking_budget``: the extended-thinking budget that goes with a lowered cap (None: no thinking budget)."""
+    fallback: int = 0
+    unconfirmed: int = 0
 
-    action: Literal["lower_cap_to", "needs_compaction", "leave"]
+
+@dataclass(frozen=True)
+class Decision:
+    """The one answer for a request: ``needs_compaction`` (compact, with the reason), ``lower_cap_to`` n, or
+    ``leave`` (the action names are those status and the metrics log show).
+
+    Numbers and field names only (safe for status and logs). ``short`` marks a cap lowered below the minimum
+    useful reply: the prompt left less room, and a short reply beats a refused request. ``thinking_budget``: the
+    extended-thinking budget that goes with a lowered cap (None: no thinking budget). ``held``: the request is
+    at or above the compaction trigger but the cooldown holds it back (the reason says why)."""
+
+    action: Literal["needs_compaction", "lower_cap_to", "leave"]
     reason: str
     value: int | None = None
     short: bool = False
     thinking_budget: int | None = None
+    held: bool = False
+
+    @property
+    def compact(self) -> bool:
+        return self.action == "needs_compaction"
 
 
-def decide_output(
-    count: TokenCount,
-    cap: OutputCap | None,
-    *,
-    window: int,
-    min_output_tokens: int,
-    fallback_margin_tokens: int,
-    unconfirmed_margin: int = 0,
-    thinking_budget: int | None = None,
-) -> OutputDecision:
-    """The output cap a request may carry so that prompt + cap never exceeds the window.
+def decide(count: TokenCount, limits: Limits, *, state: PolicyState | None = None, cap: OutputCap | None = None,
+           thinking_budget: int | None = None, margins: Margins = Margins(), awaiting_usage: bool = False,
+           detector: Callable[[], str | None] | None = None) -> Decision:
+    """What a request of ``count`` tokens needs under ``limits``, margins included.
 
-    ``lower_cap_to(W - P - margin - unconfirmed)`` when the request's own cap does not fit; never below a
-    useful reply (``min(R, B)``) while one fits the window, never above what the window leaves. Below a
-    useful reply the cap is lowered to what is left (``short``): the request is never sent certain to be
-    refused, and the next check compacts. ``needs_compaction`` only when the prompt alone does not fit.
-    ``unconfirmed_margin``: room kept for a count its provider has not confirmed yet (``tokens.verify``), kept
-    even when that makes the reply short.
+    With ``state`` (the host asks whether to compact before it sends: Hermes' ``should_compress``): the
+    compaction rules on the full-request size as counted (an estimate's own margin is in ``count.tokens``):
+    compact at the trigger, or at the ceiling whatever the cooldown; ``leave`` otherwise. ``detector`` is asked
+    only below the trigger (it reads the project store) and returns a reason to compact, or None.
 
-    A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI) then default the
-    output to what remains of the window, so it cannot overflow, while ADDING a cap field can be
-    refused (OpenAI reasoning models reject ``max_tokens``).
-    """
-    if window <= 0 or min_output_tokens <= 0 or fallback_margin_tokens < 0 or unconfirmed_margin < 0:
+    Without ``state`` (a request about to be sent): its output budget. ``lower_cap_to(W - P - margin -
+    unconfirmed)`` when the request's own ``cap`` does not fit; never below a useful reply (``min(R, B)``) while
+    one fits the window, never above what the window leaves. Below a useful reply the cap is lowered to what is
+    left (``short``): the request is never sent certain to be refused, and the next check compacts.
+    ``needs_compaction`` only when the prompt alone does not fit (or leaves no room for the minimum thinking
+    budget beside the answer). A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI)
+    then default the output to what remains of the window, so it cannot overflow, while ADDING a cap field can
+    be refused (OpenAI reasoning models reject ``max_tokens``)."""
+    if state is not None:
+        return _compaction(count.tokens, limits, state, awaiting_usage, detector)
+    return _output(count, cap, limits, margins, thinking_budget)
+
+
+def _compaction(tokens: int | None, limits: Limits, state: PolicyState, awaiting_usage: bool,
+                detector: Callable[[], str | None] | None) -> Decision:
+    if state.explicit:
+        return Decision("needs_compaction", "explicit handoff request")
+    if tokens is None or tokens < 0 or (tokens == 0 and awaiting_usage):
+        return Decision("leave", "awaiting real usage after compaction")
+    if tokens >= limits.ceiling and not hopeless(tokens, limits, state):
+        return Decision("needs_compaction", f"request {tokens} leaves less than {limits.min_output_tokens} "
+                                            f"output tokens")
+    trigger = None
+    if tokens >= limits.trigger:
+        trigger = f"request {tokens} >= {limits.trigger_name()} {limits.trigger}"
+    elif detector is not None:
+        trigger = detector()
+    if trigger is None:
+        return Decision("leave", f"request {tokens} below trigger {limits.trigger}")
+    if cooling(tokens, limits, state):
+        growth = tokens - (state.post_compaction_tokens or 0)
+        stuck = f"; {state.stuck}" if state.stuck else ""
+        return Decision("leave", f"cooldown: {growth} tokens of growth since the last compaction, "
+                                 f"needs {limits.growth_needed}{stuck}", held=tokens >= limits.trigger)
+    return Decision("needs_compaction", trigger)
+
+
+def _output(count: TokenCount, cap: OutputCap | None, limits: Limits, margins: Margins,
+            thinking_budget: int | None) -> Decision:
+    if limits.window <= 0 or limits.min_output_tokens <= 0 or margins.fallback < 0 or margins.unconfirmed < 0:
         raise ValueError("window and min_output_tokens must be positive, margins >= 0")
     if not count.known:
-        return OutputDecision("leave", "token count unknown; request unchanged")
+        return Decision("leave", "token count unknown; request unchanged")
+    window, min_output_tokens, unconfirmed_margin = limits.window, limits.min_output_tokens, margins.unconfirmed
     prompt = count.tokens
-    margin = margin_for(count, fallback_margin_tokens)
+    margin = margin_for(count, margins.fallback)
     available = window - prompt - margin  # type: ignore[operator]
     reserve = min_output_tokens if cap is None else min(min_output_tokens, cap.value)
     numbers = (f"window={window} prompt={prompt} margin={margin} unconfirmed={unconfirmed_margin} "
                f"available={available} reserve={reserve}")
     if available < 1:
-        return OutputDecision("needs_compaction", f"the prompt alone does not fit: {numbers}")
+        return Decision("needs_compaction", f"the prompt alone does not fit: {numbers}")
     if cap is None:
-        return OutputDecision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
+        return Decision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
     # An unconfirmed count keeps its room even at the cost of a short reply: a wrong tokenizer's first request
     # would otherwise overflow exactly when the room is tight (benchmarks/verify_bench.py, "as each first").
     value = available - unconfirmed_margin if available - unconfirmed_margin >= 1 else available
     if cap.value <= value:
-        return OutputDecision("leave", f"{cap.field}={cap.value} fits: {numbers}")
+        return Decision("leave", f"{cap.field}={cap.value} fits: {numbers}")
     short = value < reserve
-    why = f", below the minimum reply (compaction is due)" if short else ""
+    why = ", below the minimum reply (compaction is due)" if short else ""
     if thinking_budget is None:
-        return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}{why}: {numbers}", value, short)
+        return Decision("lower_cap_to", f"{cap.field} {cap.value} -> {value}{why}: {numbers}", value, short)
     answer = max(min(cap.value - thinking_budget, min_output_tokens), 1)  # the answer room beside the thinking
     thinking = min(thinking_budget, value - answer)
     if thinking < MIN_THINKING_BUDGET_TOKENS:
-        return OutputDecision("needs_compaction", f"needs compaction: {cap.field} {value} has no room for "
-                              f"{MIN_THINKING_BUDGET_TOKENS} thinking tokens beside an answer of {answer}: {numbers}")
-    return OutputDecision("lower_cap_to", f"{cap.field} {cap.value} -> {value}, thinking budget "
-                          f"{thinking_budget} -> {thinking}{why}: {numbers}", value, short, thinking)
+        return Decision("needs_compaction", f"needs compaction: {cap.field} {value} has no room for "
+                        f"{MIN_THINKING_BUDGET_TOKENS} thinking tokens beside an answer of {answer}: {numbers}")
+    return Decision("lower_cap_to", f"{cap.field} {cap.value} -> {value}, thinking budget "
+                    f"{thinking_budget} -> {thinking}{why}: {numbers}", value, short, thinking)
 
 
 def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int,
@@ -170,15 +220,16 @@ def apply_output(
     fallback_margin_tokens: int,
     cap: OutputCap | None = None,
     unconfirmed_margin: int = 0,
-) -> tuple[OutputDecision, dict[str, Any] | None]:
-    """Decide, then write: the decision and the rewritten request (None: leave the request as it is).
+) -> tuple[Decision, dict[str, Any] | None]:
+    """Decide (``decide``, for a request about to be sent in ``window``), then write: the decision and the
+    rewritten request (None: leave the request as it is).
 
     ``cap`` is the request's own cap when the caller already knows it (a host's request view), else the
     cap ``request`` sends that the provider honours (``find_cap``)."""
     cap = cap if cap is not None else find_cap(request)
-    decision = decide_output(count, cap, window=window, min_output_tokens=min_output_tokens,
-                             fallback_margin_tokens=fallback_margin_tokens, unconfirmed_margin=unconfirmed_margin,
-                             thinking_budget=find_thinking_budget(request))
+    decision = decide(count, Limits.of_window(window, min_output_tokens), cap=cap,
+                      thinking_budget=find_thinking_budget(request),
+                      margins=Margins(fallback=fallback_margin_tokens, unconfirmed=unconfirmed_margin))
     if decision.action != "lower_cap_to" or cap is None or decision.value is None:
         return decision, None
     return decision, write_cap(request, cap, decision.value, decision.thinking_budget)

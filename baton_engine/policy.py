@@ -1,4 +1,5 @@
-"""When to compact: the trigger, the hard ceiling and anti-thrash, as pure functions over plain data.
+"""When to compact: the trigger, the hard ceiling and anti-thrash, as pure arithmetic over plain data (the one
+decision that reads them is ``budget.decide``).
 
 Why one scale: every number here is the size of the FULL provider request (system prompt + tool
 schemas + messages), the quantity Hermes passes to ``should_compress`` once Baton's estimators are in
@@ -21,7 +22,6 @@ hand the session back to Hermes' own compressor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 GROWTH_SHARE = 10  # after a compaction the next one needs trigger/10 tokens of real growth
@@ -29,6 +29,7 @@ POST_COMPACTION_SHARE = 2  # the compacted request aims at half the trigger: the
 DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
 MIN_TAIL_TOKENS = 1024  # the verbatim tail a compaction keeps at least (the latest answered turns)
 MIN_UNANSWERED_TOKENS = 2048  # the share for results not yet answered never falls below this
+DEFAULT_TAIL_SHARE = 4  # a degraded compaction keeps at most a quarter of the compaction window
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,12 @@ class Limits:
         """Above this no useful output fits the window."""
         return self.window - self.min_output_tokens
 
+    @classmethod
+    def of_window(cls, window: int, min_output_tokens: int) -> Limits:
+        """The limits of a request that is only sent, never compacted here (an auxiliary route's, a benchmark's):
+        its window is its only limit."""
+        return cls(threshold=window, window=window, min_output_tokens=min_output_tokens)
+
     @property
     def growth_needed(self) -> int:
         return max(self.trigger // GROWTH_SHARE, 1)
@@ -87,42 +94,18 @@ class PolicyState:
     stuck: str | None = None  # why the last compaction could not get below the trigger
 
 
-def decide(tokens: int | None, limits: Limits, state: PolicyState, *, awaiting_usage: bool = False,
-           detector: Callable[[], str | None] | None = None) -> tuple[bool, str]:
-    """``(compact?, reason)`` for a request of ``tokens`` tokens. ``detector`` is asked only below the
-    trigger (it reads the project store) and returns a reason to compact, or None."""
-    if state.explicit:
-        return True, "explicit handoff request"
-    if tokens is None or tokens < 0 or (tokens == 0 and awaiting_usage):
-        return False, "awaiting real usage after compaction"
-    if tokens >= limits.ceiling and not _hopeless(tokens, limits, state):
-        return True, f"request {tokens} leaves less than {limits.min_output_tokens} output tokens"
-    trigger = None
-    if tokens >= limits.trigger:
-        trigger = f"request {tokens} >= {limits.trigger_name()} {limits.trigger}"
-    elif detector is not None:
-        trigger = detector()
-    if trigger is None:
-        return False, f"request {tokens} below trigger {limits.trigger}"
-    if _cooling(tokens, limits, state):
-        growth = tokens - (state.post_compaction_tokens or 0)
-        stuck = f"; {state.stuck}" if state.stuck else ""
-        return False, (f"cooldown: {growth} tokens of growth since the last compaction, "
-                       f"needs {limits.growth_needed}{stuck}")
-    return True, trigger
-
-
-def _hopeless(tokens: int, limits: Limits, state: PolicyState) -> bool:
-    """At the ceiling the cooldown is bypassed, unless the last compaction itself ended above the ceiling
-    and nothing grew since: compacting again would loop at every check."""
-    post = state.post_compaction_tokens
-    return post is not None and post >= limits.ceiling and _cooling(tokens, limits, state)
-
-
-def _cooling(tokens: int, limits: Limits, state: PolicyState) -> bool:
+def cooling(tokens: int, limits: Limits, state: PolicyState) -> bool:
+    """Anti-thrash: less than ``limits.growth_needed`` tokens of growth since the last compaction."""
     if state.post_compaction_tokens is None:
         return False
     return tokens - state.post_compaction_tokens < limits.growth_needed
+
+
+def hopeless(tokens: int, limits: Limits, state: PolicyState) -> bool:
+    """At the ceiling the cooldown is bypassed, unless the last compaction itself ended above the ceiling
+    and nothing grew since: compacting again would loop at every check."""
+    post = state.post_compaction_tokens
+    return post is not None and post >= limits.ceiling and cooling(tokens, limits, state)
 
 
 def after_compaction(state: PolicyState, post_tokens: int, limits: Limits) -> PolicyState:
@@ -159,3 +142,9 @@ def tail_budgets(limits: Limits, *, fixed_tokens: int, inflight_tokens: int, blo
         min(max(aim - inflight_tokens, MIN_TAIL_TOKENS), DEFAULT_TAIL_CAP)
     room = max(limits.ceiling - fixed_tokens - block_tokens - tail, MIN_UNANSWERED_TOKENS)
     return room, tail
+
+
+def degraded_tail_tokens(threshold: int, configured: int | None = None) -> int:
+    """The most a degraded compaction (no handoff) keeps verbatim: the configured ``degradation_max_tokens``,
+    else a ``DEFAULT_TAIL_SHARE``-th of the compaction window (at least one token)."""
+    return configured or max(threshold // DEFAULT_TAIL_SHARE, 1)

@@ -1,8 +1,9 @@
 """One compaction as a Baton handoff: capture -> redact -> validate -> persist -> render -> new message list.
 
 Why a module of its own: this is the whole product path of ``compress()``, and it must be total. Every
-step that can fail (project missing, record invalid, disk read-only, tokenizer down, a bug) ends in
-``baton_engine.compaction.degrade`` with a reason code, never in an exception reaching Hermes. The
+step that can fail (project missing, record invalid, disk read-only, tokenizer down) ends in
+``baton_engine.compaction.degrade`` with a reason code; a bug raises, and the host boundary (the engine) asks
+``degraded`` for the same outcome with ``internal_error``, so nothing reaches Hermes. The
 engine passes a plain ``SessionFacts`` snapshot, so this code never touches Hermes objects.
 """
 
@@ -226,8 +227,10 @@ def _with_carried_items(record: HandoffRecord, source: HandoffRecord | None, now
     return HandoffRecord.model_validate(updated.to_json_dict())
 
 
-def _degraded(messages: Any, facts: SessionFacts, reason: str, count: CountMessages, detail: str,
-              **extra: Any) -> CycleOutcome:
+def degraded(messages: Any, facts: SessionFacts, reason: str, count: CountMessages, detail: str,
+             **extra: Any) -> CycleOutcome:
+    """The outcome of a compaction that wrote no handoff: the recent messages (``degrade``), pair-safe, with the
+    reason code. The host boundary asks for it too (``internal_error``) when the cycle raised unexpectedly."""
     result = degrade(messages, reason=reason, keep_recent=facts.degradation_keep_recent,
                      max_tokens=facts.degradation_max_tokens, count_tokens=count)
     LOGGER.warning("baton compaction degraded reason=%s kept=%d", reason, len(result.messages))
@@ -245,12 +248,9 @@ def run_cycle(
     focus_topic: str | None = None,
     tokenizer_down: bool = False,
 ) -> CycleOutcome:
-    """Run the whole cycle; any failure degrades (reason code in the outcome). Never raises."""
-    try:
-        return _run(messages, facts, count_messages, count_text, counter_source, focus_topic, tokenizer_down)
-    except Exception as exc:  # noqa: BLE001 - nothing inside the agent loop may raise to Hermes
-        LOGGER.warning("baton compaction failed type=%s", type(exc).__name__)
-        return _degraded(messages, facts, "internal_error", count_messages, f"internal error: {type(exc).__name__}")
+    """Run the whole cycle; every expected failure degrades (reason code in the outcome). An unexpected one (a
+    bug) raises: the host boundary turns it into ``degraded(..., "internal_error", ...)``."""
+    return _run(messages, facts, count_messages, count_text, counter_source, focus_topic, tokenizer_down)
 
 
 def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: CountMessages,
@@ -258,7 +258,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
          tokenizer_down: bool) -> CycleOutcome:
     paths = store.find_project_root(facts.project_dir.resolve())
     if paths is None:
-        return _degraded(messages, facts, "not_initialised", count_messages,
+        return degraded(messages, facts, "not_initialised", count_messages,
                          f"no Baton project at or above {facts.project_dir}; run `baton init` in the project root")
     config = load_config(paths.data_dir)
     handoffs = store.HandoffStore(paths)
@@ -267,7 +267,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     objective = (facts.objective or latest_user_request(messages)
                  or (session_draft.work.objective if session_draft else None))
     if not objective:
-        return _degraded(messages, facts, "validation_failed", count_messages,
+        return degraded(messages, facts, "validation_failed", count_messages,
                          "no objective: no user request in the transcript and none recorded with baton_capture")
     now = facts.now or datetime.now(UTC)
     stamp = ids.format_timestamp(now)
@@ -297,7 +297,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
     if report.status == "fail":
         failed = ", ".join(c.name for c in report.checks if c.status == "fail")
         saved = _save_quietly(handoffs, record)
-        return _degraded(messages, facts, "validation_failed", count_messages,
+        return degraded(messages, facts, "validation_failed", count_messages,
                          f"handoff failed validation ({failed}); kept as draft {record.short_id}" if saved
                          else f"handoff failed validation ({failed}); not stored",
                          handoff=summary_of(record) if saved else None, validation_status="fail")
@@ -307,7 +307,7 @@ def _run(messages: list[dict[str, Any]], facts: SessionFacts, count_messages: Co
         written = handoffs.save(record, redacted=True)
     except (OSError, PolicyBlocked) as exc:
         reason = "disk_not_writable" if isinstance(exc, OSError) else "validation_failed"
-        return _degraded(messages, facts, reason, count_messages,
+        return degraded(messages, facts, reason, count_messages,
                          f"handoff could not be stored ({type(exc).__name__})")
     archived = None
     if session_draft is not None:

@@ -18,15 +18,29 @@ from typing import Any
 
 MAX_DEPTH = 16
 _AGENT_NAMES = ("agent", "self", "parent_agent")
+_ENGINE_TYPES: list[type] = []
 
 
-def engine_of(candidate: Any, engine_type: type) -> Any | None:
+def register_engine_type(engine_type: type) -> type:
+    """Declare ``engine_type`` (``BatonContextEngine``) as the engine callers look for. Why a registry here: the
+    patches and the refusal observer sit below the engine (the engine's module imports Hermes); they find its
+    instances through this list, never by importing it. No type registered means no such engine exists yet."""
+    if engine_type not in _ENGINE_TYPES:
+        _ENGINE_TYPES.append(engine_type)
+    return engine_type
+
+
+def engine_types() -> tuple[type, ...]:
+    return tuple(_ENGINE_TYPES)
+
+
+def engine_of(candidate: Any, engine_type: type | tuple[type, ...]) -> Any | None:
     """``candidate.context_compressor`` when it is an ``engine_type``."""
     engine = getattr(candidate, "context_compressor", None) if candidate is not None else None
     return engine if isinstance(engine, engine_type) else None
 
 
-def calling_agent(engine_type: type, *, skip: int = 1) -> tuple[Any, Any] | None:
+def calling_agent(engine_type: type | tuple[type, ...], *, skip: int = 1) -> tuple[Any, Any] | None:
     """``(agent, engine)`` of the nearest calling frame whose ``agent``/``self`` local is a Hermes agent
     with an ``engine_type`` engine."""
     getframe = getattr(sys, "_getframe", None)

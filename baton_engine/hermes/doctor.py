@@ -111,7 +111,9 @@ def check_engine_copy() -> dict[str, str]:
         copied = copy.deepcopy(engine)
         if copied.name != ENGINE_NAME:
             return _check("hermes.engine", "fail", f"engine name {copied.name!r} != {ENGINE_NAME!r}; {FALLBACK}")
-    except Exception as exc:  # noqa: BLE001 - reported, by type only
+    # Hermes' own check: it deep-copies the engine per agent and falls back silently on ANY error, so any failure here
+    # is that fallback (reported by type only)
+    except Exception as exc:  # noqa: BLE001
         return _check("hermes.engine", "fail", f"engine cannot be built or deep-copied ({type(exc).__name__}); "
                       f"{FALLBACK}")
     return _check("hermes.engine", "pass", f"engine builds and deep-copies under hermes-agent {version}")

@@ -1,7 +1,7 @@
 """``BatonContextEngine``: Hermes' ContextEngine whose every compaction is a validated Baton handoff.
 
-A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``policy.decide``,
-``budget.decide_output``, ``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
+A thin adapter: it turns Hermes' calls into core calls (``request`` views, ``budget.decide``,
+``compaction.cycle.run_cycle``) and their answers back into Hermes' shapes.
 
 Why it holds only plain data: Hermes makes one engine per agent from the registered one (0.22:
 ``clone_for_agent``; 0.19: ``copy.deepcopy``) and silently falls back to its own compressor when that fails, so
@@ -23,22 +23,28 @@ from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import policy
-from baton_engine.compaction import cycle, scan, session
+from baton_engine import budget, policy
+from baton_engine.compaction import cycle, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
 from baton_engine.hermes import compaction_line, metrics, status, tools
-from baton_engine.hermes.config import ENGINE_NAME, agent_cwd, installed_hermes_version
-from baton_engine.hermes.engine_recall import RecallBinding, _Borrowed
-from baton_engine.hermes.engine_requests import RequestBudgeting
+from baton_engine.hermes.caller import register_engine_type
+from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
+from baton_engine.hermes.engine_recall import RecallBinding
+from baton_engine.hermes.engine_requests import AgentWindow, RequestBudgeter, ScanAhead
 from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.memos import AgentMemos
+from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, clock_now, get_runtime
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.operations.context import host_counting
-from baton_engine.recall import SessionStoreSource
+from baton_engine.recall import RecallSource, SessionStoreSource
+from baton_engine.refusal import Refusal
+from baton_engine.request import ProviderRequest
+from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.verify import reported_prompt_tokens, usage_value
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
@@ -46,29 +52,36 @@ FAILURE_COOLDOWN_SECONDS = 120.0
 # host set before any agent existed. Everything else (ledger, memos, session, handoff, policy) starts fresh.
 AGENT_CONFIGURATION = ("threshold_percent", "protect_first_n", "protect_last_n", "context_length",
                        "threshold_tokens", "route")
-DEFAULT_TAIL_SHARE = 4  # degraded compactions keep at most a quarter of the compaction window
+HOST_SIZE = "hermes"  # the source of a size Hermes passes to should_compress (Baton's own estimate's number)
 
 
 def hermes_version() -> str:
     return installed_hermes_version() or "unknown"
 
 
-class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
-    """Exact-budget, handoff-based compaction for Hermes (``context.engine: baton``)."""
+@register_engine_type
+class BatonContextEngine(ContextEngine):
+    """Exact-budget, handoff-based compaction for Hermes (``context.engine: baton``).
+
+    Composed of explicit collaborators, each built from what it needs: ``project`` (which project, its
+    settings), ``window`` (Hermes' context length and threshold, read and set by name through the properties
+    below), ``requests`` (the request budgeter: route, ledger, memos, counting, ``budget.decide`` on each
+    request), ``scan_ahead`` (the messages already scanned for the next compaction) and ``recall`` (where
+    ``baton_recall`` reads). Hermes' hooks stay here and delegate."""
 
     def __init__(self, *, project_dir: str | os.PathLike[str] | None = None) -> None:
-        self.project_dir = Path(project_dir) if project_dir is not None else None
+        self.project = Project(project_dir)
+        self.window = AgentWindow(ContextEngine.threshold_percent)
+        self.scan_ahead = ScanAhead()
+        self.requests = RequestBudgeter(self.window, self.project, self.scan_ahead)
+        self.recall_binding = RecallBinding(self.requests)
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
         self.last_total_tokens = 0
         self.compression_count = 0
         self.degraded_count = 0
-        self.route = Route()
-        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.session_id: str | None = None
         self.session_rotations = 0
-        self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
-        self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
         self.objective: str | None = None
         self.session_draft_id: str | None = None
         self.last_handoff: dict[str, Any] | None = None  # the handoff this lineage continues (its parent-to-be)
@@ -81,11 +94,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.degradation_detail: str | None = None
         self.not_initialised_notified = False
         self.policy = policy.PolicyState()
-        self.ledger = Ledger()
-        self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.failure_until = 0.0
         self.turns = 0
-        self.scanned_upto = 0  # messages of the current list scanned ahead for the next compaction
         self.last_compaction_scan: dict[str, int] | None = None  # region size, messages it scanned itself
         self.started_at = clock_now().timestamp()
         self.detector_state: dict[str, Any] = {}
@@ -98,7 +108,69 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         # consumes it).
         self._last_compression_made_progress = False
         self._verify_compaction_cleared_threshold = False
-        self._set_window(DEFAULT_CONTEXT_LENGTH)
+        self.requests.fit_window()
+
+    # ---- what Hermes and the tools read and set by name, held by the collaborators ----------------------
+
+    @property
+    def project_dir(self) -> Path | None:
+        return self.project.explicit
+
+    @property
+    def context_length(self) -> int:  # type: ignore[override]
+        return self.window.context_length
+
+    @context_length.setter
+    def context_length(self, value: int) -> None:
+        self.window.context_length = value
+
+    @property
+    def threshold_tokens(self) -> int:  # type: ignore[override]
+        return self.window.threshold_tokens
+
+    @threshold_tokens.setter
+    def threshold_tokens(self, value: int) -> None:
+        self.window.threshold_tokens = value
+
+    @property
+    def threshold_percent(self) -> float:  # type: ignore[override]
+        return self.window.threshold_percent
+
+    @threshold_percent.setter
+    def threshold_percent(self, value: float) -> None:
+        self.window.threshold_percent = value
+
+    @property
+    def route(self) -> Route:
+        return self.requests.route
+
+    @route.setter
+    def route(self, value: Route) -> None:
+        self.requests.route = value
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.requests.ledger
+
+    @property
+    def memos(self) -> AgentMemos:
+        return self.requests.memos
+
+    @property
+    def metrics(self) -> MetricsLog:
+        return self.requests.metrics
+
+    @property
+    def scanned_upto(self) -> int:
+        return self.scan_ahead.upto
+
+    @scanned_upto.setter
+    def scanned_upto(self, value: int) -> None:
+        self.scan_ahead.upto = value
+
+    @property
+    def session_db(self) -> Any:
+        return self.recall_binding.session_db
 
     # ---- identity and host attributes -------------------------------------------------------------
 
@@ -115,7 +187,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         takes this engine's configuration (``AGENT_CONFIGURATION``); its ledger, route history, memos and session
         state are its own. Hermes 0.19 deep-copies instead: the copy is as isolated (its memos start empty, the
         session store is borrowed, never copied), only it also carries whatever state this engine had."""
-        clone = type(self)(project_dir=self.project_dir)
+        clone = type(self)(project_dir=self.project.explicit)
         for name in AGENT_CONFIGURATION:
             setattr(clone, name, getattr(self, name))
         return clone
@@ -125,24 +197,11 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         return self.route.model
 
     def _project_dir(self) -> Path:
-        """The explicit project, else the agent's working directory as Hermes resolves it for this session
-        (a gateway's ``terminal.cwd`` / ``TERMINAL_CWD``), not the process's."""
-        return self.project_dir if self.project_dir is not None else agent_cwd()
+        return self.project.path()
 
     def project_path(self) -> Path:
         """The project the tools act on (``tools.ToolHost``): the same as the engine's."""
-        return self._project_dir()
-
-    def _set_window(self, length: int) -> None:
-        """This engine's window and threshold, reserving the output budget; touches nothing shared."""
-        self.context_length = length
-        self.threshold_tokens = self._threshold_for(length)
-
-    def _threshold_for(self, length: int) -> int:
-        try:
-            return get_runtime().threshold_for(length, self.threshold_percent)
-        except ValueError:
-            return int(length * self.threshold_percent)
+        return self.project.path()
 
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: str = "",
                      provider: str = "", api_mode: str = "", **_: Any) -> None:
@@ -152,7 +211,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                                              why="update_model"))
             self._apply_model_threshold(model, provider)
             ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
-            self._set_window(context_length if ok else DEFAULT_CONTEXT_LENGTH)
+            self.requests.set_context_length(context_length if ok else DEFAULT_CONTEXT_LENGTH)
+        # Hermes calls update_model at start-up, /model and fallback: never raise into the agent
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
 
@@ -175,68 +235,87 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         if 0 < percent <= 1:
             self.threshold_percent = percent
 
+    # ---- the request side (``requests``) ---------------------------------------------------------
+
     def counting(self) -> RouteCounting:
-        """This agent's route's counting: the tokenizer that fits its model under this session's project
-        settings (``BatonRuntime.for_route``; a gateway session's project may name its own tokenizer)."""
-        route = self.route
-        return get_runtime().for_route(route.model, route.base_url, route.provider, self._settings())
+        return self.requests.counting()
 
     def move_route(self, route: Route) -> None:
-        """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
-        anchor, verdict, frame and learned window belong to the old one)."""
-        if self.route.differs_from(route):
-            LOGGER.info("baton route moved by=%s; counts start over for the new route", route.changed_by)
-            self.ledger = Ledger()
-        self.route = route
+        self.requests.move_route(route)
 
     def learn_window(self, window: int) -> None:
-        """A provider stated its real window (a refusal): this route budgets against it from now on."""
-        learned = self.ledger.learned_window
-        self.ledger.learned_window = window if learned is None else min(learned, window)
+        self.requests.learn_window(window)
 
     def window_source(self) -> tuple[int, str]:
-        """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
-        max_model_len and a window a refusal stated."""
-        candidates = []  # on a tie the provider's own statement names the source (Hermes may copy its number)
-        if self.ledger.learned_window is not None:
-            candidates.append((self.ledger.learned_window, "provider refusal"))
-        server = self.counting().server_window()
-        if server is not None:
-            candidates.append((server, "server max_model_len"))
-        candidates.append((self.context_length, "hermes context_length"))
-        return min(candidates, key=lambda item: item[0])
+        return self.requests.window_source()
 
     def effective_window(self) -> int:
-        """The window this route budgets against (``window_source``); lowers the threshold to fit it (only
-        ever lowers: Hermes may have lowered it too)."""
-        window = self.window_source()[0]
-        if window < self.context_length:
-            self.threshold_tokens = min(self.threshold_tokens, self._threshold_for(window))
-        return window
+        return self.requests.effective_window()
+
+    def limits(self, tokens: int | None = None) -> policy.Limits:
+        return self.requests.limits(tokens)
+
+    def count(self, view: ProviderRequest) -> TokenCount:
+        return self.requests.count(view)
+
+    def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
+        return self.requests.count_estimate(messages, system_prompt=system_prompt, tools=tools)
+
+    def on_request(self, request: dict[str, Any], **kwargs: Any) -> dict[str, Any] | None:
+        return self.requests.on_request(request, **kwargs)
+
+    def on_auxiliary(self, request: dict[str, Any], *, base_url: Any = None) -> dict[str, Any] | None:
+        return self.requests.on_auxiliary(request, base_url=base_url)
+
+    def aux_matches_route(self, model: Any, base_url: Any) -> bool:
+        return self.requests.aux_matches_route(model, base_url)
+
+    def observe_refusal(self, refusal: Refusal) -> None:
+        self.requests.observe_refusal(refusal)
+
+    def observe_reported(self, prompt_tokens: int) -> None:
+        self.requests.observe_reported(prompt_tokens)
+
+    def update_from_response(self, usage: dict[str, Any]) -> None:
+        """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor). Consumes
+        the completed-compaction latch: Hermes 0.22 read it just before this call, and it answers only the
+        first response after the compaction."""
+        self._verify_compaction_cleared_threshold = False
+        if not isinstance(usage, dict):
+            return
+        self.last_prompt_tokens = usage_value(usage, "prompt_tokens", "input_tokens")
+        self.last_completion_tokens = usage_value(usage, "completion_tokens", "output_tokens")
+        total = usage_value(usage, "total_tokens")
+        self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
+        self.turns += 1
+        self.requests.observe_reported(reported_prompt_tokens(usage))
+
+    def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
+        """Hermes 0.20+: the usage of the turn's last response, which answers the last request sent. It feeds
+        the anchor and the route's verification when ``update_from_response`` did not already report that
+        request's size (0.22 reports both; a host path that skips update_from_response does not)."""
+        try:
+            if isinstance(usage, dict) and not self.ledger.usage_observed():
+                self.requests.observe_reported(reported_prompt_tokens(usage))
+        # Hermes' on_turn_complete contract: an observe-only hook, never raise into the finished turn
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("baton on_turn_complete failed type=%s", type(exc).__name__)
+
+    def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
+                       incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> list[Any] | None:
+        """Hermes 0.20+ asks on EVERY provider request (retries too), BEFORE its sanitizers strip and
+        canonicalise the messages: a count here is of another view than the one sent, a second tokenizer
+        round trip per request. So it only scans the new messages ahead for the next compaction and returns
+        None (the request as it is). The request is counted once, as sent: the pre-API estimate and the
+        middleware share that count, a retry is a memo hit, and a request whose prompt alone cannot fit is
+        shortened there (``on_request`` -> ``request_only_compaction``)."""
+        self.prepare_compaction(request_messages)
+        return None
 
     # ---- when to compact -------------------------------------------------------------------------
 
     def _settings(self) -> Any:
-        return get_runtime().settings_for(self._project_dir())
-
-    def limits(self, tokens: int | None = None) -> policy.Limits:
-        """The limits a decision uses; the floor is counted (once per frame) only when it can matter: for a
-        request of ``tokens`` at or above the configured trigger, or when no size is given (compress, status)."""
-        settings = self._settings()
-        window = self.effective_window()
-        limits = policy.Limits(threshold=self.threshold_tokens, window=window,
-                               min_output_tokens=settings.min_output_tokens,
-                               fallback_threshold=settings.fallback_token_threshold)
-        if tokens is None or tokens >= limits.configured_trigger:
-            limits = replace(limits, floor=self.ledger.trigger_floor(self.counting(), settings.fresh_tail_tokens))
-        if limits.raised and self.ledger.floor_warned != limits.trigger:
-            self.ledger.floor_warned = limits.trigger
-            LOGGER.warning("baton trigger %d is below the smallest workable trigger for this request's fixed part "
-                           "(system prompt + tool schemas: %s tokens); compacting at %d instead. Set "
-                           "baton.fallback_token_threshold to at least %d (docs/compaction.md)",
-                           limits.configured_trigger, self.ledger.fixed[1] if self.ledger.fixed else "?",
-                           limits.trigger, limits.trigger)
-        return limits
+        return self.project.settings()
 
     def _evaluate_detector(self, tokens: int, explicit: bool, now: Any = None) -> Any:
         now = now or get_runtime().now()
@@ -262,18 +341,20 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         warns the user with the reason ("over the threshold but compression is blocked"), so a reason is given
         only for a block (the anti-thrash cooldown), None below the trigger. The reason of every decision is
         ``last_decision`` (status)."""
-        blocked = False
         try:
             tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
                 else self.last_prompt_tokens
             limits = self.limits(tokens if isinstance(tokens, int) else None)
-            decision = policy.decide(tokens, limits, self.policy, awaiting_usage=self.last_prompt_tokens == -1,
+            self.requests.warn_raised(limits)
+            decision = budget.decide(TokenCount(tokens, False, HOST_SIZE), limits, state=self.policy,
+                                     awaiting_usage=self.last_prompt_tokens == -1,
                                      detector=lambda: self._detector_trigger(tokens))
-            blocked = not decision[0] and tokens >= limits.trigger
+        # Hermes asks should_compress inside its agent loop: a failed decision is "do not compress", never an
+        # exception into run_conversation
         except Exception as exc:  # noqa: BLE001
-            decision = (False, f"decision failed: {type(exc).__name__}")
-        self.last_decision = decision[1]
-        return decision[0], decision[1] if blocked else None
+            decision = budget.Decision("leave", f"decision failed: {type(exc).__name__}")
+        self.last_decision = decision.reason
+        return decision.compact, decision.reason if decision.held else None
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Never: while Baton is active the pre-flight number is an exact count, not a noisy estimate."""
@@ -294,7 +375,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             if not getattr(self, "emit_automatic_compaction_status", True) or phase != "compress":
                 return None
             return compaction_line.starting(self, context.get("approx_tokens"))
-        except Exception as exc:  # noqa: BLE001 - a status line must never break Hermes' compaction
+        # Hermes 0.22 prints this line before compress(): a status line must never break its compaction
+        except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton compaction status failed type=%s", type(exc).__name__)
             return None
 
@@ -311,13 +393,8 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
     # ---- the cycle -------------------------------------------------------------------------------
 
     def prepare_compaction(self, messages: Any) -> None:
-        """Scan the messages this request added (each once, remembered by content), so a compaction reads
-        only what never reached a request. Never raises: a failure leaves the work to the compaction."""
-        try:
-            if isinstance(messages, list):
-                self.scanned_upto = scan.observe(messages, self.scanned_upto)
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton scan ahead failed type=%s", type(exc).__name__)
+        """Scan the messages this request added ahead for the next compaction (``ScanAhead``); never raises."""
+        self.scan_ahead.observe(messages)
 
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "",
@@ -326,7 +403,9 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self._last_compression_made_progress = False
         try:
             return self._compress(messages, current_tokens, focus_topic, force)
-        except Exception as exc:  # noqa: BLE001 - last line of defence; cycle.run_cycle already degrades
+        # Hermes calls compress() inside its agent loop and needs a list back: never raise into run_conversation,
+        # never return an empty list
+        except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton compress failed type=%s", type(exc).__name__)
             self.degradation_reason, self.degradation_detail = "internal_error", type(exc).__name__
             return list(messages or [])
@@ -340,6 +419,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         view = self.ledger.view_of(messages, self.memos)
         before = self.ledger.trigger_count(current_tokens) or self.count(view)
         limits = self.limits()
+        self.requests.warn_raised(limits)
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
         result = self._evaluate_detector(tokens, explicit=self.policy.explicit or force, now=now)
         automation = session.automation(result, f"Hermes compaction at {tokens} request tokens "
@@ -358,13 +438,19 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             owner=self._owner_json(),
             brief_max_tokens=settings.brief_max_tokens, fresh_tail_tokens=tail_tokens,
             degradation_keep_recent=settings.degradation_keep_recent,
-            degradation_max_tokens=settings.degradation_max_tokens or max(self.threshold_tokens // DEFAULT_TAIL_SHARE,
-                                                                          1),
-            inflight_tokens=room, now=now, recall=self._recall_hooks(),
+            degradation_max_tokens=policy.degraded_tail_tokens(self.threshold_tokens, settings.degradation_max_tokens),
+            inflight_tokens=room, now=now, recall=self.recall_binding.hooks(self.session_id),
         )
-        outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
-                                  count_text=measure.count_text, counter_source=counting.source(),
-                                  focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
+        try:
+            outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
+                                      count_text=measure.count_text, counter_source=counting.source(),
+                                      focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
+        # Hermes calls compress() inside its agent loop: an unexpected cycle failure is the degraded, pair-safe list
+        # the cycle builds for it, never an exception into run_conversation
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("baton compaction failed type=%s", type(exc).__name__)
+            outcome = cycle.degraded(list(messages or []), facts, "internal_error", measure.count_messages,
+                                     f"internal error: {type(exc).__name__}")
         self._absorb(outcome)
         self.scanned_upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
         after = self.count(self.memos.keyed(view.with_conversation(outcome.messages)))
@@ -416,17 +502,17 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
                 self.move_route(self.route.moved(model=str(kwargs["model"]), why="session start"))
             if rotation:  # Hermes 0.19 also signals an in-place compaction this way, with the same id
                 moved = bool(session_id) and session_id != self.session_id
-                if moved and self.lineage_key is not None:
-                    get_runtime().recall_index.carry_over(self.lineage_key, session_id)
-                    self.lineage_key = session_id
+                if moved:
+                    self.recall_binding.rotated(session_id)
                 self.session_id = session_id or self.session_id
                 self.session_rotations += int(moved)
             else:
                 self.session_id = session_id
-                self.lineage_key = None  # a new conversation: a new lineage
+                self.recall_binding.new_lineage()  # a new conversation: a new lineage
                 self._reset_session_state()
                 self._start_lineage(session_id, kwargs)
             get_runtime().engines.remember(self.session_id, self)
+        # Hermes calls on_session_start at agent start, /new, /resume and rotation: never raise into the agent's start
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton on_session_start failed type=%s", type(exc).__name__)
 
@@ -439,7 +525,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         self.scope = Scope.for_session(self.owner, share=self._settings().share_handoffs)
         own = None if not self.scope.project_wide else self._session_lineage(session_id)
         self.last_handoff = session.latest_ready_summary(self._project_dir(), self.scope, own)
-        self.metrics = metrics.start(self, session_id)
+        self.requests.metrics = metrics.start(self, session_id)
 
     def _session_lineage(self, session_id: str) -> list[str]:
         """This session and its compression ancestors (Hermes' SessionDB when bound), hashed as records
@@ -448,7 +534,9 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         if self.session_db is not None and session_id:
             try:
                 ids = SessionStoreSource(self.session_db, session_id).lineage()
-            except Exception as exc:  # noqa: BLE001 - a broken session store only narrows the lineage
+            # Hermes' SessionDB is the host's object (sqlite, its own schema): a broken store only narrows the
+            # lineage, never fails the session start
+            except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton session lineage unreadable type=%s", type(exc).__name__)
         return [hashed for hashed in (hash_session_id(i) for i in ids) if hashed]
 
@@ -488,6 +576,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
             if result is None or not result.recommend:
                 return
             self.ensure_session_draft(messages)
+        # Hermes calls on_session_end while it shuts the session down: never raise into its exit path
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton on_session_end failed type=%s", type(exc).__name__)
 
@@ -519,6 +608,24 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
 
     # ---- status ----------------------------------------------------------------------------------
 
+    # ---- recall (``recall_binding``) --------------------------------------------------------------
+
+    def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
+        """Hermes hands its session store (or None) and the session id; recall then reads that store."""
+        self.recall_binding.bind(session_db)
+        if session_id:
+            self.session_id = session_id
+
+    def recall_status(self) -> dict[str, Any]:
+        return self.recall_binding.status(self.session_id)
+
+    def recall_source(self) -> RecallSource:
+        return self.recall_binding.source(self.session_id)
+
+    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``baton_recall`` over this lineage (``tools.ToolHost``)."""
+        return self.recall_binding.recall(args, self.session_id)
+
     def agent_status(self) -> dict[str, Any]:
         """The engine part of ``baton_status`` (``tools.ToolHost``)."""
         return status.agent_status(self)
@@ -527,6 +634,7 @@ class BatonContextEngine(RequestBudgeting, RecallBinding, ContextEngine):
         base = super().get_status()
         try:
             base.update(status.engine_status(self))
+        # Hermes' /status and the gateway read get_status(): the base status with the error's type, never an exception
         except Exception as exc:  # noqa: BLE001
             base["status_error"] = type(exc).__name__
         return base

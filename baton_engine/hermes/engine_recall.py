@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from baton_engine.compaction import continuity
+from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
 from baton_engine.tokens.rough import estimate_tokens_rough
@@ -27,48 +28,60 @@ class _Borrowed:
 
 
 class RecallBinding:
-    """Mixed into ``BatonContextEngine``: needs ``session_id``, ``lineage_key`` and ``_session_db``."""
+    """Where this agent's ``baton_recall`` reads: Hermes' session store when bound (borrowed, never copied), else
+    its lineage in the runtime's in-process index. Counts with the agent's route (``requests``)."""
+
+    def __init__(self, requests: RequestBudgeter) -> None:
+        self.requests = requests
+        self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
+        self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
 
     @property
     def session_db(self) -> Any:
         return self._session_db.value
 
-    def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
-        """Hermes hands its session store (or None) and the session id; recall then reads that store."""
+    def bind(self, session_db: Any) -> None:
         self._session_db = _Borrowed(session_db)
-        if session_id:
-            self.session_id = session_id
 
-    def recall_status(self) -> dict[str, Any]:
+    def rotated(self, session_id: str) -> None:
+        """Hermes rotated the session id at compaction: the lineage's recallable entries move with it."""
+        if self.lineage_key is not None:
+            get_runtime().recall_index.carry_over(self.lineage_key, session_id)
+            self.lineage_key = session_id
+
+    def new_lineage(self) -> None:
+        self.lineage_key = None
+
+    def status(self, session_id: str | None) -> dict[str, Any]:
         """Where ``baton_recall`` reads (counts only; the index never leaves the process)."""
         index = get_runtime().recall_index
-        bound = self.session_db is not None and bool(self.session_id)
+        bound = self.session_db is not None and bool(session_id)
         return {"source": "hermes session store" if bound else "in-process index",
                 "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
 
-    def _lineage(self) -> str:
+    def _lineage(self, session_id: str | None) -> str:
         if self.lineage_key is None:
-            self.lineage_key = self.session_id or f"engine-{uuid.uuid4().hex}"
+            self.lineage_key = session_id or f"engine-{uuid.uuid4().hex}"
         return self.lineage_key
 
-    def recall_source(self) -> RecallSource:
+    def source(self, session_id: str | None) -> RecallSource:
         """Hermes' own store of this lineage when bound, else what Baton compacted (in-process only)."""
-        if self.session_db is not None and self.session_id:
-            return SessionStoreSource(self.session_db, self.session_id)
-        return get_runtime().recall_index.source(self._lineage())
+        if self.session_db is not None and session_id:
+            return SessionStoreSource(self.session_db, session_id)
+        return get_runtime().recall_index.source(self._lineage(session_id))
 
-    def _recall_hooks(self) -> continuity.Recall:
-        source = self.recall_source()
+    def hooks(self, session_id: str | None) -> continuity.Recall:
+        source = self.source(session_id)
         if isinstance(source, SessionStoreSource):
             return continuity.Recall(remember=None, lineage=source.entries)
-        index, key = get_runtime().recall_index, self._lineage()
+        index, key = get_runtime().recall_index, self._lineage(session_id)
         return continuity.Recall(remember=lambda entries: index.add_entries(key, entries), lineage=source.entries)
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
-        counted = self.counting().count_text(text)
+        counted = self.requests.counting().count_text(text)
         return counted.tokens if counted.tokens is not None else estimate_tokens_rough(text)
 
-    def recall(self, args: dict[str, Any]) -> dict[str, Any]:
+    def recall(self, args: dict[str, Any], session_id: str | None) -> dict[str, Any]:
         """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
-        return recall_tool(self.recall_source(), args, self.count_text_tokens)
+        return recall_tool(self.source(session_id), args, self.count_text_tokens)

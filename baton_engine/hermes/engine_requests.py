@@ -1,25 +1,32 @@
 """The engine's request side: every provider request counted once in its agent's view, budgeted by the core.
 
-Why a module of its own: the engine adapts two Hermes surfaces — the context-engine lifecycle
-(``engine.py``) and the requests of the agent loop (this mixin: usage, the 0.20+ request hooks, the
-estimators' and the middleware's counts, the output budget). State lives on the engine (``route``,
-``ledger``), so Hermes' per-agent ``copy.deepcopy`` copies it whole.
+Why a collaborator of its own: the engine adapts two Hermes surfaces — the context-engine lifecycle
+(``engine.py``) and the requests of the agent loop (``RequestBudgeter``: reported usage, the estimators' and
+the middleware's counts, the window, the output budget). It owns this agent's ``route``, ``ledger`` and
+``memos`` as plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole (the memos start empty).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from baton_engine.budget import OutputDecision, apply_output, decide_output
+from baton_engine.budget import Decision, Margins, apply_output, decide, write_cap
+from baton_engine import policy
+from baton_engine.compaction import scan
 from baton_engine.compaction.builder import degrade_messages
 from baton_engine.hermes import metrics, request_view
-from baton_engine.hermes.ledger import frame_tokens
-from baton_engine.hermes.runtime import get_runtime
-from baton_engine.request import ProviderRequest
+from baton_engine.hermes.ledger import Ledger, Route, frame_tokens
+from baton_engine.hermes.memos import AgentMemos
+from baton_engine.hermes.project import Project
+from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
+from baton_engine.metrics.log import MetricsLog
+from baton_engine.policy import Limits
+from baton_engine.request import ProviderRequest, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.verify import RouteCheck, reported_prompt_tokens, usage_value
+from baton_engine.tokens.verify import RouteCheck
 
 if TYPE_CHECKING:
     from baton_engine.refusal import Refusal
@@ -27,34 +34,131 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger("baton_engine.hermes")
 
 
-class RequestBudgeting:
-    """Mixed into ``BatonContextEngine``: needs ``ledger``, ``memos``, ``route``, ``counting()``, ``move_route()``,
-    ``learn_window()``, ``effective_window()``, ``_settings()`` and ``prepare_compaction()``."""
+class AgentWindow:
+    """The numbers Hermes reads and sets on the engine by name (``context_length``, ``threshold_percent``,
+    ``threshold_tokens``), held here so the budgeter and the engine read one copy."""
 
-    def update_from_response(self, usage: dict[str, Any]) -> None:
-        """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor). Consumes
-        the completed-compaction latch: Hermes 0.22 read it just before this call, and it answers only the
-        first response after the compaction."""
-        self._verify_compaction_cleared_threshold = False
-        if not isinstance(usage, dict):
-            return
-        self.last_prompt_tokens = usage_value(usage, "prompt_tokens", "input_tokens")
-        self.last_completion_tokens = usage_value(usage, "completion_tokens", "output_tokens")
-        total = usage_value(usage, "total_tokens")
-        self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
-        self.turns += 1
-        self.observe_reported(reported_prompt_tokens(usage))
+    def __init__(self, threshold_percent: float) -> None:
+        self.threshold_percent = threshold_percent
+        self.context_length = DEFAULT_CONTEXT_LENGTH
+        self.threshold_tokens = self.threshold_for(DEFAULT_CONTEXT_LENGTH)
 
-    def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
-        """Hermes 0.20+: the usage of the turn's last response, which answers the last request sent. It feeds
-        the anchor and the route's verification when ``update_from_response`` did not already report that
-        request's size (0.22 reports both; a host path that skips update_from_response does not); never
-        raises (observe-only hook)."""
+    def threshold_for(self, length: int) -> int:
         try:
-            if isinstance(usage, dict) and not self.ledger.usage_observed():
-                self.observe_reported(reported_prompt_tokens(usage))
-        except Exception as exc:  # noqa: BLE001 - Hermes' on_turn_complete contract: observe only
-            LOGGER.warning("baton on_turn_complete failed type=%s", type(exc).__name__)
+            return get_runtime().threshold_for(length, self.threshold_percent)
+        except ValueError:
+            return int(length * self.threshold_percent)
+
+    def set(self, length: int) -> None:
+        """Hermes' context length (``update_model``): the threshold follows it, reserving the output budget."""
+        self.context_length = length
+        self.threshold_tokens = self.threshold_for(length)
+
+    def fit(self, window: int) -> None:
+        """The route's real window is ``window``: a smaller one lowers the threshold to fit it (only ever lowers:
+        Hermes may have lowered it too)."""
+        if window < self.context_length:
+            self.threshold_tokens = min(self.threshold_tokens, self.threshold_for(window))
+
+
+class ScanAhead:
+    """How far the current message list was scanned ahead for the next compaction (``scan.observe``); the
+    budgeter scans what a request adds, the compaction starts a new list."""
+
+    def __init__(self) -> None:
+        self.upto = 0
+
+    def observe(self, messages: Any) -> None:
+        """Scan the messages this request added (each once, remembered by content), so a compaction reads
+        only what never reached a request. A failure leaves the work to the compaction."""
+        try:
+            if isinstance(messages, list):
+                self.upto = scan.observe(messages, self.upto)
+        # Hermes calls this inside its agent loop (an estimator, select_context): never raise into run_conversation
+        except Exception as exc:  # noqa: BLE001
+            LOGGER.warning("baton scan ahead failed type=%s", type(exc).__name__)
+
+
+class RequestBudgeter:
+    """One agent's requests: its route (and the tokenizer that fits it), one count per request view in its
+    ledger, the window it budgets against, and ``budget.decide`` on each request about to be sent."""
+
+    def __init__(self, window: AgentWindow, project: Project, scan_ahead: ScanAhead) -> None:
+        self.window = window
+        self.project = project
+        self.scan_ahead = scan_ahead
+        self.route = Route()
+        self.ledger = Ledger()
+        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
+        self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
+
+    def counting(self) -> RouteCounting:
+        """This agent's route's counting: the tokenizer that fits its model under this session's project
+        settings (``BatonRuntime.for_route``; a gateway session's project may name its own tokenizer)."""
+        route = self.route
+        return get_runtime().for_route(route.model, route.base_url, route.provider, self.project.settings())
+
+    def move_route(self, route: Route) -> None:
+        """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
+        anchor, verdict, frame and learned window belong to the old one)."""
+        if self.route.differs_from(route):
+            LOGGER.info("baton route moved by=%s; counts start over for the new route", route.changed_by)
+            self.ledger = Ledger()
+        self.route = route
+        self.fit_window()
+
+    def set_context_length(self, length: int) -> None:
+        """Hermes' context length for this route (``update_model``): the window and threshold follow."""
+        self.window.set(length)
+        self.fit_window()
+
+    def learn_window(self, window: int) -> None:
+        """A provider stated its real window (a refusal): this route budgets against it from now on."""
+        learned = self.ledger.learned_window
+        self.ledger.learned_window = window if learned is None else min(learned, window)
+        self.fit_window()
+
+    def fit_window(self) -> None:
+        """The threshold fits the window this route budgets against, once something may have changed it (Hermes'
+        context length, a refusal, the route, a tokenizer server's ``max_model_len`` known after a count)."""
+        self.window.fit(self.window_source()[0])
+
+    def window_source(self) -> tuple[int, str]:
+        """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
+        max_model_len and a window a refusal stated."""
+        candidates = []  # on a tie the provider's own statement names the source (Hermes may copy its number)
+        if self.ledger.learned_window is not None:
+            candidates.append((self.ledger.learned_window, "provider refusal"))
+        server = self.counting().server_window()
+        if server is not None:
+            candidates.append((server, "server max_model_len"))
+        candidates.append((self.window.context_length, "hermes context_length"))
+        return min(candidates, key=lambda item: item[0])
+
+    def effective_window(self) -> int:
+        """The window this route budgets against (``window_source``)."""
+        return self.window_source()[0]
+
+    def limits(self, tokens: int | None = None) -> policy.Limits:
+        """The limits a decision uses; the floor is counted (once per frame) only when it can matter: for a
+        request of ``tokens`` at or above the configured trigger, or when no size is given (compress, status)."""
+        settings = self.project.settings()
+        limits = policy.Limits(threshold=self.window.threshold_tokens, window=self.effective_window(),
+                               min_output_tokens=settings.min_output_tokens,
+                               fallback_threshold=settings.fallback_token_threshold)
+        if tokens is None or tokens >= limits.configured_trigger:
+            limits = replace(limits, floor=self.ledger.trigger_floor(self.counting(), settings.fresh_tail_tokens))
+        return limits
+
+    def warn_raised(self, limits: policy.Limits) -> None:
+        """A decision made at a trigger raised to the floor: said once per raised value (what to set instead)."""
+        if limits.raised and self.ledger.floor_warned != limits.trigger:
+            self.ledger.floor_warned = limits.trigger
+            LOGGER.warning("baton trigger %d is below the smallest workable trigger for this request's fixed part "
+                           "(system prompt + tool schemas: %s tokens); compacting at %d instead. Set "
+                           "baton.fallback_token_threshold to at least %d (docs/compaction.md)",
+                           limits.configured_trigger, self.ledger.fixed[1] if self.ledger.fixed else "?",
+                           limits.trigger, limits.trigger)
 
     def observe_reported(self, prompt_tokens: int) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
@@ -79,30 +183,21 @@ class RequestBudgeting:
         LOGGER.warning("baton saw a context-length refusal kind=%s window=%s prompt=%s", refusal.kind,
                        refusal.window, refusal.prompt_tokens)
 
-    def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
-                       incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> list[Any] | None:
-        """Hermes 0.20+ asks on EVERY provider request (retries too), BEFORE its sanitizers strip and
-        canonicalise the messages: a count here is of another view than the one sent, a second tokenizer
-        round trip per request. So it only scans the new messages ahead for the next compaction and returns
-        None (the request as it is). The request is counted once, as sent: the pre-API estimate and the
-        middleware share that count, a retry is a memo hit, and a request whose prompt alone cannot fit is
-        shortened there (``on_request`` -> ``request_only_compaction``)."""
-        if isinstance(request_messages, list):
-            self.prepare_compaction(request_messages)
-        return None
-
     # ---- counting: one request view, one count ----------------------------------------------------
 
     def count(self, view: ProviderRequest) -> TokenCount:
-        """The view's provider-visible size: exact, anchored on real usage, or rough + margin."""
-        return self.ledger.count(view, self.counting(), by_content=self.route.api_mode in request_view.WIRE_MODES)
+        """The view's provider-visible size: exact, anchored on real usage, or rough + margin. A tokenizer
+        server states its window with a count: the threshold fits it from here on."""
+        counted = self.ledger.count(view, self.counting(), by_content=self.route.api_mode in request_view.WIRE_MODES)
+        self.fit_window()
+        return counted
 
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
         """An estimator's arguments, counted as the request the transport will send (shares its count); the
         messages it added are scanned for the next compaction."""
         counted = self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
                                                         frame=self.ledger.frame, memo=self.memos.projected))
-        self.prepare_compaction(messages)
+        self.scan_ahead.observe(messages)
         return counted
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
@@ -139,19 +234,17 @@ class RequestBudgeting:
         return rewritten
 
     def _budget(self, request: dict[str, Any], view: ProviderRequest,
-                counted: TokenCount) -> tuple[OutputDecision, dict[str, Any] | None]:
+                counted: TokenCount) -> tuple[Decision, dict[str, Any] | None]:
+        """``budget.decide`` for the request about to be sent, then the writer (None: leave it unchanged)."""
         settings = get_runtime().settings
-        return apply_output(request, counted, window=self.effective_window(), cap=view.cap,
-                            min_output_tokens=settings.min_output_tokens,
-                            fallback_margin_tokens=settings.fallback_margin_tokens,
-                            unconfirmed_margin=self.ledger.check.output_margin(counted))
-
-    def _too_long(self, counted: TokenCount) -> bool:
-        """The prompt alone does not fit the window (``budget.decide_output`` would say needs_compaction)."""
-        settings = get_runtime().settings
-        return decide_output(counted, None, window=self.effective_window(),
-                             min_output_tokens=settings.min_output_tokens,
-                             fallback_margin_tokens=settings.fallback_margin_tokens).action == "needs_compaction"
+        cap = view.cap if view.cap is not None else find_cap(request)
+        decision = decide(counted, Limits.of_window(self.effective_window(), settings.min_output_tokens),
+                          cap=cap, thinking_budget=find_thinking_budget(request),
+                          margins=Margins(fallback=settings.fallback_margin_tokens,
+                                          unconfirmed=self.ledger.check.output_margin(counted)))
+        if decision.action != "lower_cap_to" or cap is None or decision.value is None:
+            return decision, None
+        return decision, write_cap(request, cap, decision.value, decision.thinking_budget)
 
     def request_only_compaction(self, view: ProviderRequest, counted: TokenCount,
                                 kept: list[Any]) -> list[Any] | None:
@@ -195,7 +288,7 @@ class RequestBudgeting:
         if view is None:
             return None
         counting = get_runtime().for_route(str(model) if model else None, str(base_url) if base_url else None,
-                                           settings=self._settings())
+                                           settings=self.project.settings())
         counted = counting.count_chat(view.count_request())
         window = counting.known_window()
         if window is None or counted.tokens is None:

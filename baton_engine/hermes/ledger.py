@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from baton_engine import policy
-from baton_engine.budget import OutputDecision
+from baton_engine.budget import Decision
 from baton_engine.compaction.cycle import SessionFacts, first_unanswered
 from baton_engine.hermes import request_view
 from baton_engine.request import ProviderRequest
@@ -89,8 +89,8 @@ class Ledger:
     memo: TokenCount | None = None  # the counter's own count of the last view
     anchor: UsageAnchor = field(default_factory=UsageAnchor)
     check: RouteCheck = field(default_factory=RouteCheck)  # this route's counts against its provider's
-    output: OutputDecision | None = None
-    auxiliary_output: OutputDecision | None = None
+    output: Decision | None = None
+    auxiliary_output: Decision | None = None
     counted: int = 0  # views counted (memo misses)
     memo_hits: int = 0
     learned_window: int | None = None  # the window a refusal stated
@@ -155,7 +155,7 @@ class Ledger:
         """True when the last request sent already had its reported size observed."""
         return self.sent_requests > 0 and self.observed_request == self.sent_requests
 
-    def decided(self, decision: OutputDecision, *, auxiliary: bool) -> None:
+    def decided(self, decision: Decision, *, auxiliary: bool) -> None:
         self.short_caps += int(decision.short)
         if auxiliary:
             self.auxiliary_output = decision
@@ -207,7 +207,9 @@ class Ledger:
         try:
             unanswered = transcript[first_unanswered(transcript):]
             inflight = measure.count_messages(unanswered) if unanswered else 0
-        except Exception:  # noqa: BLE001 - an uncountable transcript: budget from the trigger alone
+        # Hermes calls compress() inside its agent loop with its own messages (any shape, any counter): an uncountable
+        # transcript budgets from the trigger alone
+        except Exception:  # noqa: BLE001
             inflight = 0
         return policy.tail_budgets(limits, fixed_tokens=frame_tokens(view, measure), inflight_tokens=inflight,
                                    block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
@@ -252,7 +254,9 @@ def frame_tokens(view: ProviderRequest, measure: Measure) -> int:
     try:
         framed = measure.count_request(frame.with_conversation([_PROBE]).count_request())
         return max(framed - measure.count_request({"messages": [_PROBE]}), 0)
-    except Exception:  # noqa: BLE001 - an uncountable frame: as if it were free
+    # the frame is Hermes' system prompt and tool schemas (any shape, any counter) counted inside its agent loop: an
+    # uncountable frame is as if it were free
+    except Exception:  # noqa: BLE001
         return 0
 
 

@@ -18,7 +18,7 @@ from baton_engine.metrics.log import MetricsLog
 from baton_engine.tokens.counter import counting_mode
 
 if TYPE_CHECKING:
-    from baton_engine.budget import OutputDecision
+    from baton_engine.budget import Decision
     from baton_engine.compaction.cycle import CycleOutcome
     from baton_engine.refusal import Refusal
     from baton_engine.request import ProviderRequest
@@ -34,12 +34,14 @@ def start(engine: Any, session_id: str | None) -> MetricsLog:
         header = {"owner": engine._owner_json(), "model": engine.route.model, "window": window,
                   "window_source": source, "baton_version": __version__, "adapter": engine.adapter_version}
         return MetricsLog.start(Path(engine._project_dir()), session_id=session_id, header=header)
-    except Exception as exc:  # noqa: BLE001 - the metrics log must never break the agent
+    # the metrics log's contract: written from inside Hermes' agent loop, a failed write is dropped, never raised into
+    # run_conversation
+    except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics start failed type=%s", type(exc).__name__)
         return MetricsLog()
 
 
-def request(engine: Any, view: ProviderRequest, counted: TokenCount, decision: OutputDecision, *,
+def request(engine: Any, view: ProviderRequest, counted: TokenCount, decision: Decision, *,
             auxiliary: bool, shortened: bool, seconds: float) -> None:
     """One budgeted provider request: Baton's count and how it was made, the window, the cap asked and sent."""
     try:
@@ -51,6 +53,7 @@ def request(engine: Any, view: ProviderRequest, counted: TokenCount, decision: O
                             window=window, window_source=source, cap_asked=asked, cap_sent=sent,
                             action=decision.action, short=decision.short, shortened=shortened,
                             breaker=_breaker(engine), ms=round(seconds * 1000, 2))
+    # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics request failed type=%s", type(exc).__name__)
 
@@ -64,6 +67,7 @@ def reported(engine: Any, prompt_tokens: int, *, flipped: bool) -> None:
         check = engine.ledger.check.status(engine.counting().source())
         engine.metrics.emit("usage", request=engine.metrics.seq.get("request", 0), reported=prompt_tokens,
                             flipped=flipped, route_check=check)
+    # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics usage failed type=%s", type(exc).__name__)
 
@@ -72,6 +76,7 @@ def refusal(engine: Any, refused: Refusal) -> None:
     try:
         engine.metrics.emit("refusal", request=engine.metrics.seq.get("request", 0), kind=refused.kind,
                             window=refused.window, prompt=refused.prompt_tokens)
+    # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics refusal failed type=%s", type(exc).__name__)
 
@@ -91,6 +96,7 @@ def compaction(engine: Any, outcome: CycleOutcome, before: TokenCount, after: To
                             status=handoff.get("status"), validation=outcome.validation_status,
                             degraded=outcome.degraded, brief_tokens=outcome.brief_tokens,
                             ms=round(seconds * 1000, 2))
+    # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics compaction failed type=%s", type(exc).__name__)
 

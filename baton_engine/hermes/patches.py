@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baton_engine.hermes.caller import calling_agent
+from baton_engine.hermes.caller import calling_agent, engine_types
 from baton_engine.hermes.runtime import get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -53,7 +53,9 @@ class Patch:
     def install(self) -> bool:
         try:
             target = importlib.import_module(self.module)
-        except Exception as exc:  # noqa: BLE001 - another Hermes version: skip, say so
+        # importing a Hermes module runs Hermes' code: another version may fail in any way; skip the patch, say so
+        # (the plugin still loads)
+        except Exception as exc:  # noqa: BLE001
             return self._skip(f"module {self.module} not importable ({type(exc).__name__})")
         original = getattr(target, self.attr, _MISSING)
         if original is _MISSING or not callable(original):
@@ -71,7 +73,7 @@ class Patch:
         self.installed = False
         try:
             target = importlib.import_module(self.module)
-        except Exception:  # noqa: BLE001
+        except ImportError:  # the module went away (it was imported at install): nothing to restore
             return False
         if getattr(target, self.attr, None) is not self.wrapper:
             LOGGER.warning("baton patch not restored: %s.%s was replaced by another plugin", self.module, self.attr)
@@ -80,16 +82,10 @@ class Patch:
         return True
 
 
-def _engine_type() -> type:
-    from baton_engine.hermes.engine import BatonContextEngine
-
-    return BatonContextEngine
-
-
 def _calling(session_id: Any = None) -> tuple[Any, Any | None]:
     """``(agent, engine)`` of the agent whose loop is calling (frames), else ``(None, the engine bound to
     session_id)``; the engine is None when neither finds one."""
-    found = calling_agent(_engine_type(), skip=2)
+    found = calling_agent(engine_types(), skip=2)
     return found if found is not None else (None, get_runtime().engines.lookup(session_id))
 
 
@@ -120,6 +116,7 @@ class ExactEstimators:
                 counted = self._count(messages, system_prompt=system_prompt, tools=tools)
                 if counted is not None:
                     return counted
+            # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton exact estimate failed type=%s; using Hermes' estimate", type(exc).__name__)
             return original(messages, *args, system_prompt=system_prompt, tools=tools, **kwargs)
@@ -135,6 +132,7 @@ class ExactEstimators:
                 counted = self._count(messages)
                 if counted is not None:
                     return counted
+            # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton exact estimate failed type=%s; using Hermes' estimate", type(exc).__name__)
             return original(messages, *args, **kwargs)
@@ -163,6 +161,7 @@ class ExactEstimators:
                 agent, engine = _calling()
                 if engine is not None and (agent is not None or engine.ledger.frame is not None):
                     return 0
+            # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton exact tools estimate failed type=%s", type(exc).__name__)
             return original(tools, *args, **kwargs)
@@ -180,11 +179,27 @@ class ExactEstimators:
                 _agent, engine = _calling()
                 if engine is not None:
                     return None
+            # Hermes 0.22 reads its usage anchor before every request: any failure keeps Hermes' anchor
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton anchor bypass failed type=%s; using Hermes' anchor", type(exc).__name__)
             return original(messages, *args, **kwargs)
 
         return anchored_context_tokens_exact
+
+
+_CURRENT: Activation | None = None
+
+
+def activation() -> Activation | None:
+    """The current activation (patches + middleware), if the plugin registered one (status reads it)."""
+    return _CURRENT
+
+
+def set_activation(current: Activation | None) -> Activation | None:
+    """Make ``current`` the process's activation; returns the previous one (the caller deactivates it)."""
+    global _CURRENT
+    previous, _CURRENT = _CURRENT, current
+    return previous
 
 
 class Activation:
@@ -245,6 +260,7 @@ class Activation:
             rewritten = engine.on_request(request, api_mode=api_mode, model=model or request.get("model"),
                                           base_url=base_url, provider=provider)
             return None if rewritten is None else {"request": rewritten}
+        # Hermes' llm_request middleware contract: fail open, the request goes out unchanged
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton llm_request middleware failed type=%s; request unchanged", type(exc).__name__)
             return None
@@ -263,6 +279,8 @@ class Activation:
                     return built
                 rewritten = engine.on_auxiliary(built, base_url=base_url)
                 return built if rewritten is None else rewritten
+            # Hermes builds every auxiliary call (titles, vision, summaries) through this: a failure leaves its kwargs
+            # unchanged
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton auxiliary clamp failed type=%s; request unchanged", type(exc).__name__)
                 return built

@@ -22,7 +22,7 @@ from typing import Any
 
 from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
-from baton_engine.hermes.patches import Activation
+from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
 from baton_engine.hermes.runtime import host_runtime, set_runtime
 
@@ -30,12 +30,7 @@ LOGGER = logging.getLogger("baton_engine.hermes")
 SKILL_PATH = Path(__file__).with_name("SKILL.md")
 SKILL_DESCRIPTION = "Record decisions, evidence and open items so Baton handoffs survive context compaction."
 
-_ACTIVATION: Activation | None = None
-
-
-def activation() -> Activation | None:
-    """The current activation (patches + middleware), if the plugin registered one."""
-    return _ACTIVATION
+__all__ = ["activation", "register", "unregister"]  # ``activation`` lives in ``patches`` (status reads it there)
 
 
 def _host_home() -> Path | None:
@@ -46,6 +41,8 @@ def _host_home() -> Path | None:
         return None
     try:
         return Path(get_hermes_home())
+    # Hermes' own home resolver (profiles) runs at plugin registration: any failure falls back to $HERMES_HOME as
+    # Baton reads it, never a failed plugin load
     except Exception:  # noqa: BLE001
         return None
 
@@ -58,7 +55,6 @@ def tell(line: str) -> None:
 
 def register(ctx: Any) -> None:
     """Called by Hermes' PluginManager when ``baton`` is in ``plugins.enabled``."""
-    global _ACTIVATION
     try:
         runtime = host_runtime(_host_home())
     except UserInputError as exc:  # a bad BATON_* value, baton: key or .baton/config.json: named, not guessed
@@ -70,9 +66,7 @@ def register(ctx: Any) -> None:
     previous = set_runtime(runtime)
     if previous is not None:
         previous.close()
-    if _ACTIVATION is not None:
-        _ACTIVATION.deactivate()
-    from baton_engine.hermes.engine import BatonContextEngine
+    from baton_engine.hermes.engine import BatonContextEngine  # imports Hermes: only once Hermes loads the plugin
 
     engine = BatonContextEngine()
     if view.context_length:
@@ -80,10 +74,13 @@ def register(ctx: Any) -> None:
                             provider=view.provider or "")
     ctx.register_context_engine(engine)
     ctx.register_skill("baton", SKILL_PATH, description=SKILL_DESCRIPTION)
-    _ACTIVATION = Activation(extra=refusal_patches())
-    ctx.register_middleware("llm_request", _ACTIVATION.llm_request)
+    current = Activation(extra=refusal_patches())
+    replaced = set_activation(current)
+    if replaced is not None:
+        replaced.deactivate()
+    ctx.register_middleware("llm_request", current.llm_request)
     if view.engine_selected:
-        skipped = _ACTIVATION.activate()
+        skipped = current.activate()
         counter = runtime.counter()  # built now: a tokenizer that cannot start is said at start-up
         if counter is None:
             tell(runtime.main.counter_error or "tokenizer cannot start")
@@ -101,10 +98,9 @@ def register(ctx: Any) -> None:
 
 def unregister() -> None:
     """Undo the patches (restoring Hermes' originals where still ours) and release the tokenizer."""
-    global _ACTIVATION
-    if _ACTIVATION is not None:
-        _ACTIVATION.deactivate()
-        _ACTIVATION = None
+    replaced = set_activation(None)
+    if replaced is not None:
+        replaced.deactivate()
     previous = set_runtime(None)
     if previous is not None:
         previous.close()

@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from baton_engine.hermes.caller import calling_agent
-from baton_engine.hermes.patches import Patch, _engine_type
+from baton_engine.hermes.caller import calling_agent, engine_types
+from baton_engine.hermes.patches import Patch
 from baton_engine.refusal import parse_refusal
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -45,14 +45,15 @@ def observing_refusals(original: Callable[..., Any], engine_type: type | None = 
         try:
             refusal = parse_refusal(error)
             if refusal is not None:
-                found = calling_agent(engine_type or _engine_type())
+                found = calling_agent(engine_type or engine_types())
                 observe = getattr(found[1], "observe_refusal", None) if found is not None else None
                 if observe is None:
                     LOGGER.info("baton saw a %s refusal (%s) with no Baton engine to tell", refusal.kind,
                                 refusal.server)
                 else:
                     observe(refusal)
-        except Exception as exc:  # noqa: BLE001 - Hermes' error path must go on whatever Baton does
+        # Hermes' classify_api_error is its API-error path: it must go on with its own result whatever Baton does
+        except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton refusal observer failed type=%s; Hermes' handling unchanged", type(exc).__name__)
         return classified
 

@@ -84,7 +84,9 @@ class RouteCounting:
             return replace(estimate, fallback_reason=error)
         try:
             estimated = estimate_chat_request(request)
-        except Exception:  # noqa: BLE001 - an uncountable request: "unknown", the request is left alone
+        # the request is Hermes' data (any shape), counted inside its agent loop: an uncountable one is "unknown" and
+        # left alone
+        except Exception:  # noqa: BLE001
             return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=error)
         margin = estimate_margin(estimated, self.runtime.settings.fallback_margin_tokens)
         return TokenCount(estimated + margin, False, FALLBACK_SOURCE if margin else ROUGH_SOURCE,
@@ -177,7 +179,9 @@ class BatonRuntime:
         try:
             return self._project_settings.get(
                 paths.config_path, lambda: load_hermes_settings(self._home, project_dir=paths.root)[0])
-        except Exception as exc:  # noqa: BLE001 - a project's bad config never breaks the agent loop
+        # read inside Hermes' agent loop for a gateway session's project: its bad config keeps the process settings,
+        # never breaks run_conversation
+        except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton project settings unreadable type=%s", type(exc).__name__)
             return self.settings
 
@@ -220,7 +224,9 @@ class BatonRuntime:
                 built = replace(config, context_length=self.context_length)
                 try:
                     backend, selection = build_backend(built)
-                except Exception as exc:  # noqa: BLE001 - reported in status; counting falls back to estimates
+                # a tokenizer backend is plugin code (entry points) started inside Hermes' agent loop: any start
+                # failure is reported in status, counting falls back to estimates
+                except Exception as exc:  # noqa: BLE001
                     self._errors[config] = start_failure(exc, chosen_by or configured_by(self.settings))
                     LOGGER.warning("baton %s", self._errors[config])  # names settings and paths, no prompt text
                     return None

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.patches import activation
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
@@ -26,8 +27,6 @@ def engine_status(engine: Any) -> dict[str, Any]:
     limits = engine.limits()
     ledger = engine.ledger
     detector_view = engine.last_detector or {}
-    from baton_engine.hermes.plugin import activation
-
     current = activation()
     patches = current.patches if current is not None else []
     last = ledger.check.adjust(ledger.memo) if ledger.memo is not None else None  # on the provider's scale

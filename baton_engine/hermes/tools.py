@@ -181,7 +181,8 @@ def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] 
     """Dispatch one tool call; always a redacted JSON string, never an exception."""
     try:
         return results.dumps(redacted(_dispatch(host, name, args, messages)))
-    except Exception as exc:  # noqa: BLE001 - a tool answer, never a traceback
+    # Hermes' tool-call contract: handle_tool_call answers a JSON string, never a traceback into the agent's tool loop
+    except Exception as exc:  # noqa: BLE001
         return results.dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
 
 

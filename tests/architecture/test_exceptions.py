@@ -34,9 +34,6 @@ class Boundary:
 
 BOUNDARIES = (
     Boundary("baton_engine/hermes/", "the host boundary: nothing may raise into Hermes"),
-    # MERGE: drop this entry once the engine branch moves compact()'s catch-all to the host (hermes/).
-    Boundary("baton_engine/compaction/cycle.py", "the compaction cycle never raises into the agent loop "
-             "(moves to hermes/ with the engine branch)", function="run_cycle"),
     Boundary("baton_engine/results.py", "the command surfaces promise a JSON answer, never a traceback",
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "

@@ -7,17 +7,27 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from baton_engine import budget
 from baton_engine.policy import (
     DEFAULT_TAIL_CAP,
+    DEFAULT_TAIL_SHARE,
     MIN_TAIL_TOKENS,
     MIN_UNANSWERED_TOKENS,
     Limits,
     PolicyState,
     after_compaction,
-    decide,
+    degraded_tail_tokens,
     tail_budgets,
     trigger_floor,
 )
+from baton_engine.tokens.contract import TokenCount
+
+def decide(tokens: int | None, limits: Limits, state: PolicyState, **kwargs: object) -> tuple[bool, str]:
+    """``budget.decide``'s compaction answer (the host asks with a full-request size) as ``(compact?, reason)``."""
+    decision = budget.decide(TokenCount(tokens, False, "hermes"), limits, state=state, **kwargs)  # type: ignore[arg-type]
+    assert decision.action in ("needs_compaction", "leave") and decision.value is None  # never a cap here
+    return decision.compact, decision.reason
+
 
 LIMITS = Limits(threshold=48_000, window=64_000, min_output_tokens=4_096, fallback_threshold=12_000)
 
@@ -108,3 +118,22 @@ def test_unanswered_results_get_the_window_not_half_the_trigger() -> None:
     room, tail = tail_budgets(limits, fixed_tokens=16_300, inflight_tokens=2_500, block_tokens=1_400,
                               configured_tail=6_000)
     assert tail == 6_000 and room == limits.ceiling - 16_300 - 1_400 - 6_000
+
+
+@given(st.integers(1, 200_000), st.one_of(st.none(), st.integers(0, 200_000)), st.integers(-1, 400_000),
+       st.booleans())
+def test_held_means_at_the_trigger_and_kept_back(trigger: int, post: int | None, tokens: int, explicit: bool) -> None:
+    """``held`` (what Hermes 0.22 is told: "over the threshold but compression is blocked") is exactly a request
+    at or above the trigger that the cooldown keeps back; a compaction question never answers with a cap."""
+    limits = Limits(threshold=trigger, window=trigger * 2 + 8_192, min_output_tokens=4_096)
+    state = PolicyState(explicit=explicit, post_compaction_tokens=post)
+    decision = budget.decide(TokenCount(tokens, False, "hermes"), limits, state=state)
+    assert decision.held == (not decision.compact and tokens >= limits.trigger and post is not None)
+    assert decision.held <= ("cooldown" in decision.reason)
+    assert decision.compact or not explicit
+
+
+def test_a_degraded_compaction_keeps_a_share_of_the_window_unless_configured() -> None:
+    assert degraded_tail_tokens(48_000) == 48_000 // DEFAULT_TAIL_SHARE
+    assert degraded_tail_tokens(48_000, 2_000) == 2_000
+    assert degraded_tail_tokens(3) == 1  # never zero: a degraded list always keeps the latest turn

@@ -7,15 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from baton_engine.budget import (
-    OutputDecision,
+    Decision,
+    Margins,
+    apply_output,
     compression_pressure,
     compression_window,
-    decide_output,
+    decide,
     margin_for,
     threshold_tokens,
     write_cap,
-    apply_output,
 )
+from baton_engine.policy import Limits, PolicyState
 from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
 
@@ -26,8 +28,15 @@ def exact(tokens: int) -> TokenCount:
     return TokenCount(tokens, True, EXACT)
 
 
+def decide_output(count: TokenCount, cap: OutputCap | None, *, window: int, min_output_tokens: int,
+                  fallback_margin_tokens: int, unconfirmed_margin: int = 0) -> Decision:
+    """``decide`` for a request about to be sent (no policy state: only its output budget)."""
+    return decide(count, Limits.of_window(window, min_output_tokens), cap=cap,
+                  margins=Margins(fallback=fallback_margin_tokens, unconfirmed=unconfirmed_margin))
+
+
 def budget(request: dict, count: TokenCount, window: int = 100_000, reserve: int = 4096,
-           margin: int = 1024) -> tuple[OutputDecision, dict | None]:
+           margin: int = 1024) -> tuple[Decision, dict | None]:
     """The decision for ``request`` and the request the writer makes of it (None: left unchanged)."""
     cap = find_cap(request)
     decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
@@ -290,3 +299,20 @@ def test_a_written_thinking_request_is_always_valid(budget_tokens: int, answer: 
     thinking = out["thinking"]["budget_tokens"]
     assert 1024 <= thinking < out["max_tokens"] <= 100_000 - prompt  # what Anthropic accepts, within the window
     assert thinking <= budget_tokens and out["max_tokens"] - thinking >= min(max(answer, 1), reserve)
+
+
+@given(counts, st.integers(1, 10**6), st.integers(1, 300_000), st.integers(1, 10_000), st.integers(0, 5000))
+def test_one_decision_answers_both_questions_on_one_count(count: TokenCount, cap_value: int, window: int,
+                                                          reserve: int, margin: int) -> None:
+    """The same count asked both ways: as a compaction question (policy state) the answer never carries a cap;
+    as a request about to be sent it compacts only when the prompt alone does not fit, the margin included."""
+    limits = Limits(threshold=window, window=window, min_output_tokens=reserve)
+    asked = decide(count, limits, state=PolicyState(), margins=Margins(fallback=margin))
+    assert asked.value is None and asked.action in ("needs_compaction", "leave")
+    if count.tokens is not None:
+        assert asked.compact == (count.tokens >= min(limits.trigger, limits.ceiling))
+    sent = decide(count, limits, cap=OutputCap("max_tokens", cap_value), margins=Margins(fallback=margin))
+    if sent.compact:
+        assert count.tokens is not None and count.tokens + margin_for(count, margin) >= window
+    with pytest.raises(ValueError):
+        decide(count, limits, margins=Margins(fallback=-1))
