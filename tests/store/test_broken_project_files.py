@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from baton_engine import operations
+from baton_engine.handoff.checkpoint import checkpoint_create
+from baton_engine.operations.handoffs import init
+from baton_engine.results import call
 from baton_engine.compaction import session
 from baton_engine.handoff import store
 from baton_engine.handoff.config import CONFIG_FILE_NAME
@@ -24,7 +26,7 @@ as_root = pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reaso
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    result, _code = operations.call(operations.init, tmp_path)
+    result, _code = call(init, tmp_path)
     assert result["ok"], result
     return tmp_path
 
@@ -37,7 +39,7 @@ def _paths(project: Path) -> store.ProjectPaths:
 
 def _draft(project: Path) -> tuple[str, Path]:
     payload = {"title": "t", "objective": "keep the loop alive", "summary": {"current_state": "started"}}
-    result, _code = operations.call(operations.checkpoint_create, project, payload,
+    result, _code = call(checkpoint_create, project, payload,
                                     origin={"harness": "generic", "session_id": "s"})
     assert result["ok"], result
     draft_id = result["handoff"]["id"]
