@@ -130,7 +130,7 @@ def _million() -> dict[str, Any]:
     started = time.perf_counter()
     result, _stats = arm.compress(messages, counted.tokens or MILLION)
     figures.update(compress_seconds=time.perf_counter() - started, messages_after=len(result),
-                   degraded=arm.engine.degradation_reason)
+                   degraded=arm.engine.compaction.degradation_reason)
     figures["compacted"] = rss_bytes()
     figures["peak"] = peak_rss_bytes()
     return figures

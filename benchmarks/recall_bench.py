@@ -121,7 +121,7 @@ def run(quick: bool) -> dict[str, Any]:
             tail0 = {"tokens_after": after0,
                      **_summary(_score(arm0, compacted0, [(n.kind, n.text) for n in session.needles]))}
             tool_rows.append({"size": size, "tokens": before, "tokens_after": after, "window": context_length,
-                              "degraded": arm.engine.degradation_reason, "builtin": builtin, "tail0": tail0,
+                              "degraded": arm.engine.compaction.degradation_reason, "builtin": builtin, "tail0": tail0,
                               **_summary(rows)})
             print(f"recall tools {size}: {tool_rows[-1]['one_call']:.0%} with one call, retained {after} vs "
                   f"built-in {builtin['tokens_after']}", flush=True)
@@ -135,7 +135,7 @@ def run(quick: bool) -> dict[str, Any]:
                                                   {}, window)
             tail0 = {"tokens_after": after0, **_summary(_score(arm0, compacted0, facts))}
             chat_rows.append({"window": window, "tokens": before, "tokens_after": after,
-                              "degraded": arm.engine.degradation_reason, "builtin": builtin, "tail0": tail0,
+                              "degraded": arm.engine.compaction.degradation_reason, "builtin": builtin, "tail0": tail0,
                               **_summary(rows)})
             print(f"recall chat {window}: {chat_rows[-1]['in_brief']:.0%} facts in the brief, retained {after} vs "
                   f"built-in {builtin['tokens_after']}", flush=True)

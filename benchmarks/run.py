@@ -179,7 +179,7 @@ def bench_sizes(judge: Judge, runtimes: dict[str, Any], server: ModelServer, met
                 if rep == 0:
                     cold = stats.seconds  # first compaction in this project, nothing scanned ahead, caches cold
                     row = {**base, "arm": label, "threshold": arm.threshold_tokens,
-                           "degraded": arm.engine.degradation_reason,
+                           "degraded": arm.engine.compaction.degradation_reason,
                            **retention(session, result, arm.resume_text())}
                 else:
                     latencies.append(stats.seconds)
@@ -226,7 +226,7 @@ def observe_as_requests(engine: Any, messages: list[dict[str, Any]]) -> list[tup
     """Each message reaching the engine in one more request, as the loop sends them (the scan ahead only; the
     counts of those requests are the warm counter's). Returns (thread CPU seconds, characters) per request."""
     spent = []
-    engine.scanned_upto = 0  # the session from its first request
+    engine.scan_ahead.upto = 0  # the session from its first request
     for end in range(1, len(messages) + 1):
         started = time.thread_time()
         engine.prepare_compaction(messages[:end])
@@ -333,7 +333,7 @@ def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServ
                 "median_gap_turns": statistics.median(gaps) if gaps else None,
                 "back_to_back": sum(1 for g in gaps if g <= 1), "repeat_risk": risky, "next_turn_tokens": next_turn,
                 "tool_pair_errors": pair_errors, "compress_seconds": seconds, "llm_calls": llm_calls,
-                "degraded": arm.engine.degraded_count if isinstance(arm, arms.BatonArm) else None,
+                "degraded": arm.engine.compaction.degraded_count if isinstance(arm, arms.BatonArm) else None,
                 "series": sent, "triggers": triggers,
                 "rss_before": rss_before, "rss_after": memory_bench.rss_bytes(),
                 "post_share_median": statistics.median(shares) if shares else None,
@@ -465,7 +465,7 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
         stored = [SYSTEM, *all_messages[: size - turns]]
         earlier = [_sent_message(m) for m in stored]
         runtime.count_chat({"messages": earlier, "tools": workload.TOOLS})  # the earlier turns: counted,
-        while engine.scanned_upto < len(earlier):  # and scanned ahead (as their own requests did)
+        while engine.scan_ahead.upto < len(earlier):  # and scanned ahead (as their own requests did)
             engine.prepare_compaction(earlier)
         baton, hermes, compare = [], [], []
         api_messages = earlier

@@ -95,8 +95,8 @@ def invalid_reason(messages: Any, result: Any, engine: Any) -> str | None:
         assert_good_result(messages, result)
     except AssertionError as exc:
         return f"reliability check: {str(exc).splitlines()[0] if str(exc) else 'assertion'}"
-    if engine.degradation_reason == "internal_error":
-        return f"internal error ({engine.degradation_detail})"
+    if engine.compaction.degradation_reason == "internal_error":
+        return f"internal error ({engine.compaction.degradation_detail})"
     conversation = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool")]
     if conversation:
         problem = protocol_problem(result)
@@ -144,7 +144,7 @@ def fuzz_lane(lane: int, calls: int, backend: str) -> dict[str, Any]:
             engine.update_model("soak", window)
             result = run_compress(engine, messages, focus, force=force)
             problem = invalid_reason(messages, result, engine)
-            figures["degraded"][engine.degradation_reason or "none"] += 1
+            figures["degraded"][engine.compaction.degradation_reason or "none"] += 1
             figures["handoffs"] += engine.compression_count
         except AssertionError as exc:  # run_compress: the caller's list was mutated
             problem = f"input: {exc}"

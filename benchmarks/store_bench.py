@@ -63,7 +63,7 @@ def run(quick: bool, records: int = 1000) -> dict[str, Any]:
                          {"kind": "decision", "decision": "audit shard by shard"}):  # opens the session draft
         answer = json.loads(engine.handle_tool_call("baton_capture", capture_args, messages=messages))
         assert answer.get("ok"), answer
-    assert engine.session_draft_id
+    assert engine.compaction.session_draft_id
     below = engine.threshold_tokens // 2
 
     def timed(before_each: Any = None, repeats: int = 200) -> list[float]:
@@ -86,7 +86,7 @@ def run(quick: bool, records: int = 1000) -> dict[str, Any]:
     return {"records": len(store.HandoffStore(store.find_project_root(project)).list().entries),  # type: ignore[arg-type]
             "p50_ms": 1000 * statistics.median(steady), "p95_ms": 1000 * percentile(steady, 0.95),
             "after_capture_p50_ms": 1000 * statistics.median(changed),
-            "reason": engine.last_decision}
+            "reason": engine.compaction.last_decision}
 
 
 TARGET_P50_MS = 1.0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_engine.compaction.cycle import CycleOutcome
+from baton_engine.hermes.engine_requests import RequestBudgeter
 
 
 
@@ -44,16 +45,15 @@ class Compacted:
         return f"last handoff {self.handoff_id}: {sizes}{taken}"
 
 
-def starting(engine: Any, approx_tokens: Any) -> str:
-    """Baton's line for the compaction Hermes is starting on ``engine`` (``approx_tokens``: the number Hermes
-    compacts on, Baton's own count while its estimators are installed)."""
-    counted = engine.ledger.trigger_count(approx_tokens)
+def starting(requests: RequestBudgeter, approx_tokens: Any, *, recall: str, previous: Compacted | None) -> str:
+    """Baton's line for the compaction Hermes is starting (``approx_tokens``: the number Hermes compacts on,
+    Baton's own count while its estimators are installed; ``recall``: where the compacted text stays
+    recallable; ``previous``: this session's last compaction)."""
+    counted = requests.ledger.trigger_count(approx_tokens)
     tokens = counted.tokens if counted is not None else approx_tokens
     exact = " exact" if counted is not None and counted.exact else ""
-    recall = engine.recall_status()["source"]
-    line = (f"Baton handoff at {_n(tokens)}{exact} tokens (trigger {_n(engine.limits().trigger)}): earlier turns "
+    line = (f"Baton handoff at {_n(tokens)}{exact} tokens (trigger {_n(requests.limits().trigger)}): earlier turns "
             f"become a validated handoff, their full text recallable with baton_recall ({recall})")
-    previous = engine.last_compaction
     return f"{line}; {previous.describe()}" if previous is not None else line
 
 

@@ -1,6 +1,6 @@
 """What the engine writes to its session's metrics log (``baton_engine.metrics.log``): the numbers of one
-request, response, refusal or compaction, read off the engine. Never prompt text: counts, decisions, sources,
-ids and timings only.
+request, response, refusal or compaction, read off the request budgeter (``engine_requests``). Never prompt
+text: counts, decisions, sources, ids and timings only.
 
 Why a module of its own: the engine's hooks stay one line each (other work edits those files), and every
 field the report shows is chosen here, once. Every function is total: a failure is logged and dropped, the
@@ -27,13 +27,13 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger("baton_engine.hermes")
 
 
-def start(engine: Any, session_id: str | None) -> MetricsLog:
+def start(requests: Any, session_id: str | None, *, owner: dict[str, Any] | None, adapter: str) -> MetricsLog:
     """A new session's log (a rotation at compaction keeps the old one); a silent log outside a project."""
     try:
-        window, source = engine.window_source()
-        header = {"owner": engine._owner_json(), "model": engine.route.model, "window": window,
-                  "window_source": source, "baton_version": __version__, "adapter": engine.adapter_version}
-        return MetricsLog.start(Path(engine._project_dir()), session_id=session_id, header=header)
+        window, source = requests.window_source()
+        header = {"owner": owner, "model": requests.route.model, "window": window,
+                  "window_source": source, "baton_version": __version__, "adapter": adapter}
+        return MetricsLog.start(Path(requests.project.path()), session_id=session_id, header=header)
     # the metrics log's contract: written from inside Hermes' agent loop, a failed write is dropped, never raised into
     # run_conversation
     except Exception as exc:  # noqa: BLE001
@@ -41,54 +41,54 @@ def start(engine: Any, session_id: str | None) -> MetricsLog:
         return MetricsLog()
 
 
-def request(engine: Any, view: ProviderRequest, counted: TokenCount, decision: Decision, *,
+def request(requests: Any, view: ProviderRequest, counted: TokenCount, decision: Decision, *,
             auxiliary: bool, shortened: bool, seconds: float) -> None:
     """One budgeted provider request: Baton's count and how it was made, the window, the cap asked and sent."""
     try:
-        window, source = engine.window_source()
+        window, source = requests.window_source()
         asked = view.cap.value if view.cap is not None else None
         sent = decision.value if decision.action == "lower_cap_to" else asked
-        engine.metrics.emit("aux_request" if auxiliary else "request", prompt=counted.tokens,
+        requests.metrics.emit("aux_request" if auxiliary else "request", prompt=counted.tokens,
                             mode=counting_mode(counted), source=counted.source, fallback=counted.fallback_reason,
                             window=window, window_source=source, cap_asked=asked, cap_sent=sent,
                             action=decision.action, short=decision.short, shortened=shortened,
-                            breaker=_breaker(engine), ms=round(seconds * 1000, 2))
+                            breaker=_breaker(requests), ms=round(seconds * 1000, 2))
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics request failed type=%s", type(exc).__name__)
 
 
-def reported(engine: Any, prompt_tokens: int, *, flipped: bool) -> None:
+def reported(requests: Any, prompt_tokens: int, *, flipped: bool) -> None:
     """The provider's size of the last request sent, and the route's verdict after it (``baton doctor`` reads
     the latest ``route_check``)."""
     try:
         if prompt_tokens <= 0:
             return
-        check = engine.ledger.check.status(engine.counting().source())
-        engine.metrics.emit("usage", request=engine.metrics.seq.get("request", 0), reported=prompt_tokens,
+        check = requests.ledger.check.status(requests.counting().source())
+        requests.metrics.emit("usage", request=requests.metrics.seq.get("request", 0), reported=prompt_tokens,
                             flipped=flipped, route_check=check)
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics usage failed type=%s", type(exc).__name__)
 
 
-def refusal(engine: Any, refused: Refusal) -> None:
+def refusal(requests: Any, refused: Refusal) -> None:
     try:
-        engine.metrics.emit("refusal", request=engine.metrics.seq.get("request", 0), kind=refused.kind,
+        requests.metrics.emit("refusal", request=requests.metrics.seq.get("request", 0), kind=refused.kind,
                             window=refused.window, prompt=refused.prompt_tokens)
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics refusal failed type=%s", type(exc).__name__)
 
 
-def compaction(engine: Any, outcome: CycleOutcome, before: TokenCount, after: TokenCount, *,
+def compaction(requests: Any, outcome: CycleOutcome, before: TokenCount, after: TokenCount, *,
                seconds: float) -> None:
     """One compaction: the request size before and after, what it kept, stubbed and made recallable, its
     handoff (id, validation) or why it degraded."""
     try:
         handoff = outcome.handoff or {}
         extras = outcome.extras
-        engine.metrics.emit("compaction", request=engine.metrics.seq.get("request", 0), before=before.tokens,
+        requests.metrics.emit("compaction", request=requests.metrics.seq.get("request", 0), before=before.tokens,
                             after=after.tokens, mode=counting_mode(before), kept=outcome.tail_messages,
                             stubbed=extras.get("stubbed"), recallable=extras.get("recallable"),
                             compacted=(extras.get("scan") or {}).get("region_messages"),
@@ -101,7 +101,7 @@ def compaction(engine: Any, outcome: CycleOutcome, before: TokenCount, after: To
         LOGGER.warning("baton metrics compaction failed type=%s", type(exc).__name__)
 
 
-def _breaker(engine: Any) -> str | None:
-    counter = engine.counting().counter()
+def _breaker(requests: Any) -> str | None:
+    counter = requests.counting().counter()
     return counter.breaker_state().state if counter is not None else None
 

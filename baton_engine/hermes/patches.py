@@ -159,7 +159,7 @@ class ExactEstimators:
         def estimate_tools_tokens_exact(tools: Any, *args: Any, **kwargs: Any) -> int:
             try:
                 agent, engine = _calling()
-                if engine is not None and (agent is not None or engine.ledger.frame is not None):
+                if engine is not None and (agent is not None or engine.requests.ledger.frame is not None):
                     return 0
             # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
             except Exception as exc:  # noqa: BLE001

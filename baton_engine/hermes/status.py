@@ -1,7 +1,8 @@
 """``baton_status`` / ``get_status()`` of one engine: numbers, ids, sources and reasons, never prompt text.
 
-Why its own module: status reads every part (route, window, counter, breaker, anchor, policy, the last
-output decision) and the engine should stay a thin adapter.
+Why its own module: status reads every collaborator (the request budgeter's route, window, counter, breaker,
+anchor and last output decision; the compaction runner's policy, detector and lineage; recall) and the engine
+should stay a thin adapter.
 """
 
 from __future__ import annotations
@@ -10,23 +11,28 @@ from dataclasses import asdict
 from typing import Any
 
 from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.engine_compaction import CompactionRunner
+from baton_engine.hermes.engine_recall import RecallBinding
+from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.patches import activation
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
 
 
-def engine_status(engine: Any) -> dict[str, Any]:
-    settings = get_runtime().settings_for(engine.project_path())
-    counting = engine.counting()
+def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recall: RecallBinding) -> dict[str, Any]:
+    settings = get_runtime().settings_for(requests.project.path())
+    counting = requests.counting()
     counter = counting.counter()
     stats = counter.stats() if counter is not None else None
-    remaining = engine.get_active_compression_failure_cooldown()
-    window, window_source = engine.window_source()
+    remaining = compaction.failure_cooldown()
+    window, window_source = requests.window_source()
     server = counting.server_window()
-    limits = engine.limits()
-    ledger = engine.ledger
-    detector_view = engine.last_detector or {}
+    limits = requests.limits()
+    ledger = requests.ledger
+    route = requests.route
+    context_length = requests.window.context_length
+    detector_view = compaction.last_detector or {}
     current = activation()
     patches = current.patches if current is not None else []
     last = ledger.check.adjust(ledger.memo) if ledger.memo is not None else None  # on the provider's scale
@@ -37,19 +43,18 @@ def engine_status(engine: Any) -> dict[str, Any]:
             "installed": [f"{p.module}.{p.attr}" for p in patches if p.installed],
             "skipped": [p.skipped for p in patches if p.skipped],
         },
-        "latest_handoff": engine.last_handoff,
-        "recall": engine.recall_status(),
-        "latest_handoff_path": engine.last_handoff_path,
-        "last_compaction_scan": engine.last_compaction_scan,
-        "validation_warnings": list(engine.last_validation_warnings),
-        "route": {"model": engine.route.model, "base_url": engine.route.base_url,
-                  "provider": engine.route.provider, "api_mode": engine.route.api_mode,
-                  "changed_by": engine.route.changed_by},
+        "latest_handoff": compaction.last_handoff,
+        "recall": recall.status(compaction.session_id),
+        "latest_handoff_path": compaction.last_handoff_path,
+        "last_compaction_scan": compaction.last_compaction_scan,
+        "validation_warnings": list(compaction.last_validation_warnings),
+        "route": {"model": route.model, "base_url": route.base_url, "provider": route.provider,
+                  "api_mode": route.api_mode, "changed_by": route.changed_by},
         "window": {
-            "hermes_context_length": engine.context_length, "server_max_model_len": server,
+            "hermes_context_length": context_length, "server_max_model_len": server,
             "refusal_window": ledger.learned_window, "effective": window, "source": window_source,
-            "mismatch": (f"{window_source} {window} < Hermes context_length {engine.context_length}; "
-                         f"budgeting against {window}") if window != engine.context_length else None,
+            "mismatch": (f"{window_source} {window} < Hermes context_length {context_length}; "
+                         f"budgeting against {window}") if window != context_length else None,
         },
         "verification": {**ledger.check.status(counting.source()), "refusals": ledger.refusals},
         "tokenizer": {
@@ -71,26 +76,26 @@ def engine_status(engine: Any) -> dict[str, Any]:
         },
         "detector": {"pressure": detector_view.get("pressure"), "readiness": detector_view.get("readiness"),
                      "reasons": detector_view.get("reasons", [])},
-        "last_decision": engine.last_decision,
+        "last_decision": compaction.last_decision,
         "trigger": {"tokens": limits.trigger, "threshold": limits.threshold,
                     "fallback_token_threshold": limits.fallback_threshold, "ceiling": limits.ceiling,
                     "floor": limits.floor, "raised": limits.raised},
-        "cooldown": {"post_compaction_tokens": engine.policy.post_compaction_tokens,
-                     "growth_needed": limits.growth_needed, "stuck": engine.policy.stuck,
+        "cooldown": {"post_compaction_tokens": compaction.policy.post_compaction_tokens,
+                     "growth_needed": limits.growth_needed, "stuck": compaction.policy.stuck,
                      "failure_remaining_seconds": int(remaining["remaining_seconds"]) if remaining else 0},
-        "degradation": {"reason": engine.degradation_reason, "detail": engine.degradation_detail,
-                        "count": engine.degraded_count},
-        "session_rotations": engine.session_rotations,
+        "degradation": {"reason": compaction.degradation_reason, "detail": compaction.degradation_detail,
+                        "count": compaction.degraded_count},
+        "session_rotations": compaction.session_rotations,
         "settings": describe(settings),  # this session's: each effective value and where it came from
         "settings_ignored": list(settings.ignored),  # unknown baton: keys (typos), each with a suggestion
     }
 
 
-def agent_status(engine: Any) -> dict[str, Any]:
+def agent_status(requests: RequestBudgeter, compaction: CompactionRunner, recall: RecallBinding) -> dict[str, Any]:
     """What the agent's ``baton_status`` adds to the store's counts (docs/troubleshooting.md): the route, the
     window it budgets against and where that comes from, how its requests are counted, and the compaction
     trigger with ``stuck``; a part of ``engine_status``, so the two never disagree."""
-    full = engine_status(engine)
+    full = engine_status(requests, compaction, recall)
     tokenizer, window, cooldown = full["tokenizer"], full["window"], full["cooldown"]
     return {
         "route": full["route"],

@@ -57,16 +57,16 @@ def api_call(activation: Activation, agent: LoopAgent, messages: list[dict[str, 
 def test_a_clone_takes_the_configuration_and_nothing_of_the_state(template: BatonContextEngine,
                                                                   runtime: BatonRuntime) -> None:
     template.on_session_start("registered-session", platform="cli")
-    template.objective = "the template's own objective"
-    template.ledger.counted = 7
-    _ = template.memos.digests  # the template's memo exists
+    template.compaction.objective = "the template's own objective"
+    template.requests.ledger.counted = 7
+    _ = template.requests.memos.digests  # the template's memo exists
     clone = template.clone_for_agent()
     assert type(clone) is BatonContextEngine and clone is not template
-    assert (clone.route, clone.context_length, clone.threshold_tokens, clone.project_dir) == \
-        (template.route, template.context_length, template.threshold_tokens, template.project_dir)
-    assert clone.ledger is not template.ledger and clone.ledger.counted == 0
-    assert clone.memos is not template.memos and clone.memos.computed() == 0 and clone.memos._digests is None
-    assert (clone.session_id, clone.objective, clone.policy) == (None, None, type(template.policy)())
+    assert (clone.route, clone.context_length, clone.threshold_tokens, clone.project.explicit) == \
+        (template.route, template.context_length, template.threshold_tokens, template.project.explicit)
+    assert clone.requests.ledger is not template.requests.ledger and clone.requests.ledger.counted == 0
+    assert clone.requests.memos is not template.requests.memos and clone.requests.memos.computed() == 0 and clone.requests.memos._digests is None
+    assert (clone.compaction.session_id, clone.compaction.objective, clone.compaction.policy) == (None, None, type(template.compaction.policy)())
     assert clone.counting().counter() is template.counting().counter() is runtime.counter()  # the shared runtime
 
 
@@ -80,11 +80,11 @@ def test_two_agents_in_one_process_share_no_request_state(template: BatonContext
     counts = [api_call(with_activation, first, one), api_call(with_activation, second, two)]
     assert counts == [api_call(with_activation, alone, one), api_call(with_activation, alone, two)]
     a, b = first.context_compressor, second.context_compressor
-    assert a.ledger is not b.ledger and a.ledger.memo_key != b.ledger.memo_key
-    assert a.ledger.frame.messages[0]["content"] == "You are agent 1."
-    assert b.ledger.frame.messages[0]["content"] == "You are agent 2."
-    assert (a.ledger.counted, a.ledger.memo_hits, b.ledger.counted, b.ledger.memo_hits) == (1, 1, 1, 1)
-    assert a.memos.projected.remembered() == [len(one)] and b.memos.projected.remembered() == [len(two)]
+    assert a.requests.ledger is not b.requests.ledger and a.requests.ledger.memo_key != b.requests.ledger.memo_key
+    assert a.requests.ledger.frame.messages[0]["content"] == "You are agent 1."
+    assert b.requests.ledger.frame.messages[0]["content"] == "You are agent 2."
+    assert (a.requests.ledger.counted, a.requests.ledger.memo_hits, b.requests.ledger.counted, b.requests.ledger.memo_hits) == (1, 1, 1, 1)
+    assert a.requests.memos.projected.remembered() == [len(one)] and b.requests.memos.projected.remembered() == [len(two)]
     b.update_model("another-model", 131072, base_url="http://127.0.0.1:10/v1")
     assert a.route.model == MODEL and a.context_length == CONTEXT and template.route.model == MODEL
 
@@ -95,10 +95,10 @@ def test_a_deepcopy_of_a_used_engine_starts_with_empty_memos(template: BatonCont
     used = LoopAgent(copy.deepcopy(template), TOOLS)
     api_call(activation, used, conversation(1, 4))
     copied = copy.deepcopy(used.context_compressor)
-    assert copied.memos is not used.context_compressor.memos and copied.memos.computed() == 0
-    assert used.context_compressor.memos.computed() > 0
-    assert copied.ledger is not used.context_compressor.ledger and copied.ledger.frame == \
-        used.context_compressor.ledger.frame  # the rest of the state copied, as Hermes 0.19 expects
+    assert copied.requests.memos is not used.context_compressor.requests.memos and copied.requests.memos.computed() == 0
+    assert used.context_compressor.requests.memos.computed() > 0
+    assert copied.requests.ledger is not used.context_compressor.requests.ledger and copied.requests.ledger.frame == \
+        used.context_compressor.requests.ledger.frame  # the rest of the state copied, as Hermes 0.19 expects
 
 
 def test_ten_agents_taking_turns_compute_only_their_new_messages(template: BatonContextEngine) -> None:
@@ -113,7 +113,7 @@ def test_ten_agents_taking_turns_compute_only_their_new_messages(template: Baton
     for round_ in range(3):
         for i, (agent, history) in enumerate(zip(agents, histories)):
             history.append({"role": "user", "content": f"round {round_} for agent {i}"})
-            before = agent.context_compressor.memos.computed()
+            before = agent.context_compressor.requests.memos.computed()
             api_call(activation, agent, history)
             # one new message, projected + digested for the estimate; the middleware's view digests it once more
-            assert agent.context_compressor.memos.computed() - before == 2
+            assert agent.context_compressor.requests.memos.computed() - before == 2

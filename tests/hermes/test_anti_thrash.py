@@ -44,7 +44,7 @@ def send(activation: Activation, agent: LoopAgent, messages: list[dict[str, Any]
     """The middleware sees the agent's real request; returns that request's exact size."""
     request = {"model": "qwen3", "messages": [SYSTEM, *messages], "tools": agent.tools, "max_tokens": 4096}
     in_agent(agent, activation.llm_request, request=request, model="qwen3", base_url="http://127.0.0.1:9/v1")
-    return agent.context_compressor.ledger.memo.tokens
+    return agent.context_compressor.requests.ledger.memo.tokens
 
 
 def setup(project: Path, trigger: int, window: int = WINDOW) -> tuple[Activation, LoopAgent]:
@@ -74,14 +74,14 @@ def test_compaction_that_gets_below_the_trigger_waits_for_real_growth(project: P
         assert size >= 80_000 and engine.should_compress(size)
         assert engine.limits().trigger == 80_000 and not engine.limits().raised
         out = engine.compress(messages, current_tokens=size)
-        post = engine.policy.post_compaction_tokens
+        post = engine.compaction.policy.post_compaction_tokens
         assert post is not None and 25_000 < post < 40_000  # the full request: tools + system + block + tail
-        assert engine.policy.stuck is None
+        assert engine.compaction.policy.stuck is None
         engine.last_prompt_tokens = -1  # what Hermes does after every compaction
         after = send(activation, agent, out)
         assert abs(after - post) < 200  # the measured size is what the next request really is
         decision, why = engine.should_compress_info(post + 1_000)
-        assert decision is False and why is None and "below trigger" in engine.last_decision
+        assert decision is False and why is None and "below trigger" in engine.compaction.last_decision
         assert engine.should_compress(80_000 + 1) is True  # real growth past the trigger compacts again
     finally:
         activation.deactivate()
@@ -97,7 +97,7 @@ def test_a_trigger_below_the_fixed_part_is_raised_once_with_a_warning_and_the_co
         messages = conversation(6)
         size = send(activation, agent, messages)
         limits = engine.limits()
-        fixed = engine.ledger.fixed[1]
+        fixed = engine.requests.ledger.fixed[1]
         assert 20_000 < fixed < 30_000 and limits.raised and limits.configured_trigger == 20_000
         assert limits.trigger == min(2 * (fixed + 1_400 + 2_000 + 2_048), limits.ceiling)
         assert engine.should_compress(size) is False  # below the raised trigger
@@ -105,11 +105,11 @@ def test_a_trigger_below_the_fixed_part_is_raised_once_with_a_warning_and_the_co
         size = send(activation, agent, messages)
         assert size >= limits.trigger and engine.should_compress(size)
         out = engine.compress(messages, current_tokens=size)
-        post = engine.policy.post_compaction_tokens
-        assert post is not None and post < limits.trigger and engine.policy.stuck is None
+        post = engine.compaction.policy.post_compaction_tokens
+        assert post is not None and post < limits.trigger and engine.compaction.policy.stuck is None
         for _ in range(5):  # Hermes asks several times per turn: never yes without growth
             decision, why = engine.should_compress_info(send(activation, agent, out))
-            assert decision is False and why is None and "below trigger" in engine.last_decision
+            assert decision is False and why is None and "below trigger" in engine.compaction.last_decision
         raised = [r for r in caplog.records if "below the smallest workable trigger" in r.getMessage()]
         assert len(raised) == 1 and "fallback_token_threshold to at least" in raised[0].getMessage()
         status = engine.get_status()["trigger"]

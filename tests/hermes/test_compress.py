@@ -273,7 +273,7 @@ def test_one_compaction_reads_git_once(project: Path, qwen3_env: Path, monkeypat
     monkeypatch.setattr(gitinfo, "run_git", counted)
     engine = _engine(project)
     out = engine.compress(_conversation("Refactor the app.", 6))
-    assert _block(out) and engine.degradation_reason is None
+    assert _block(out) and engine.compaction.degradation_reason is None
     assert asked == ["status", "remote"]
     record = _records(project)[-1]
     assert record["project"]["repository"]["head"] == git(project, "rev-parse", "HEAD")
@@ -298,11 +298,11 @@ def test_one_compaction_redacts_its_record_once(project: Path, qwen3_env: Path,
     messages = _conversation("Refactor the app.", 6)
     assert json.loads(engine.handle_tool_call(
         "baton_capture", {"kind": "decision", "decision": f"keep {SECRET_SAMPLE.text} out of logs"}, messages=messages))["ok"]
-    draft_id = engine.session_draft_id
+    draft_id = engine.compaction.session_draft_id
     monkeypatch.setattr(redact, "redact_record", redact_record)
     engine.compress(messages)
-    handoff_id = engine.last_handoff["id"]
-    assert engine.degradation_reason is None and handoff_id != draft_id
+    handoff_id = engine.compaction.last_handoff["id"]
+    assert engine.compaction.degradation_reason is None and handoff_id != draft_id
     assert len(scans) == 2 and scans.count(draft_id) == 1 and handoff_id not in scans, scans
     stored = next(r for r in _records(project) if r["id"] == handoff_id)
     assert not any(secret in json.dumps(_records(project)) for secret in SECRET_SAMPLE.secrets)
@@ -330,4 +330,4 @@ def test_messages_counted_before_a_compaction_are_not_scanned_again(project: Pat
     assert other.count_estimate(messages).tokens is not None
     other.compress(copy.deepcopy(messages))
     figures = other.get_status()["last_compaction_scan"]
-    assert other.degradation_reason is None and figures["scanned_at_compaction"] == figures["messages"] == len(messages)
+    assert other.compaction.degradation_reason is None and figures["scanned_at_compaction"] == figures["messages"] == len(messages)

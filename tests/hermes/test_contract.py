@@ -58,23 +58,23 @@ def test_engine_survives_deepcopy_after_use(project, fresh_runtime) -> None:
     engine = BatonContextEngine(project_dir=project)
     engine.on_session_start("session-a")
     fresh_runtime.counter()  # a live counter exists in the process runtime, never on the engine
-    engine.objective = "ship it"
+    engine.compaction.objective = "ship it"
     copied = copy.deepcopy(engine)
-    assert copied is not engine and copied.objective == "ship it" and copied.name == "baton"
-    copied.objective = "changed"
-    assert engine.objective == "ship it"
+    assert copied is not engine and copied.compaction.objective == "ship it" and copied.name == "baton"
+    copied.compaction.objective = "changed"
+    assert engine.compaction.objective == "ship it"
 
 
 def test_session_rotation_at_compaction_keeps_state_and_a_new_session_resets_it(project) -> None:
     engine = BatonContextEngine(project_dir=project)
     engine.on_session_start("s1", platform="cli")
-    engine.objective, engine.session_draft_id, engine.turns = "goal", "draft-id", 7
-    engine.last_handoff = {"id": "h1"}
+    engine.compaction.objective, engine.compaction.session_draft_id, engine.compaction.turns = "goal", "draft-id", 7
+    engine.compaction.last_handoff = {"id": "h1"}
     engine.on_session_start("s2", boundary_reason="compression", old_session_id="s1", platform="cli")
-    assert (engine.session_id, engine.objective, engine.session_draft_id, engine.turns) == ("s2", "goal", "draft-id", 7)
-    assert engine.session_rotations == 1
+    assert (engine.compaction.session_id, engine.compaction.objective, engine.compaction.session_draft_id, engine.compaction.turns) == ("s2", "goal", "draft-id", 7)
+    assert engine.compaction.session_rotations == 1
     engine.on_session_start("s3", platform="cli")  # a genuinely new session
-    assert (engine.objective, engine.session_draft_id, engine.turns) == (None, None, 0)
+    assert (engine.compaction.objective, engine.compaction.session_draft_id, engine.compaction.turns) == (None, None, 0)
 
 
 def test_status_has_the_standard_fields_plus_baton_fields() -> None:

@@ -64,13 +64,13 @@ def _compress_on_copy(session: tuple[Path, BatonContextEngine], clock: Callable[
                       request: str = REQUEST) -> tuple[list[dict[str, Any]], BatonContextEngine]:
     """Restore the project and the engine to the saved state, then one compaction with ``clock`` installed."""
     pristine, template = session
-    root = template.project_dir
+    root = template.project.explicit
     shutil.rmtree(root)
     shutil.copytree(pristine, root, symlinks=True)
     set_runtime(BatonRuntime(load_settings(), clock=clock))
     engine = copy.deepcopy(template)
     result = engine.compress(_conversation(request), current_tokens=20000)
-    assert engine.degradation_reason is None, engine.degradation_detail
+    assert engine.compaction.degradation_reason is None, engine.compaction.degradation_detail
     return result, engine
 
 
@@ -78,13 +78,13 @@ def test_same_state_and_clock_give_identical_bytes(session: tuple[Path, BatonCon
     first, engine = _compress_on_copy(session, lambda: PINNED)
     second, again = _compress_on_copy(session, lambda: PINNED)
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
-    record_id = engine.last_handoff["id"]
-    assert record_id == again.last_handoff["id"]
+    record_id = engine.compaction.last_handoff["id"]
+    assert record_id == again.compaction.last_handoff["id"]
     assert ids.is_uuid7(record_id)
     assert ids.uuid7_datetime(record_id) == PINNED.replace(microsecond=890000)
     block = next(m["content"] for m in first if str(m.get("content", "")).startswith("[Baton handoff"))
     assert f"captured {ids.format_timestamp(PINNED)}" in block
-    stored = json.loads(next((engine.project_dir / ".baton" / "handoffs").glob(
+    stored = json.loads(next((engine.project.explicit / ".baton" / "handoffs").glob(
         f"*--{record_id[-8:]}.json")).read_text())
     # every timestamp the cycle wrote into the new record is the pinned clock's
     assert {stored["created_at"], stored["updated_at"], stored["validation"]["validated_at"]} == {
@@ -96,8 +96,8 @@ def test_a_different_clock_or_content_gives_a_different_id(session: tuple[Path, 
     later = PINNED + timedelta(milliseconds=1)
     _, shifted = _compress_on_copy(session, lambda: later)
     _, other = _compress_on_copy(session, lambda: PINNED, "Fix the ledger export.")
-    assert len({base.last_handoff["id"], shifted.last_handoff["id"], other.last_handoff["id"]}) == 3
-    assert ids.uuid7_datetime(shifted.last_handoff["id"]) == later
+    assert len({base.compaction.last_handoff["id"], shifted.compaction.last_handoff["id"], other.compaction.last_handoff["id"]}) == 3
+    assert ids.uuid7_datetime(shifted.compaction.last_handoff["id"]) == later
 
 
 def test_a_repeat_in_the_same_store_gets_a_fresh_id(session: tuple[Path, BatonContextEngine]) -> None:
@@ -105,9 +105,9 @@ def test_a_repeat_in_the_same_store_gets_a_fresh_id(session: tuple[Path, BatonCo
     _, first = _compress_on_copy(session, lambda: PINNED)
     again = copy.deepcopy(session[1])  # same engine state, project NOT restored: the first record is stored
     again.compress(_conversation(REQUEST), current_tokens=20000)
-    assert again.degradation_reason is None, again.degradation_detail
-    assert again.last_handoff["id"] != first.last_handoff["id"]
-    assert again.last_handoff["id"][-8:] != first.last_handoff["id"][-8:]
-    assert ids.uuid7_datetime(again.last_handoff["id"]) == PINNED
-    stored = {p.name[-13:-5] for p in (first.project_dir / ".baton" / "handoffs").glob("*.json")}
-    assert {first.last_handoff["id"][-8:], again.last_handoff["id"][-8:]} <= stored
+    assert again.compaction.degradation_reason is None, again.compaction.degradation_detail
+    assert again.compaction.last_handoff["id"] != first.compaction.last_handoff["id"]
+    assert again.compaction.last_handoff["id"][-8:] != first.compaction.last_handoff["id"][-8:]
+    assert ids.uuid7_datetime(again.compaction.last_handoff["id"]) == PINNED
+    stored = {p.name[-13:-5] for p in (first.project.explicit / ".baton" / "handoffs").glob("*.json")}
+    assert {first.compaction.last_handoff["id"][-8:], again.compaction.last_handoff["id"][-8:]} <= stored

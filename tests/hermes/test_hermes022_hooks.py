@@ -60,26 +60,26 @@ def test_turn_usage_already_reported_is_not_observed_twice(project: Path, qwen3_
     """0.22 hands on_turn_complete the same usage update_from_response already reported."""
     engine = route_engine(project)
     sent(engine, conversation(2))
-    counted = engine.ledger.sent_count.tokens
+    counted = engine.requests.ledger.sent_count.tokens
     usage = {"prompt_tokens": counted, "completion_tokens": 5, "total_tokens": counted + 5}
     engine.update_from_response(usage)
-    observed = engine.ledger.anchor.observations
-    assert engine.ledger.check.requests_seen == 1
+    observed = engine.requests.ledger.anchor.observations
+    assert engine.requests.ledger.check.requests_seen == 1
     engine.on_turn_complete(conversation(2), usage=usage, turn_id="t1", api_call_count=1, interrupted=False,
                             failed=False, turn_exit_reason="final_response")
-    assert engine.ledger.anchor.observations == observed and engine.ledger.check.requests_seen == 1
+    assert engine.requests.ledger.anchor.observations == observed and engine.requests.ledger.check.requests_seen == 1
 
 
 def test_turn_usage_is_checked_against_the_last_request_sent(project: Path, qwen3_env: Path) -> None:
     """A host path that skips update_from_response: the turn's usage answers the LAST request, not an earlier one."""
     engine = route_engine(project)
     sent(engine, conversation(1))
-    first = engine.ledger.sent_count.tokens
+    first = engine.requests.ledger.sent_count.tokens
     sent(engine, conversation(4))
-    last = engine.ledger.sent_count.tokens
+    last = engine.requests.ledger.sent_count.tokens
     assert last > first
     engine.on_turn_complete(conversation(4), usage={"prompt_tokens": last, "completion_tokens": 3})
-    check = engine.ledger.check
+    check = engine.requests.ledger.check
     assert check.last is not None and check.last.counted == last and check.verdict == "confirmed"
 
 
@@ -87,13 +87,13 @@ def test_turn_usage_is_checked_against_the_last_request_sent(project: Path, qwen
 def test_an_absurd_reported_size_is_ignored_not_calibrated_on(project: Path, qwen3_env: Path, reported: Any) -> None:
     engine = route_engine(project)
     sent(engine, conversation(2))
-    counted = engine.ledger.sent_count.tokens
-    observed = engine.ledger.anchor.observations
+    counted = engine.requests.ledger.sent_count.tokens
+    observed = engine.requests.ledger.anchor.observations
     size = counted * 101 if reported == "absurdly large" else reported
     engine.on_turn_complete(conversation(2), usage={"prompt_tokens": size, "completion_tokens": 1})
     status = engine.get_status()["verification"]
     assert status["verdict"] == "unconfirmed" and status["requests_seen"] == 0, status
-    assert engine.ledger.anchor.observations == observed
+    assert engine.requests.ledger.anchor.observations == observed
     engine.on_turn_complete(conversation(2), usage={"prompt_tokens": counted, "completion_tokens": 1})
     assert engine.get_status()["verification"]["verdict"] == "confirmed"  # the plausible one still counts
 
@@ -108,8 +108,8 @@ def test_the_compaction_line_is_batons_and_names_the_last_handoff(project: Path,
     assert line is not None and line.startswith("Baton handoff at 50,000 tokens") and "baton_recall" in line
     assert "summariz" not in line.lower() and "last handoff" not in line
     engine.compress(conversation(8), current_tokens=50_000)
-    done = engine.last_compaction
-    assert done is not None and done.handoff_id == engine.last_handoff["short_id"]
+    done = engine.compaction.last_compaction
+    assert done is not None and done.handoff_id == engine.compaction.last_handoff["short_id"]
     assert done.before and done.after and done.after < done.before
     line = engine.get_automatic_compaction_status_message(phase="compress", default_message=HERMES_DEFAULT_LINE,
                                                           approx_tokens=51_000)
@@ -137,12 +137,12 @@ def test_bind_session_state_in_both_call_forms(project: Path, hermes_home: Path)
     engine = BatonContextEngine(project_dir=project)
     db = SessionDB(hermes_home / "state.db")
     engine.bind_session_state(session_db=db, session_id="init-session")  # agent_init
-    assert engine.session_db is db and engine.session_id == "init-session"
+    assert engine.recall_binding.session_db is db and engine.compaction.session_id == "init-session"
     engine.bind_session_state(db, "new-session")  # run_agent on /new, /resume, /branch
-    assert engine.session_db is db and engine.session_id == "new-session"
-    assert engine.recall_status()["source"] == "hermes session store"
+    assert engine.recall_binding.session_db is db and engine.compaction.session_id == "new-session"
+    assert engine.recall_binding.status(engine.compaction.session_id)["source"] == "hermes session store"
     engine.bind_session_state(None, None)  # an AIAgent without a store: unbound, the id kept
-    assert engine.session_db is None and engine.session_id == "new-session"
+    assert engine.recall_binding.session_db is None and engine.compaction.session_id == "new-session"
 
 
 # ---- model_thresholds -------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_a_gateway_agents_project_is_its_working_directory(tmp_path: Path, monke
     engine = BatonContextEngine()
     engine.update_model("qwen3", 65536)
     engine.on_session_start("s-gw", platform="telegram", conversation_id=USER_1)
-    assert engine._settings().brief_max_tokens == 700
+    assert engine.project.settings().brief_max_tokens == 700
     engine.compress(USER_1_WORDS)
     assert engine.get_status()["latest_handoff"]["status"] == "ready"
     assert len(handoff_records(project)) == 1 and not (elsewhere / ".baton").exists()

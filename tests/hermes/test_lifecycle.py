@@ -42,7 +42,7 @@ def test_a_resumed_session_continues_its_own_handoff_without_counting(project: P
     counter = get_runtime().counter()
     calls = counter.stats().calls
     again.on_session_start("one", platform="cli")
-    assert counter.stats().calls == calls and again.ledger.counted == 0
+    assert counter.stats().calls == calls and again.requests.ledger.counted == 0
     assert again.get_status()["latest_handoff"]["id"] == ready["id"]
     again.compress([*MESSAGES, {"role": "user", "content": "next"}])
     assert again.get_status()["latest_handoff"]["parents"] == [ready["id"]]  # continues its own lineage
@@ -101,8 +101,8 @@ def test_reset_clears_session_state_but_keeps_lineage(project: Path) -> None:
     engine.on_session_start("s")
     engine.compress([*MESSAGES, {"role": "user", "content": "go"}])
     handoff = engine.get_status()["latest_handoff"]
-    engine.objective, engine.turns, engine.last_prompt_tokens = "x", 9, 5000
+    engine.compaction.objective, engine.compaction.turns, engine.last_prompt_tokens = "x", 9, 5000
     engine.on_session_reset()
-    assert (engine.objective, engine.turns, engine.last_prompt_tokens) == (None, 0, 0)
-    assert engine.policy.post_compaction_tokens is None
+    assert (engine.compaction.objective, engine.compaction.turns, engine.last_prompt_tokens) == (None, 0, 0)
+    assert engine.compaction.policy.post_compaction_tokens is None
     assert engine.get_status()["latest_handoff"] == handoff and engine.compression_count == 1

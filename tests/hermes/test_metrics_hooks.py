@@ -24,7 +24,7 @@ def budget(engine: Any) -> dict[str, Any]:
 def test_requests_usage_and_the_route_verdict_are_logged(project: Path, qwen3_env: Path) -> None:
     engine = started_engine(project)
     first = budget(engine)
-    counted = engine.ledger.memo.tokens
+    counted = engine.requests.ledger.memo.tokens
     engine.update_from_response({"prompt_tokens": counted * 2, "completion_tokens": 5})  # a wrong tokenizer
     second = budget(engine)
     data = read.report_data(read.sessions(project / ".baton")[0])
@@ -33,7 +33,7 @@ def test_requests_usage_and_the_route_verdict_are_logged(project: Path, qwen3_en
     assert data["requests"][0]["reported"] == counted * 2
     assert [r["mode"] for r in data["requests"]] == ["exact", "calibrated"]
     assert data["mode_changes"] == [{"request": 2, "from": "exact", "to": "calibrated", "reason": None}]
-    assert data["route_check"]["verdict"] == "calibrated" == engine.ledger.check.verdict
+    assert data["route_check"]["verdict"] == "calibrated" == engine.requests.ledger.check.verdict
     assert data["route_check"]["ratio"] == 2.0 and data["summary"]["route_verdict"] == "calibrated"
 
 
@@ -44,4 +44,4 @@ def test_an_unwritable_log_changes_nothing_the_agent_gets(project: Path, tmp_pat
     engine = started_engine(blocked)
     assert budget(engine) == expected and expected["max_tokens"] < 250000
     engine.update_from_response({"prompt_tokens": 100, "completion_tokens": 5})
-    assert engine.metrics.dropped == 2 and engine.turns == 1
+    assert engine.requests.metrics.dropped == 2 and engine.compaction.turns == 1

@@ -46,11 +46,11 @@ def test_select_context_never_counts_and_never_rewrites(project: Path, qwen3_env
         in_agent(agent, activation.llm_request, request=request, model="qwen3", base_url=BASE_URL)
         grown = [*messages, {"role": "assistant", "content": "more"}, {"role": "user", "content": "next"}]
         calls = get_runtime().counter().stats().backend_calls
-        scanned = engine.scanned_upto
+        scanned = engine.scan_ahead.upto
         assert engine.select_context(grown, conversation_messages=grown[1:], incoming_message="next",
                                      budget_tokens=65536) is None
         assert get_runtime().counter().stats().backend_calls == calls  # no count of the pre-sanitizer view
-        assert engine.scanned_upto > scanned  # the new messages were scanned ahead for the next compaction
+        assert engine.scan_ahead.upto > scanned  # the new messages were scanned ahead for the next compaction
         in_agent(agent, activation.llm_request, request={**request, "messages": grown}, model="qwen3",
                  base_url=BASE_URL)
         assert get_runtime().counter().stats().backend_calls == calls + 1  # the request as sent: one count
@@ -74,7 +74,7 @@ def test_usage_from_responses_anchors_counts_when_the_tokenizer_is_down(project:
                           base_url=BASE_URL)
         status = engine.get_status()["tokenizer"]
         assert status["counting"] == "anchored" and status["anchor_observations"] == 1
-        anchored = engine.ledger.memo
+        anchored = engine.requests.ledger.memo
         assert 3_000 < anchored.tokens < 3_000 + 1_024  # the anchor plus the scaled delta and its margin
         assert answer["request"]["max_tokens"] == 65536 - anchored.tokens  # the margin is already inside
         assert status["breaker"]["state"] == "open"

@@ -154,7 +154,7 @@ def test_pre_api_estimate_and_middleware_share_one_round_trip(active: Activation
         result = in_agent(agent, active.llm_request, request=copy.deepcopy(request), original_request=request,
                           model=MODEL, base_url=BASE_URL)
         assert result["request"]["max_tokens"] == unconfirmed_cap(CONTEXT, exact)
-        ledger = agent.context_compressor.ledger
+        ledger = agent.context_compressor.requests.ledger
         assert counter.stats().backend_calls - calls_before == 1, ("one round trip per request", ledger.counted, ledger.memo_hits)
         again = in_agent(agent, active.llm_request, request=copy.deepcopy(request), original_request=request,
                          model=MODEL, base_url=BASE_URL)  # a retry of the same request

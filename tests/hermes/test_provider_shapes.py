@@ -72,11 +72,11 @@ def test_responses_and_bedrock_requests_are_budgeted_and_anchor_on_usage(
     rewritten = engine.on_request(request, api_mode=api_mode, model=request.get("model", request.get("modelId")))
     assert rewritten is not None and cap(rewritten) < WINDOW and cap(request) == WINDOW
     assert {k for k in rewritten if k not in ("max_output_tokens",)} == {k for k in request if k != "max_output_tokens"}
-    assert engine.ledger.sent is not None and engine.route.api_mode == api_mode
-    observed = engine.ledger.anchor.observations
+    assert engine.requests.ledger.sent is not None and engine.route.api_mode == api_mode
+    observed = engine.requests.ledger.anchor.observations
     engine.update_from_response({"input_tokens": 9000, "output_tokens": 100})  # the provider's usage
-    assert engine.ledger.anchor.observations == observed + 1
-    estimate = engine.ledger.anchor.estimate(engine.ledger.sent)  # the request sent, again: the provider's count
+    assert engine.requests.ledger.anchor.observations == observed + 1
+    estimate = engine.requests.ledger.anchor.estimate(engine.requests.ledger.sent)  # the request sent, again: the provider's count
     assert estimate is not None and estimate.tokens == 9000 + DEFAULT_MARGIN_FLOOR_TOKENS
 
 
@@ -118,11 +118,11 @@ def test_the_estimate_and_the_wire_request_of_one_turn_are_counted_once(
     first = with_tool_calls(4)
     engine.on_request(build(first), api_mode=api_mode, model="m")  # the route learns its wire format
     grown = [*first, {"role": "user", "content": "and the notes?"}]
-    counted_before, hits_before = engine.ledger.counted, engine.ledger.memo_hits
+    counted_before, hits_before = engine.requests.ledger.counted, engine.requests.ledger.memo_hits
     estimate = engine.count_estimate(grown[1:], system_prompt=grown[0]["content"], tools=TOOLS)
     engine.on_request(build(grown), api_mode=api_mode, model="m")
-    assert engine.ledger.counted - counted_before == 1 and engine.ledger.memo_hits - hits_before == 1
-    assert engine.ledger.sent_count is not None and engine.ledger.sent_count.tokens == estimate.tokens
+    assert engine.requests.ledger.counted - counted_before == 1 and engine.requests.ledger.memo_hits - hits_before == 1
+    assert engine.requests.ledger.sent_count is not None and engine.requests.ledger.sent_count.tokens == estimate.tokens
     # a changed request is counted again: the content key is what the request says
     engine.on_request(build([*grown, {"role": "user", "content": "one more"}]), api_mode=api_mode, model="m")
-    assert engine.ledger.counted - counted_before == 2
+    assert engine.requests.ledger.counted - counted_before == 2

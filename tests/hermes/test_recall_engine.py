@@ -58,7 +58,7 @@ def test_recall_after_two_compactions_and_a_rotation(project: Path, qwen3_env: P
     first = engine.compress(messages, current_tokens=50_000)
     engine.on_session_start("session-2", boundary_reason="compression", old_session_id="session-1")
     second = engine.compress([*first, *_round(5, "ok"), *_round(6, "ok"), *_round(7, "ok")], current_tokens=50_000)
-    assert engine.compression_count == 2 and engine.degradation_reason is None
+    assert engine.compression_count == 2 and engine.compaction.degradation_reason is None
 
     records = _records(project)
     assert len(records) == 2
@@ -114,7 +114,7 @@ def test_recall_reads_the_bound_session_store(project: Path, qwen3_env: Path, tm
     db.create_session("child", source="cli", parent_session_id="parent")
     engine = _engine(project)
     engine.bind_session_state(session_db=db, session_id="child")
-    assert copy.deepcopy(engine).session_db is db  # a copy borrows the store, never copies its connection
+    assert copy.deepcopy(engine).recall_binding.session_db is db  # a copy borrows the store, never copies its connection
     assert engine.get_status()["recall"]["source"] == "hermes session store"
     hit = _call(engine, mode="search", query="INV-20931")["hits"][0]
     assert hit["role"] == "user" and "INV-20931" in hit["snippet"]

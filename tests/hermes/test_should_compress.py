@@ -47,15 +47,15 @@ def test_truth_table(tmp_path: Path, block: dict, state: dict, prompt: int | Non
                      reason: str) -> None:
     engine = _engine(tmp_path, **block)
     policy_fields = {k: v for k, v in state.items() if k in ("explicit", "post_compaction_tokens")}
-    engine.policy = replace(engine.policy, **policy_fields)
+    engine.compaction.policy = replace(engine.compaction.policy, **policy_fields)
     for name, value in state.items():
         if name not in policy_fields:
             setattr(engine, name, value)
     decision, why = engine.should_compress_info(prompt)
     assert decision is expected
-    assert reason in engine.last_decision
+    assert reason in engine.compaction.last_decision
     # Hermes 0.22 warns with the reason: given only for a request held back at or above the trigger
-    assert why == (engine.last_decision if reason == "cooldown" else None)
+    assert why == (engine.compaction.last_decision if reason == "cooldown" else None)
     assert engine.should_compress(prompt) is expected
     assert reason in engine.get_status()["last_decision"]
 
@@ -77,7 +77,7 @@ def test_detector_recommendation_needs_readiness(project: Path) -> None:
         messages=messages))
     assert answer["ok"], answer
     decision, _ = engine.should_compress_info(60_000)
-    assert decision and "detector pressure" in engine.last_decision
+    assert decision and "detector pressure" in engine.compaction.last_decision
 
 
 def test_tool_can_request_a_handoff(tmp_path: Path) -> None:
@@ -90,5 +90,5 @@ def test_tool_can_request_a_handoff(tmp_path: Path) -> None:
 def test_failure_cooldown_is_reported_to_the_host(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
     assert engine.get_active_compression_failure_cooldown() is None
-    engine.failure_until = 10**12
+    engine.compaction.failure_until = 10**12
     assert engine.get_active_compression_failure_cooldown()["remaining_seconds"] > 0

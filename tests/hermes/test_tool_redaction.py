@@ -43,7 +43,7 @@ def test_objective_answer_is_redacted(engine: BatonContextEngine, sample: Secret
     assert data["ok"] and data["kind"] == "objective"
     assert leaked(answer, sample) == []
     assert data["objective"].startswith("Deploy with ") and "[REDACTED:" in data["objective"]
-    assert engine.objective == f"Deploy with {sample.text}".strip()  # kept in memory, redacted when persisted
+    assert engine.compaction.objective == f"Deploy with {sample.text}".strip()  # kept in memory, redacted when persisted
 
 
 def test_echoed_refs_and_tool_names_are_redacted(engine: BatonContextEngine) -> None:

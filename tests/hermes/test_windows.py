@@ -95,7 +95,7 @@ def test_constructing_or_copying_an_engine_has_no_side_effect(project: Path,
     assert sent_max_tokens(activation, agent) == unconfirmed_cap(SMALL, prompt), "a new engine reset the agent's window"
     clone = copy.deepcopy(agent.context_compressor)  # deepcopy-safe after use: plain data, own ledger
     assert (clone.context_length, clone.threshold_tokens) == (SMALL, agent.context_compressor.threshold_tokens)
-    assert clone.ledger is not agent.context_compressor.ledger
+    assert clone.requests.ledger is not agent.context_compressor.requests.ledger
 
 
 def test_route_and_window_follow_the_model(project: Path, active: tuple[Activation, BatonRuntime]) -> None:
@@ -106,7 +106,7 @@ def test_route_and_window_follow_the_model(project: Path, active: tuple[Activati
     assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)
     engine = agent.context_compressor
     engine.update_model("fallback-model", SMALL, base_url="http://127.0.0.1:10/v1", provider="vllm")
-    assert engine.ledger.counted == 0  # another model: its counts, anchor and verdict start over
+    assert engine.requests.ledger.counted == 0  # another model: its counts, anchor and verdict start over
     # The fallback model is not the configured one: its tokenizer is chosen for it (auto: no OpenAI-family name,
     # so rough + the fallback margin, until its provider's usage anchors it), not Qwen3's.
     cap = sent_max_tokens(activation, agent, model="fallback-model")
@@ -166,7 +166,7 @@ def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
 
     run_in_threads(run, 8, timeout=120)
     assert {i: set(values) for i, values in results.items()} == {i: {expected[i]} for i in range(8)}
-    frames = [agent.context_compressor.ledger.frame for agent, _ in agents]
+    frames = [agent.context_compressor.requests.ledger.frame for agent, _ in agents]
     assert [len(frame.tools) for frame in frames] == list(range(1, 9))
 
 

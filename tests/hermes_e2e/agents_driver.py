@@ -42,7 +42,7 @@ def _recorded(engine: Any, counts: list[dict[str, Any]], name: str) -> None:
     def on_request(request: dict[str, Any], **kwargs: Any) -> Any:
         rewritten = original(request, **kwargs)
         if not kwargs.get("auxiliary"):
-            sent = engine.ledger.sent_count
+            sent = engine.requests.ledger.sent_count
             counts.append({"agent": name, "tokens": sent.tokens if sent is not None else None,
                            "exact": sent.exact if sent is not None else None,
                            "tags": sorted(set(_tags(request.get("messages"))))})
@@ -87,12 +87,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "engines": {name: {
             "class": f"{type(engine).__module__}.{type(engine).__qualname__}",
             "is_registered": engine is registered,
-            "id": id(engine), "ledger_id": id(engine.ledger), "memos_id": id(engine.memos),
-            "projected_tags": _memo_tags(engine.memos._projected),  # noqa: SLF001
-            "digest_tags": _memo_tags(engine.memos._digests),  # noqa: SLF001
-            "sent_tags": sorted(set(_tags((engine.ledger.sent or {}).get("messages")))),
+            "id": id(engine), "ledger_id": id(engine.requests.ledger), "memos_id": id(engine.requests.memos),
+            "projected_tags": _memo_tags(engine.requests.memos._projected),  # noqa: SLF001
+            "digest_tags": _memo_tags(engine.requests.memos._digests),  # noqa: SLF001
+            "sent_tags": sorted(set(_tags((engine.requests.ledger.sent or {}).get("messages")))),
             "compression_count": engine.compression_count,
-            "session_id": engine.session_id,
+            "session_id": engine.compaction.session_id,
             "route": {"model": engine.route.model, "base_url": engine.route.base_url},
             "status": engine.get_status(),
         } for name, engine in engines.items()},

@@ -72,7 +72,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                       "completed": result.get("completed"), "messages": len(history or [])})
     status = engine.get_status() if hasattr(engine, "get_status") else {}
     compression_count = engine.compression_count
-    recall_source = type(engine.recall_source()).__name__ if hasattr(engine, "recall_source") else None
+    binding = getattr(engine, "recall_binding", None)  # None: Hermes' own compressor
+    recall_source = type(binding.source(engine.compaction.session_id)).__name__ if binding is not None else None
     agent.shutdown_memory_provider(history or [])
     return {
         "engine_class": f"{type(engine).__module__}.{type(engine).__qualname__}",

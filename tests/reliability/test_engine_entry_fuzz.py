@@ -44,7 +44,7 @@ def test_turn_checks_never_raise(bare_project: Path, runtime: Any, usage: Any, p
     assert all(isinstance(v, int) and v >= 0 for v in (engine.last_prompt_tokens, engine.last_completion_tokens))
     decision, reason = engine.should_compress_info(prompt_tokens)
     assert isinstance(decision, bool) and (reason is None or (isinstance(reason, str) and reason))
-    assert isinstance(engine.last_decision, str) and engine.last_decision
+    assert isinstance(engine.compaction.last_decision, str) and engine.compaction.last_decision
     assert engine.should_compress(prompt_tokens) is decision
 
 
