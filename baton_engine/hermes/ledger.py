@@ -226,8 +226,8 @@ class Ledger:
 
         def count_text(text: str) -> int:
             # A local backend counts text exactly and cheaply even when its chat count is an estimate (tiktoken):
-            # the whole request's ratio is no rate for other text (an emoji transcript's ~12 over-counted the
-            # ASCII brief 12x until it could not fit; found by benchmarks/soak.py).
+            # the whole request's ratio is no rate for other text (an emoji transcript's ratio would over-count an
+            # ASCII brief until it could not fit; benchmarks/soak.py found it).
             if local:
                 counted = counting.count_text(text)
                 if counted.exact and counted.tokens is not None:
