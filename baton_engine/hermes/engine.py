@@ -145,8 +145,8 @@ class BatonContextEngine(ContextEngine):
                      provider: str = "", api_mode: str = "", **_: Any) -> None:
         """``/model``, a fallback provider or start-up: the route and window this agent budgets; never raises."""
         try:
-            self.requests.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
-                                             why="update_model"))
+            self.requests.move_route(self.route.moved(model=model, base_url=base_url, provider=provider,
+                                                      api_mode=api_mode, why="update_model"))
             self._apply_model_threshold(model, provider)
             ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
             self.requests.set_context_length(context_length if ok else DEFAULT_CONTEXT_LENGTH)
