@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from baton_engine.budget import Decision, Margins, apply_output, decide, write_cap
+from baton_engine.budget import Decision, apply_output
 from baton_engine import policy
 from baton_engine.compaction import scan
 from baton_engine.compaction.builder import degrade_messages
@@ -23,8 +23,7 @@ from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
-from baton_engine.policy import Limits
-from baton_engine.request import ProviderRequest, find_cap, find_thinking_budget
+from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import RouteCheck
 
@@ -118,18 +117,18 @@ class RequestBudgeter:
         self.ledger.learned_window = window if learned is None else min(learned, window)
         self.fit_window()
 
-    def fit_window(self) -> None:
+    def fit_window(self, counting: RouteCounting | None = None) -> None:
         """The threshold fits the window this route budgets against, once something may have changed it (Hermes'
         context length, a refusal, the route, a tokenizer server's ``max_model_len`` known after a count)."""
-        self.window.fit(self.window_source()[0])
+        self.window.fit(self.window_source(counting)[0])
 
-    def window_source(self) -> tuple[int, str]:
+    def window_source(self, counting: RouteCounting | None = None) -> tuple[int, str]:
         """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
         max_model_len and a window a refusal stated."""
         candidates = []  # on a tie the provider's own statement names the source (Hermes may copy its number)
         if self.ledger.learned_window is not None:
             candidates.append((self.ledger.learned_window, "provider refusal"))
-        server = self.counting().server_window()
+        server = (counting or self.counting()).server_window()
         if server is not None:
             candidates.append((server, "server max_model_len"))
         candidates.append((self.window.context_length, "hermes context_length"))
@@ -188,8 +187,9 @@ class RequestBudgeter:
     def count(self, view: ProviderRequest) -> TokenCount:
         """The view's provider-visible size: exact, anchored on real usage, or rough + margin. A tokenizer
         server states its window with a count: the threshold fits it from here on."""
-        counted = self.ledger.count(view, self.counting(), by_content=self.route.api_mode in request_view.WIRE_MODES)
-        self.fit_window()
+        counting = self.counting()
+        counted = self.ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES)
+        self.fit_window(counting)
         return counted
 
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
@@ -237,14 +237,10 @@ class RequestBudgeter:
                 counted: TokenCount) -> tuple[Decision, dict[str, Any] | None]:
         """``budget.decide`` for the request about to be sent, then the writer (None: leave it unchanged)."""
         settings = get_runtime().settings
-        cap = view.cap if view.cap is not None else find_cap(request)
-        decision = decide(counted, Limits.of_window(self.effective_window(), settings.min_output_tokens),
-                          cap=cap, thinking_budget=find_thinking_budget(request),
-                          margins=Margins(fallback=settings.fallback_margin_tokens,
-                                          unconfirmed=self.ledger.check.output_margin(counted)))
-        if decision.action != "lower_cap_to" or cap is None or decision.value is None:
-            return decision, None
-        return decision, write_cap(request, cap, decision.value, decision.thinking_budget)
+        return apply_output(request, counted, window=self.effective_window(), cap=view.cap,
+                            min_output_tokens=settings.min_output_tokens,
+                            fallback_margin_tokens=settings.fallback_margin_tokens,
+                            unconfirmed_margin=self.ledger.check.output_margin(counted))
 
     def request_only_compaction(self, view: ProviderRequest, counted: TokenCount,
                                 kept: list[Any]) -> list[Any] | None:
