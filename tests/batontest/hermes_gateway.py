@@ -31,13 +31,16 @@ from typing import Any, Self
 
 import pytest
 
+from batontest import conversation_tap
 from batontest.hermes_run import require_hermes
 
 # ``hermes gateway run`` with ``run_agent`` imported first, in the main thread: the gateway otherwise imports it in
 # a worker thread on the first request, where its tool discovery's ``ast.parse`` can race another thread's and
 # CPython 3.11.7 fails with "SystemError: AST constructor recursion depth mismatch" (seen on Hermes 0.22)
-GATEWAY_MAIN = ("import runpy, sys; import run_agent; sys.argv = ['hermes', *sys.argv[1:]]; "
-                "runpy.run_module('hermes_cli.main', run_name='__main__')")
+# The conversation tap (its file is the first argument) is installed first: every request the gateway sends names
+# the conversation Hermes says it belongs to.
+GATEWAY_MAIN = ("import runpy, sys; import run_agent; runpy.run_path(sys.argv[1])['install'](); "
+                "sys.argv = ['hermes', *sys.argv[2:]]; runpy.run_module('hermes_cli.main', run_name='__main__')")
 READY_TIMEOUT = 60.0  # seconds for the gateway to answer /health (about 5 s on an idle machine)
 CHAT_TIMEOUT = 120.0
 
@@ -92,7 +95,8 @@ class HermesGateway:
 
     def __enter__(self) -> Self:
         log = self.log_path.open("wb")
-        self._process = subprocess.Popen([sys.executable, "-c", GATEWAY_MAIN, "gateway", "run", "-v"],
+        self._process = subprocess.Popen([sys.executable, "-c", GATEWAY_MAIN, conversation_tap.__file__,
+                                          "gateway", "run", "-v"],
                                          cwd=self.project, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + READY_TIMEOUT

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batontest.conversation_tap import CONVERSATION_HEADER
 from batontest.loopback import JsonHandler, LoopbackServer
 
 DEFAULT_MODEL_NAME = "qwen3-local"
@@ -78,6 +79,7 @@ class RecordedRequest:
     status: int = 200
     rejection: str | None = None
     reply: Reply | None = None
+    conversation: str | None = None  # the conversation Hermes sent it for (``conversation_tap``), when tapped
 
     @property
     def output_budget(self) -> int:
@@ -280,7 +282,7 @@ class _Handler(JsonHandler):
         if not isinstance(body, dict):
             self.send_json(400, _error("request body must be a JSON object"))
             return
-        status, payload = self.owner.handle_chat(body)
+        status, payload = self.owner.handle_chat(body, conversation=self.headers.get(CONVERSATION_HEADER))
         if isinstance(payload, list):
             self._sse(payload)
         else:
@@ -378,14 +380,16 @@ class ModelServer(LoopbackServer):
 
     # -- chat completions ---------------------------------------------------------------------
 
-    def handle_chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any] | list[dict[str, Any]]]:
-        """Returns (status, JSON body) or (200, list of SSE chunks) for a streaming reply."""
+    def handle_chat(self, body: dict[str, Any], *,
+                    conversation: str | None = None) -> tuple[int, dict[str, Any] | list[dict[str, Any]]]:
+        """Returns (status, JSON body) or (200, list of SSE chunks) for a streaming reply; ``conversation`` is
+        the tap's tag of the request (``conversation_tap.CONVERSATION_HEADER``), kept on its record."""
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         record = RecordedRequest(
             index=0, path="/v1/chat/completions", stream=bool(body.get("stream")), main=is_main(body),
             messages=messages,
             tools=body.get("tools") or [], max_tokens=body.get("max_tokens"),
-            max_completion_tokens=body.get("max_completion_tokens"),
+            max_completion_tokens=body.get("max_completion_tokens"), conversation=conversation,
         )
         if record.main and self._inject_failure(record):
             return 500, _server_error()

@@ -10,6 +10,11 @@ until it compacts and continues its session (``X-Hermes-Session-Id``) to resume 
 stand-in sees every request: nothing of user 1's (codename, file names, objective, handoff ids) is in any request made
 for user 2, nor in any tool's answer to it; user 1 gets its brief back. The gateway runs once for the module (40-50 s
 on a busy 2-core machine); each test reads one tool's part of the run.
+
+A request belongs to the conversation Hermes sent it for, not to the turn that was running when it arrived: the
+gateway runs under ``batontest.conversation_tap``, which tags every request with Hermes' own conversation id (the
+session's lineage root, which auxiliary calls such as 0.22's background session title carry too), and the run is
+read only after the gateway has stopped, so a late background request is still given to its own conversation.
 """
 
 from __future__ import annotations
@@ -69,7 +74,8 @@ GUESSED = {"mode": "search", "query": CODENAME}  # the worst case: it does (its 
 
 @dataclass
 class Phase:
-    """One user's chat request through the gateway, and every request the model server received for it."""
+    """One user's chat request through the gateway, and every request the model server received for its
+    conversation (its Hermes session: a phase that continues a session shares that session's requests)."""
 
     reply: ChatReply
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -107,13 +113,21 @@ class Run:
                        == hash_session_id(key)), key=lambda r: r["id"])
 
 
-def _phase(gateway: HermesGateway, server: ModelServer, steps: list[Any], final: str, key: str | None,
-           text: str, session_id: str | None = None) -> Phase:
+def _chat(gateway: HermesGateway, server: ModelServer, steps: list[Any], final: str, key: str | None,
+          text: str, session_id: str | None = None) -> ChatReply:
     policy = server.policy = ScriptedPolicy(steps, final_answer=final)
-    start = len(server.requests)
     reply = gateway.chat(key, [{"role": "user", "content": text}], session_id=session_id)
     assert policy.position == len(steps), f"the model's script did not run to its end:\n{gateway.log_tail()}"
-    return Phase(reply, server.requests[start:])
+    return reply
+
+
+def by_conversation(requests: list[RecordedRequest], replies: list[ChatReply]) -> list[Phase]:
+    """Each reply's phase with the requests of its conversation, whenever they arrived; every request must name
+    one of these conversations (an untagged or unknown one fails here rather than being given to anybody)."""
+    sessions = {reply.session_id for reply in replies}
+    strays = [(r.index, r.main, r.conversation) for r in requests if r.conversation not in sessions]
+    assert not strays, f"requests of no known conversation (index, main, tag): {strays}; known: {sorted(sessions)}"
+    return [Phase(reply, [r for r in requests if r.conversation == reply.session_id]) for reply in replies]
 
 
 @pytest.fixture(scope="module")
@@ -129,21 +143,23 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         home = write_hermes_home(work / "hermes-home", gateway_config(config, project, TOOLSETS))
         with HermesGateway(home, project, hermes_env(home)) as gateway:
             reviews = [*(read(project, n) for n in USER_1_FILES), call("baton_recall", **ASKED)]
-            user_1 = _phase(gateway, server, reviews, "Reviewed the parsers.", ALICE, USER_1_TASK)
+            user_1 = _chat(gateway, server, reviews, "Reviewed the parsers.", ALICE, USER_1_TASK)
             # the guessed codename last: no compaction of user 2 takes the model's own words into a brief
-            user_2 = _phase(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
-                                              call("baton_status"), *(read(project, n) for n in USER_2_FILES),
-                                              call("baton_recall", **GUESSED)], "Read the notes.", BOB, USER_2_TASK)
-            user_1_again = _phase(gateway, server, [call("baton_resume"), call("baton_status")],
-                                  "Resumed.", ALICE, USER_1_AGAIN)
-            keyless = _phase(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
-                                               call("baton_status")], "Nothing to resume.", None, KEYLESS_TASK)
-            keyless_work = _phase(gateway, server, [read(project, n) for n in KEYLESS_FILES], "Read the tides.",
-                                  None, "Read the tide tables under docs/.")
-            keyless_again = _phase(gateway, server, [call("baton_resume")], "Resumed.", None, "Where were we?",
-                                   session_id=keyless_work.reply.session_id)
+            user_2 = _chat(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
+                                             call("baton_status"), *(read(project, n) for n in USER_2_FILES),
+                                             call("baton_recall", **GUESSED)], "Read the notes.", BOB, USER_2_TASK)
+            user_1_again = _chat(gateway, server, [call("baton_resume"), call("baton_status")],
+                                 "Resumed.", ALICE, USER_1_AGAIN)
+            keyless = _chat(gateway, server, [call("baton_resume"), call("baton_recall", **ASKED),
+                                              call("baton_status")], "Nothing to resume.", None, KEYLESS_TASK)
+            keyless_work = _chat(gateway, server, [read(project, n) for n in KEYLESS_FILES], "Read the tides.",
+                                 None, "Read the tide tables under docs/.")
+            keyless_again = _chat(gateway, server, [call("baton_resume")], "Resumed.", None, "Where were we?",
+                                  session_id=keyless_work.session_id)
+        # the gateway has stopped: every request it sent, background ones included, is recorded
         assert not server.rejections, [(r.index, r.rejection) for r in server.rejections]
-    yield Run(user_1, user_2, user_1_again, keyless, keyless_work, keyless_again, handoff_records(project))
+        phases = by_conversation(server.requests, [user_1, user_2, user_1_again, keyless, keyless_work, keyless_again])
+    yield Run(*phases, handoff_records(project))
 
 
 def user_1_marks(run: Run) -> list[str]:
