@@ -9,14 +9,16 @@ baton`` does. Patches are installed only when that selection is made, and the lo
 
 What the user must know is said on the terminal (stderr, one line each), because Hermes 0.19 sends plugin
 warnings only to its log files: a value that stops Baton, an unknown ``baton:`` key (ignored), and a
-configured tokenizer that cannot start (built here, when Baton is selected, so the line comes at start-up
-and not at the first request; Baton then counts with estimates, ``tokenizer_check``).
+configured tokenizer that cannot start (built on a thread started here when Baton is selected, so the line comes
+at start-up and not at the first request, and the plugin load does not wait for it; Baton then counts with
+estimates, ``tokenizer_check``).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,14 @@ from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
-from baton_engine.hermes.runtime import host_runtime, set_runtime
+from baton_engine.hermes.runtime import BatonRuntime, host_runtime, set_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 SKILL_PATH = Path(__file__).with_name("SKILL.md")
 SKILL_DESCRIPTION = "Record decisions, evidence and open items so Baton handoffs survive context compaction."
 
-__all__ = ["activation", "register", "unregister"]  # ``activation`` lives in ``patches`` (status reads it there)
+# ``activation`` lives in ``patches`` (status reads it there)
+__all__ = ["activation", "register", "started", "unregister"]
 
 
 def _host_home() -> Path | None:
@@ -81,14 +84,10 @@ def register(ctx: Any) -> None:
     ctx.register_middleware("llm_request", current.llm_request)
     if view.engine_selected:
         skipped = current.activate()
-        counter = runtime.counter()  # built now: a tokenizer that cannot start is said at start-up
-        if counter is None:
-            tell(runtime.main.counter_error or "tokenizer cannot start")
-        LOGGER.warning(
-            "Baton context engine ACTIVE (context.engine: %s): counting with %s, %d patch(es) skipped%s",
-            ENGINE_NAME, counter.source if counter is not None else "estimates (the tokenizer cannot start)",
-            len(skipped), f": {'; '.join(skipped)}" if skipped else "",
-        )
+        global _STARTING
+        _STARTING = threading.Thread(target=_start_tokenizer, args=(runtime, skipped),
+                                     name="baton-tokenizer-start", daemon=True)
+        _STARTING.start()
     else:
         LOGGER.warning(
             "Baton plugin loaded but NOT active: context.engine is %r; set context.engine: %s to use it",
@@ -96,8 +95,38 @@ def register(ctx: Any) -> None:
         )
 
 
+_STARTING: threading.Thread | None = None  # the start-up build of the tokenizer, while it runs
+
+
+def started(timeout: float | None = None) -> bool:
+    """Waits (at most ``timeout`` seconds) for the start-up build of the tokenizer: True once it is done and its
+    lines are said (the CLI's first request waits for the build itself)."""
+    starting = _STARTING
+    if starting is not None:
+        starting.join(timeout)
+    return starting is None or not starting.is_alive()
+
+
+def _start_tokenizer(runtime: BatonRuntime, skipped: list[str]) -> None:
+    """Builds the configured tokenizer at start-up, beside Hermes' plugin load rather than inside it, so a
+    tokenizer that cannot start is said at start-up without holding the load up: Hermes 0.22 abandons a plugin
+    whose import + ``register()`` overrun ``plugins.load_timeout_seconds`` (10 s by default) and uses its own
+    compressor, and building the hf backend took 14.7 s on a loaded 2-core machine (docs/hermes-versions.md). A
+    request that needs the counter meanwhile waits for this build (``BatonRuntime.counter_of``)."""
+    counter = runtime.counter()
+    if counter is None:
+        tell(runtime.main.counter_error or "tokenizer cannot start")
+    LOGGER.warning(
+        "Baton context engine ACTIVE (context.engine: %s): counting with %s, %d patch(es) skipped%s",
+        ENGINE_NAME, counter.source if counter is not None else "estimates (the tokenizer cannot start)",
+        len(skipped), f": {'; '.join(skipped)}" if skipped else "",
+    )
+
+
 def unregister() -> None:
-    """Undo the patches (restoring Hermes' originals where still ours) and release the tokenizer."""
+    """Undo the patches (restoring Hermes' originals where still ours) and release the tokenizer (once its
+    start-up build is done)."""
+    started()
     replaced = set_activation(None)
     if replaced is not None:
         replaced.deactivate()

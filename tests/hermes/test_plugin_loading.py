@@ -5,13 +5,17 @@ from __future__ import annotations
 import copy
 import importlib
 import logging
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from batontest import assets
 from batontest.hermes_home import hermes_config, write_hermes_home
 from hermes_cli.plugins import PluginManager
 
 from baton_engine.hermes.doctor import check_engine_copy, check_selection, check_settings
+from baton_engine.hermes import plugin, runtime
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.install import write_plugin_dir
 
@@ -145,6 +149,7 @@ def test_a_tokenizer_that_cannot_start_is_said_at_start_in_status_and_doctor(
     manager = PluginManager()
     manager.discover_and_load()
     assert manager._plugins["baton"].enabled and _patched()
+    assert plugin.started(timeout=120)  # the start-up build says it on its own thread
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("baton: ")]
     assert len(lines) == 1 and all(part in lines[0] for part in expected), lines
     assert "Baton counts with estimates" in lines[0]
@@ -156,6 +161,35 @@ def test_a_tokenizer_that_cannot_start_is_said_at_start_in_status_and_doctor(
 
     check = check_tokenizer(hermes_home)
     assert check["status"] == "fail" and all(part in check["detail"] for part in expected)
+
+
+def test_the_plugin_load_does_not_wait_for_the_tokenizer(hermes_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Hermes 0.22 abandons a plugin whose import + register() overrun ``plugins.load_timeout_seconds`` (10 s by
+    default) and uses its own compressor; the hf backend's start took 14.7 s on a loaded 2-core machine, so the
+    load timed out there and the agent ran without Baton. The tokenizer's build is held here until Hermes' loader
+    has returned: the load must not wait for it (0.19 has no deadline: it would wait for the hold's end)."""
+    write_hermes_home(hermes_home, _config(baton={"tokenizer": {"backend": "hf", "path": str(assets.qwen3_dir())}}))
+    release, held = threading.Event(), threading.Event()
+    build = runtime.build_backend
+
+    def held_build(config: Any) -> Any:
+        release.wait(timeout=30)
+        held.set()  # the hold is over (released, or 30 s passed)
+        return build(config)
+
+    monkeypatch.setattr(runtime, "build_backend", held_build)
+    caplog.set_level(logging.INFO, logger="baton_engine.hermes")
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded_before_the_build = not held.is_set()
+    release.set()
+    assert loaded_before_the_build and manager._plugins["baton"].error is None
+    assert isinstance(manager._context_engine, BatonContextEngine)
+    assert plugin.started(timeout=120)
+    assert "Baton context engine ACTIVE (context.engine: baton): counting with hf:qwen3" in caplog.text
+    counted = manager._context_engine.counting().count_chat({"messages": [{"role": "user", "content": "hello"}]})
+    assert counted.exact and counted.tokens
 
 
 def test_engine_copy_check_passes() -> None:
