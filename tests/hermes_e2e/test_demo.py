@@ -14,7 +14,9 @@ import pytest
 
 from batontest.hermes_run import require_hermes
 
-pytestmark = pytest.mark.hermes
+DEMO_TIMEOUT = 900  # seconds for one demo process (--compare runs three sessions)
+# the demo's own bound, not pytest's default 300 s (the --compare run took longer at load average 10)
+pytestmark = [pytest.mark.hermes, pytest.mark.timeout(DEMO_TIMEOUT + 60)]
 REPO = Path(__file__).resolve().parents[2]
 CALL = re.compile(r"^\s+#(\d+)\s+prompt\s+([\d,]+)/")
 SECTIONS = ("Baton + the real Hermes agent loop", "Hermes' built-in compressor, the same session")
@@ -26,7 +28,7 @@ def run_demo(*args: str) -> str:
            "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_VERBOSITY": "error"}
     env.pop("HERMES_HOME", None)
     done = subprocess.run([sys.executable, str(REPO / "demo" / "hermes_demo.py"), *args], capture_output=True,
-                          text=True, timeout=900, env=env, cwd=REPO)
+                          text=True, timeout=DEMO_TIMEOUT, env=env, cwd=REPO)
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     return done.stdout
 

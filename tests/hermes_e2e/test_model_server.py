@@ -17,6 +17,8 @@ from batontest.assets import qwen3_dir
 from batontest.model_server import ModelServer, Reply, ScriptedPolicy, ToolCall, protocol_problem, todo_round
 
 USER = [{"role": "user", "content": "Summarise the build log, please."}]
+# the server loads its tokenizer on the first request: seconds on a loaded machine, past httpx's 5 s default
+CLIENT_TIMEOUT = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def sse_events(response: httpx.Response) -> Iterator[Any]:
 
 def test_streaming_reply_has_role_toolcall_finish_usage_then_done() -> None:
     script = [todo_round(1, items=2, words_per_item=40)]
-    with ModelServer(ScriptedPolicy(script)) as server, httpx.Client(base_url=server.base_url) as client:
+    with ModelServer(ScriptedPolicy(script)) as server, httpx.Client(base_url=server.base_url, timeout=CLIENT_TIMEOUT) as client:
         body = {"model": "m", "messages": USER, "stream": True, "stream_options": {"include_usage": True},
                 "max_tokens": 1000}
         with client.stream("POST", "/chat/completions", json=body) as response:
@@ -60,7 +62,7 @@ def test_prompt_tokens_are_the_real_qwen3_count(qwen3_tokenizer: Any) -> None:
                 {"role": "assistant", "content": "Which log?"}, {"role": "user", "content": "build.log"}]
     expected = len(qwen3_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
                                                        return_dict=False))
-    with ModelServer(ScriptedPolicy([]), prompt_inflation=5000) as server, httpx.Client() as client:
+    with ModelServer(ScriptedPolicy([]), prompt_inflation=5000) as server, httpx.Client(timeout=CLIENT_TIMEOUT) as client:
         reply = client.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": messages})
     assert reply.status_code == 200
     assert server.requests[0].prompt_tokens == expected
@@ -69,7 +71,7 @@ def test_prompt_tokens_are_the_real_qwen3_count(qwen3_tokenizer: Any) -> None:
 
 def test_non_streaming_auxiliary_call_does_not_advance_the_script() -> None:
     policy = ScriptedPolicy([Reply(content="first scripted step")], auxiliary_answer="a title")
-    with ModelServer(policy) as server, httpx.Client() as client:
+    with ModelServer(policy) as server, httpx.Client(timeout=CLIENT_TIMEOUT) as client:
         aux = client.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": USER})
         models = client.get(f"{server.base_url}/models")
     assert aux.json()["choices"][0]["message"]["content"] == "a title"
@@ -89,14 +91,14 @@ def test_non_streaming_auxiliary_call_does_not_advance_the_script() -> None:
     ],
 )
 def test_protocol_violations_are_rejected_with_400(messages: list[dict[str, Any]], fragment: str) -> None:
-    with ModelServer(ScriptedPolicy([])) as server, httpx.Client() as client:
+    with ModelServer(ScriptedPolicy([])) as server, httpx.Client(timeout=CLIENT_TIMEOUT) as client:
         reply = client.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": messages})
     assert reply.status_code == 400 and fragment in reply.json()["error"]["message"]
     assert [r.status for r in server.rejections] == [400]
 
 
 def test_prompt_plus_output_budget_above_the_window_is_rejected() -> None:
-    with ModelServer(ScriptedPolicy([]), context_window=65536) as server, httpx.Client() as client:
+    with ModelServer(ScriptedPolicy([]), context_window=65536) as server, httpx.Client(timeout=CLIENT_TIMEOUT) as client:
         url = f"{server.base_url}/chat/completions"
         fits = client.post(url, json={"model": "m", "messages": USER, "max_tokens": 1000})
         prompt = server.requests[0].prompt_tokens
