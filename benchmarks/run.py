@@ -359,6 +359,7 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
     from agent.context_compressor import ContextCompressor
     from baton_engine.budget import apply_output
     from baton_engine.hermes.engine import BatonContextEngine
+    from baton_engine.policy import Limits
     from baton_engine.hermes.runtime import BatonRuntime, set_runtime
     from baton_engine.settings import BatonSettings
     from baton_engine.tokens.contract import TokenCount
@@ -395,8 +396,7 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
             rough = estimate_chat_request({"messages": request["messages"], "tools": request["tools"]})
 
             def budget_for(count: TokenCount, margin: int = 1024) -> int | None:
-                decision, _ = apply_output(request, count, window=window, min_output_tokens=4096,
-                                           fallback_margin_tokens=margin)
+                decision, _ = apply_output(request, count, Limits.of_window(window, 4096, margin))
                 return decision.value if decision.action == "lower_cap_to" else None
 
             def clamp_request(runtime: BatonRuntime, request: dict[str, Any]) -> dict[str, Any] | None:
