@@ -93,11 +93,13 @@ class Decision:
     """The one answer for a request: ``needs_compaction`` (compact, with the reason), ``lower_cap_to`` n, or
     ``leave`` (the action names are those status and the metrics log show).
 
-    Numbers and field names only (safe for status and logs). ``value`` is the cap to write: the lowered one, or
-    for ``needs_compaction`` the smallest cap, which the request carries if it cannot be shortened. ``short`` marks a cap lowered below the minimum
-    useful reply: the prompt left less room, and a short reply beats a refused request. ``thinking_budget``: the
-    extended-thinking budget that goes with a lowered cap (None: no thinking budget). ``held``: the request is
-    at or above the compaction trigger but the cooldown holds it back (the reason says why)."""
+    Numbers and field names only (safe for status and logs). ``value`` is the cap to write: the lowered one, or for
+    ``needs_compaction`` the smallest cap, which the request carries if it cannot be shortened. ``short`` marks a
+    cap lowered below the minimum useful reply: the prompt left less room, and a short reply beats a refused
+    request. ``thinking_budget``: the extended-thinking budget that goes with a lowered cap (None: no thinking
+    budget). ``held``: the request is at or above the compaction trigger but the cooldown holds it back (the reason
+    says why).
+    """
 
     action: Literal["needs_compaction", "lower_cap_to", "leave"]
     reason: str

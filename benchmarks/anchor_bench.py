@@ -205,7 +205,8 @@ def budget_rows(exact: Exact, backend: TokenizerBackend, turns: Sequence[workloa
                                                            exact))}
     asks_all = OutputCap("max_tokens", window)  # each request asks for the whole window (Hermes' 65,536 default)
     for key, values in counts.items():
-        budgets = [apply_output(r, v, Limits.of_window(window, 4096, 1024), cap=asks_all)[0] for r, v in zip(requests, values)]
+        budgets = [apply_output(r, v, Limits.of_window(window, 4096, 1024), cap=asks_all)[0]
+                   for r, v in zip(requests, values)]
         rows[key] = {
             "budgeted": sum(1 for b in budgets if b.action == "lower_cap_to"),
             "overflows": sum(1 for r, b in zip(requests, budgets)

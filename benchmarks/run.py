@@ -38,6 +38,8 @@ _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
 import anchor_bench  # noqa: E402
+import cap_bench  # noqa: E402
+import estimator_bench  # noqa: E402
 import loop_bench  # noqa: E402
 import memory_bench  # noqa: E402
 from percentiles import percentile  # noqa: E402
@@ -264,12 +266,13 @@ def inflight_fate(judge: Judge, before: list[dict[str, Any]], after: list[dict[s
 
 
 def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServer, meter: arms.AuxiliaryMeter,
-                       session: workload.Session, windows: list[int]) -> list[dict[str, Any]]:
+                       session: workload.Session, windows: list[int], builtin: bool = True) -> list[dict[str, Any]]:
+    """The growing session at each window, each Baton arm of ``runtimes`` and (``builtin``) Hermes' own."""
     runs = []
     fixed = judge.tokens([])  # system prompt + tool schemas
     growth = judge.tokens(session.messages()) - fixed  # everything the session adds to the request
     for window in windows:
-        for label in [*runtimes, "hermes-builtin"]:
+        for label in [*runtimes, *(["hermes-builtin"] if builtin else [])]:
             if label == "hermes-builtin":
                 arm: Any = arms.HermesArm(server.base_url, MODEL, window, meter)
             else:
@@ -548,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         results["long"] = bench_long_session(judge, long_runtimes, server, meter, long_session, [16384, 65536])
         results["stub_requests"] = len(server.auxiliary_requests)
     results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 60)
+    results["cap"] = cap_bench.run()
+    results["estimators"] = estimator_bench.run()
     results["anchor"] = anchor_bench.run(args.quick)
     results["loop"] = loop_bench.run(args.quick)
     results["recall"] = recall_bench.run(args.quick)

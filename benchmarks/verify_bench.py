@@ -161,7 +161,8 @@ def run_arm(histories: Sequence[list[Message]], window: int, baton: Count, provi
 def _cap(request: Request, raw: TokenCount, window: int, check: RouteCheck) -> int | None:
     """The output cap Baton writes for this request on this route (None: none, the prompt needs compaction)."""
     decision, _ = apply_output({**request, "max_tokens": window}, check.adjust(raw),
-                               Limits.of_window(window, MIN_OUTPUT, FALLBACK_MARGIN), cap=OutputCap("max_tokens", window), unconfirmed_margin=check.output_margin(raw))
+                               Limits.of_window(window, MIN_OUTPUT, FALLBACK_MARGIN), cap=OutputCap("max_tokens", window),
+                               unconfirmed_margin=check.output_margin(raw))
     return decision.value if decision.action == "lower_cap_to" else None
 
 

@@ -36,7 +36,7 @@ from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend
-from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_margin, estimate_tokens_rough
+from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough, request_margin
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 DEFAULT_CONTEXT_LENGTH = 131072
@@ -89,7 +89,7 @@ class RouteCounting:
         # left alone
         except Exception:  # noqa: BLE001
             return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=error)
-        margin = estimate_margin(estimated, self.runtime.settings.fallback_margin_tokens)
+        margin = request_margin(request, estimated, self.runtime.settings.fallback_margin_tokens)
         return TokenCount(estimated + margin, False, FALLBACK_SOURCE if margin else ROUGH_SOURCE,
                           fallback_reason=error, margin_tokens=margin)
 
