@@ -8,8 +8,10 @@ compaction rules' arithmetic (trigger, ceiling, floor, cooldown) lives in ``poli
 Symbols: W = compression window, P = prompt tokens, R = minimum output reserve, B = the caller's
 output cap. The output budget is a decision (``decide``) applied by a writer (``write_cap``):
 a cap is only ever lowered, never added: to a useful size (>= min(R, B)) while one fits, else to what the
-window leaves (a short reply, never a request certain to be refused); only a prompt that alone exceeds the
-window "needs compaction" before it can be sent.
+window leaves (a short reply, never a request certain to be refused) down to the smallest cap worth sending
+(``Limits.min_cap_tokens``); a request that leaves less "needs compaction" (it is shortened), and the cap it
+would carry unshortened is that smallest cap, never the caller's. So the cap is monotone: a larger prompt never
+gets a larger cap, and no cap ever exceeds what the window leaves.
 Anthropic extended thinking spends its ``budget_tokens`` inside ``max_tokens`` and refuses a budget >=
 max_tokens or < 1,024: a lowered cap lowers the thinking budget with it, keeping beside it the answer room the
 caller left (Hermes: 4,096) up to R, and a room too small for 1,024 thinking tokens plus that answer is "needs
@@ -91,10 +93,13 @@ class Decision:
     """The one answer for a request: ``needs_compaction`` (compact, with the reason), ``lower_cap_to`` n, or
     ``leave`` (the action names are those status and the metrics log show).
 
-    Numbers and field names only (safe for status and logs). ``short`` marks a cap lowered below the minimum
-    useful reply: the prompt left less room, and a short reply beats a refused request. ``thinking_budget``: the
-    extended-thinking budget that goes with a lowered cap (None: no thinking budget). ``held``: the request is
-    at or above the compaction trigger but the cooldown holds it back (the reason says why)."""
+    Numbers and field names only (safe for status and logs). ``value`` is the cap to write: the lowered one, or for
+    ``needs_compaction`` the smallest cap, which the request carries if it cannot be shortened. ``short`` marks a
+    cap lowered below the minimum useful reply: the prompt left less room, and a short reply beats a refused
+    request. ``thinking_budget``: the extended-thinking budget that goes with a lowered cap (None: no thinking
+    budget). ``held``: the request is at or above the compaction trigger but the cooldown holds it back (the reason
+    says why).
+    """
 
     action: Literal["needs_compaction", "lower_cap_to", "leave"]
     reason: str
@@ -121,9 +126,10 @@ def decide(count: TokenCount, limits: Limits, *, state: PolicyState | None = Non
     Without ``state`` (a request about to be sent): its output budget. ``lower_cap_to(W - P - margin -
     unconfirmed)`` when the request's own ``cap`` does not fit; never below a useful reply (``min(R, B)``) while
     one fits the window, never above what the window leaves. Below a useful reply the cap is lowered to what is
-    left (``short``): the request is never sent certain to be refused, and the next check compacts.
-    ``needs_compaction`` only when the prompt alone does not fit (or leaves no room for the minimum thinking
-    budget beside the answer). A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI)
+    left (``short``) down to ``limits.min_cap_tokens``, the unconfirmed room giving way before that smallest cap
+    does: the request is never sent certain to be refused, and the next check compacts. ``needs_compaction`` when
+    the window leaves less than that smallest cap (or no room for the minimum thinking budget beside the answer):
+    the request is shortened. A request without a cap is left alone: OpenAI-compatible servers (vLLM, OpenAI)
     then default the output to what remains of the window, so it cannot overflow, while ADDING a cap field can
     be refused (OpenAI reasoning models reject ``max_tokens``)."""
     if state is not None:
@@ -165,16 +171,26 @@ def _output(count: TokenCount, cap: OutputCap | None, limits: Limits, margins: M
     prompt = count.tokens
     margin = margin_for(count, margins.fallback)
     available = window - prompt - margin  # type: ignore[operator]
+    smallest = max(min(limits.min_cap_tokens, min_output_tokens), 1)
     reserve = min_output_tokens if cap is None else min(min_output_tokens, cap.value)
+    # An unconfirmed count keeps its room even at the cost of a short reply (down to the smallest one): a wrong
+    # tokenizer's first request would otherwise overflow exactly when the room is tight (benchmarks/verify_bench.py,
+    # "as each first").
+    value = available - unconfirmed_margin
     numbers = (f"window={window} prompt={prompt} margin={margin} unconfirmed={unconfirmed_margin} "
-               f"available={available} reserve={reserve}")
-    if available < 1:
-        return Decision("needs_compaction", f"the prompt alone does not fit: {numbers}")
+               f"available={available} reserve={reserve} smallest={smallest}")
     if cap is None:
+        if available < smallest:
+            return Decision("needs_compaction", f"the prompt leaves no useful reply: {numbers}")
         return Decision("leave", f"no output cap sent; the server defaults to the remaining window: {numbers}")
-    # An unconfirmed count keeps its room even at the cost of a short reply: a wrong tokenizer's first request
-    # would otherwise overflow exactly when the room is tight (benchmarks/verify_bench.py, "as each first").
-    value = available - unconfirmed_margin if available - unconfirmed_margin >= 1 else available
+    least = min(smallest, cap.value)
+    if available < least:
+        # Shortened first; unshortened it carries the smallest cap, never a larger one (monotone, and never the
+        # caller's cap over a window that cannot hold it).
+        why = "alone does not fit" if available < 1 else "leaves less than the smallest reply"
+        return Decision("needs_compaction", f"the prompt {why}: {numbers}",
+                        least if thinking_budget is None else None)
+    value = max(value, least)  # the unconfirmed room gives way down to the smallest reply, never below it
     if cap.value <= value:
         return Decision("leave", f"{cap.field}={cap.value} fits: {numbers}")
     short = value < reserve
@@ -214,22 +230,20 @@ def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int,
 def apply_output(
     request: Mapping[str, Any],
     count: TokenCount,
+    limits: Limits,
     *,
-    window: int,
-    min_output_tokens: int,
-    fallback_margin_tokens: int,
     cap: OutputCap | None = None,
     unconfirmed_margin: int = 0,
 ) -> tuple[Decision, dict[str, Any] | None]:
-    """Decide (``decide``, for a request about to be sent in ``window``), then write: the decision and the
-    rewritten request (None: leave the request as it is).
+    """Decide (``decide``, for a request about to be sent under ``limits``: ``Limits.clamped`` or
+    ``Limits.of_window``), then write: the decision and the rewritten request (None: leave it as it is). A request
+    that needs compaction comes back with the smallest cap written (what it carries if it cannot be shortened).
 
     ``cap`` is the request's own cap when the caller already knows it (a host's request view), else the
     cap ``request`` sends that the provider honours (``find_cap``)."""
     cap = cap if cap is not None else find_cap(request)
-    decision = decide(count, Limits.of_window(window, min_output_tokens), cap=cap,
-                      thinking_budget=find_thinking_budget(request),
-                      margins=Margins(fallback=fallback_margin_tokens, unconfirmed=unconfirmed_margin))
-    if decision.action != "lower_cap_to" or cap is None or decision.value is None:
+    decision = decide(count, limits, cap=cap, thinking_budget=find_thinking_budget(request),
+                      margins=Margins(fallback=limits.fallback_margin_tokens, unconfirmed=unconfirmed_margin))
+    if decision.action == "leave" or cap is None or decision.value is None:
         return decision, None
     return decision, write_cap(request, cap, decision.value, decision.thinking_budget)

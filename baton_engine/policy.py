@@ -18,6 +18,12 @@ shares (``trigger_floor``) compacts at nearly every request and elides every res
 seen. Such a trigger is raised to the floor (``Limits.floor``, known once a request's frame was counted),
 never refused: the fixed part is only known at run time and differs per toolset, and refusing then would
 hand the session back to Hermes' own compressor.
+
+Every limit is clamped to the window's size (``Limits.clamped``, the ONE place that turns a window and the settings
+into the limits every decision uses): the minimum reply is at most ``MIN_REPLY_SHARE``-th of the window and the
+fallback margin at most ``MARGIN_SHARE``-th, so the defaults made for 128K windows (4,096 + 1,024) leave a 4K or 8K
+window a working trigger and ceiling instead of a ceiling of 0 (a compaction at every request). No output cap
+below ``MIN_CAP_TOKENS`` (at most the minimum reply) is ever sent: a request that leaves less is shortened instead.
 """
 
 from __future__ import annotations
@@ -30,6 +36,29 @@ DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however
 MIN_TAIL_TOKENS = 1024  # the verbatim tail a compaction keeps at least (the latest answered turns)
 MIN_UNANSWERED_TOKENS = 2048  # the share for results not yet answered never falls below this
 DEFAULT_TAIL_SHARE = 4  # a degraded compaction keeps at most a quarter of the compaction window
+# The minimum reply and the fallback margin as shares of the window at most: 4K keeps 512 + 128, 8K 1,024 + 256,
+# 16K 2,048 + 512, 32K and above the configured 4,096 + 1,024 (docs/compaction.md, "Small windows").
+MIN_REPLY_SHARE = 8
+MARGIN_SHARE = 32
+# The smallest output cap ever sent: above the largest tool-call reply of the benchmark workload (Qwen3 tokens of
+# 200 turns' assistant messages: tool calls p50 64, p95 119, max 172; answers max 54; benchmarks/FINDINGS.md,
+# "Figures behind the code's constants", smallest cap). A smaller cap cuts a tool call mid-JSON.
+MIN_CAP_TOKENS = 256
+
+
+def min_reply_tokens(window: int, configured: int) -> int:
+    """The minimum reply a window of ``window`` tokens keeps: the configured one, at most a share of the window."""
+    return max(1, min(configured, window // MIN_REPLY_SHARE))
+
+
+def margin_tokens(window: int, configured: int) -> int:
+    """The fallback margin a window of ``window`` tokens keeps: the configured one, at most a share of the window."""
+    return max(0, min(configured, window // MARGIN_SHARE))
+
+
+def reserved_tokens(window: int, min_output_tokens: int, fallback_margin_tokens: int) -> int:
+    """What the compaction threshold keeps free below a window: the minimum reply and the margin, clamped."""
+    return min_reply_tokens(window, min_output_tokens) + margin_tokens(window, fallback_margin_tokens)
 
 
 @dataclass(frozen=True)
@@ -41,6 +70,23 @@ class Limits:
     min_output_tokens: int
     fallback_threshold: int | None = None
     floor: int | None = None  # the smallest workable trigger for this request frame (``trigger_floor``)
+    fallback_margin_tokens: int = 0  # kept beside a count that is neither exact nor carries its own margin
+    min_cap_tokens: int = 1  # no smaller output cap is ever sent (``MIN_CAP_TOKENS``, clamped)
+
+    @classmethod
+    def clamped(cls, window: int, *, threshold: int, min_output_tokens: int, fallback_margin_tokens: int,
+                fallback_threshold: int | None = None, floor: int | None = None) -> Limits:
+        """The limits of ``window`` under the settings: the minimum reply, the margin and the smallest cap clamped
+        to the window's size, the threshold and the fallback threshold at most the ceiling. The ONE place the
+        settings become limits (the engine, the auxiliary calls, the benchmarks)."""
+        if window <= 0:
+            raise ValueError("window must be positive")
+        reply = min_reply_tokens(window, min_output_tokens)
+        ceiling = max(window - reply, 1)
+        return cls(threshold=max(min(threshold, ceiling), 1), window=window, min_output_tokens=reply,
+                   fallback_threshold=None if fallback_threshold is None else max(min(fallback_threshold, ceiling), 1),
+                   floor=floor, fallback_margin_tokens=margin_tokens(window, fallback_margin_tokens),
+                   min_cap_tokens=min(MIN_CAP_TOKENS, reply))
 
     @property
     def configured_trigger(self) -> int:
@@ -75,10 +121,11 @@ class Limits:
         return self.window - self.min_output_tokens
 
     @classmethod
-    def of_window(cls, window: int, min_output_tokens: int) -> Limits:
+    def of_window(cls, window: int, min_output_tokens: int, fallback_margin_tokens: int = 0) -> Limits:
         """The limits of a request that is only sent, never compacted here (an auxiliary route's, a benchmark's):
         its window is its only limit."""
-        return cls(threshold=window, window=window, min_output_tokens=min_output_tokens)
+        return cls.clamped(window, threshold=window, min_output_tokens=min_output_tokens,
+                           fallback_margin_tokens=fallback_margin_tokens)
 
     @property
     def growth_needed(self) -> int:

@@ -9,8 +9,10 @@ the OpenAI SDK's ``BadRequestError`` carries the decoded error object there — 
 an error JSON body, and returns numbers only: a ``Refusal`` never holds message text. Anything that is not a
 context overflow (rate limits, auth, a 400 about tool pairing, a max-output-tokens cap of the model) is None.
 
-Message families, each with the real server text (source in ``tests/policy/test_refusal.py``), most specific
-first; the first family that matches wins.
+Message families, each with the real server text (sources in ``tests/refusal/test_parse_refusal.py``), most
+specific first; the first family that matches wins. Some providers state no numbers (Bedrock's "Input is too long
+for requested model", the Responses API's ``context_length_exceeded``, Ollama): such a refusal teaches no window,
+and the route keeps the one it had (Hermes' context length, the model's documented window).
 """
 
 from __future__ import annotations
@@ -134,6 +136,17 @@ _FAMILIES: tuple[_Family, ...] = (
             r"input \((?P<prompt>{N}) tokens\) is larger than the max context size \((?P<window>{N}) tokens\)"),
     # llama.cpp without numbers in the text (they travel as n_prompt_tokens / n_ctx fields, read separately).
     _family("llama.cpp", PROMPT_TOO_LONG, r"the request exceeds the available context size"),
+    # Gemini, native (generateContent) and OpenAI-compatible (/v1beta/openai: the same error object in a list).
+    _family("gemini", PROMPT_TOO_LONG,
+            r"input token count \((?P<prompt>{N})\) exceeds the maximum number of tokens allowed \((?P<window>{N})\)"),
+    # Mistral La Plateforme (and Mistral models on Bedrock): the prompt, with or without the draft tokens.
+    _family("mistral", PROMPT_TOO_LONG,
+            r"Prompt contains (?P<prompt>{N}) tokens(?: and {N} draft tokens)?, too large for model with "
+            r"(?P<window>{N}) maximum context length"),
+    # Bedrock (InvokeModel, Converse): a ValidationException without numbers.
+    _family("bedrock", PROMPT_TOO_LONG, r"Input is too long for requested model"),
+    # OpenAI Responses API (``context_length_exceeded``, param ``input``): no numbers.
+    _family("openai", PROMPT_TOO_LONG, r"Your input exceeds the context window of this model"),
     # Ollama (llm/server.go): no numbers.
     _family("ollama", PROMPT_TOO_LONG, r"input length exceeds (?:the )?context length"),
     # Any other server that states its window this way: the general condition, prompt + output > window.

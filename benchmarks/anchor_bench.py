@@ -35,6 +35,7 @@ os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARAL
 import workload  # noqa: E402
 
 from baton_engine.budget import apply_output  # noqa: E402
+from baton_engine.policy import Limits  # noqa: E402
 from baton_engine.request import OutputCap  # noqa: E402
 from baton_engine.tokens.anchor import (  # noqa: E402
     DEFAULT_MARGIN_FLOOR_TOKENS,
@@ -204,8 +205,8 @@ def budget_rows(exact: Exact, backend: TokenizerBackend, turns: Sequence[workloa
                                                            exact))}
     asks_all = OutputCap("max_tokens", window)  # each request asks for the whole window (Hermes' 65,536 default)
     for key, values in counts.items():
-        budgets = [apply_output(r, v, window=window, min_output_tokens=4096, fallback_margin_tokens=1024,
-                                cap=asks_all)[0] for r, v in zip(requests, values)]
+        budgets = [apply_output(r, v, Limits.of_window(window, 4096, 1024), cap=asks_all)[0]
+                   for r, v in zip(requests, values)]
         rows[key] = {
             "budgeted": sum(1 for b in budgets if b.action == "lower_cap_to"),
             "overflows": sum(1 for r, b in zip(requests, budgets)

@@ -48,6 +48,10 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
         names.append(_saved(figure, axis, out / f"tokens_over_turns_{window // 1024}k.png", "turn",
                             "prompt tokens sent (Qwen3)",
                             f"Prompt tokens over a {results['long'][0]['turns']}-turn session, {window // 1024}K window"))
+    if "cap" in results:
+        import cap_bench
+
+        names.append(cap_bench.plot(results["cap"], out).name)
     overhead = results.get("overhead") or []
     if overhead:
         figure, axis = plt.subplots(figsize=(7, 4.2))
@@ -361,6 +365,15 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                 # the sections print their own '## n.' headings: one level down inside this report
                 *[("#" + line if line.startswith("## ") else line) for line in results["tokens"]["text"].splitlines()],
                 ""]
+
+    if "cap" in results:
+        import cap_bench
+
+        out += cap_bench.render(results["cap"])
+    if "estimators" in results:
+        import estimator_bench
+
+        out += estimator_bench.render(results["estimators"])
 
     growth, flat = _flat(overhead)
     out += ["## Per-turn overhead (pre-API estimate + should_compress + llm_request middleware)", "",

@@ -38,6 +38,8 @@ _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
 import anchor_bench  # noqa: E402
+import cap_bench  # noqa: E402
+import estimator_bench  # noqa: E402
 import loop_bench  # noqa: E402
 import memory_bench  # noqa: E402
 from percentiles import percentile  # noqa: E402
@@ -264,12 +266,13 @@ def inflight_fate(judge: Judge, before: list[dict[str, Any]], after: list[dict[s
 
 
 def bench_long_session(judge: Judge, runtimes: dict[str, Any], server: ModelServer, meter: arms.AuxiliaryMeter,
-                       session: workload.Session, windows: list[int]) -> list[dict[str, Any]]:
+                       session: workload.Session, windows: list[int], builtin: bool = True) -> list[dict[str, Any]]:
+    """The growing session at each window, each Baton arm of ``runtimes`` and (``builtin``) Hermes' own."""
     runs = []
     fixed = judge.tokens([])  # system prompt + tool schemas
     growth = judge.tokens(session.messages()) - fixed  # everything the session adds to the request
     for window in windows:
-        for label in [*runtimes, "hermes-builtin"]:
+        for label in [*runtimes, *(["hermes-builtin"] if builtin else [])]:
             if label == "hermes-builtin":
                 arm: Any = arms.HermesArm(server.base_url, MODEL, window, meter)
             else:
@@ -359,6 +362,7 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
     from agent.context_compressor import ContextCompressor
     from baton_engine.budget import apply_output
     from baton_engine.hermes.engine import BatonContextEngine
+    from baton_engine.policy import Limits
     from baton_engine.hermes.runtime import BatonRuntime, set_runtime
     from baton_engine.settings import BatonSettings
     from baton_engine.tokens.contract import TokenCount
@@ -395,8 +399,7 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
             rough = estimate_chat_request({"messages": request["messages"], "tools": request["tools"]})
 
             def budget_for(count: TokenCount, margin: int = 1024) -> int | None:
-                decision, _ = apply_output(request, count, window=window, min_output_tokens=4096,
-                                           fallback_margin_tokens=margin)
+                decision, _ = apply_output(request, count, Limits.of_window(window, 4096, margin))
                 return decision.value if decision.action == "lower_cap_to" else None
 
             def clamp_request(runtime: BatonRuntime, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -548,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         results["long"] = bench_long_session(judge, long_runtimes, server, meter, long_session, [16384, 65536])
         results["stub_requests"] = len(server.auxiliary_requests)
     results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 60)
+    results["cap"] = cap_bench.run()
+    results["estimators"] = estimator_bench.run()
     results["anchor"] = anchor_bench.run(args.quick)
     results["loop"] = loop_bench.run(args.quick)
     results["recall"] = recall_bench.run(args.quick)

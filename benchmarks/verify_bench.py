@@ -40,6 +40,7 @@ os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARAL
 import workload  # noqa: E402
 
 from baton_engine.budget import apply_output  # noqa: E402
+from baton_engine.policy import Limits  # noqa: E402
 from baton_engine.request import OutputCap  # noqa: E402
 from baton_engine.tokens.contract import TokenCount  # noqa: E402
 from baton_engine.tokens.counter import TokenCounter  # noqa: E402
@@ -159,9 +160,9 @@ def run_arm(histories: Sequence[list[Message]], window: int, baton: Count, provi
 
 def _cap(request: Request, raw: TokenCount, window: int, check: RouteCheck) -> int | None:
     """The output cap Baton writes for this request on this route (None: none, the prompt needs compaction)."""
-    decision, _ = apply_output({**request, "max_tokens": window}, check.adjust(raw), window=window,
-                               min_output_tokens=MIN_OUTPUT, fallback_margin_tokens=FALLBACK_MARGIN,
-                               cap=OutputCap("max_tokens", window), unconfirmed_margin=check.output_margin(raw))
+    decision, _ = apply_output({**request, "max_tokens": window}, check.adjust(raw),
+                               Limits.of_window(window, MIN_OUTPUT, FALLBACK_MARGIN), cap=OutputCap("max_tokens", window),
+                               unconfirmed_margin=check.output_margin(raw))
     return decision.value if decision.action == "lower_cap_to" else None
 
 

@@ -142,9 +142,10 @@ class RequestBudgeter:
         """The limits a decision uses; the floor is counted (once per frame) only when it can matter: for a
         request of ``tokens`` at or above the configured trigger, or when no size is given (compress, status)."""
         settings = self.project.settings()
-        limits = policy.Limits(threshold=self.window.threshold_tokens, window=self.effective_window(),
-                               min_output_tokens=settings.min_output_tokens,
-                               fallback_threshold=settings.fallback_token_threshold)
+        limits = policy.Limits.clamped(self.effective_window(), threshold=self.window.threshold_tokens,
+                                       min_output_tokens=settings.min_output_tokens,
+                                       fallback_margin_tokens=settings.fallback_margin_tokens,
+                                       fallback_threshold=settings.fallback_token_threshold)
         if tokens is None or tokens >= limits.configured_trigger:
             limits = replace(limits, floor=self.ledger.trigger_floor(self.counting(), settings.fresh_tail_tokens))
         return limits
@@ -236,10 +237,7 @@ class RequestBudgeter:
     def _budget(self, request: dict[str, Any], view: ProviderRequest,
                 counted: TokenCount) -> tuple[Decision, dict[str, Any] | None]:
         """``budget.decide`` for the request about to be sent, then the writer (None: leave it unchanged)."""
-        settings = get_runtime().settings
-        return apply_output(request, counted, window=self.effective_window(), cap=view.cap,
-                            min_output_tokens=settings.min_output_tokens,
-                            fallback_margin_tokens=settings.fallback_margin_tokens,
+        return apply_output(request, counted, self.limits(counted.tokens), cap=view.cap,
                             unconfirmed_margin=self.ledger.check.output_margin(counted))
 
     def request_only_compaction(self, view: ProviderRequest, counted: TokenCount,
@@ -248,12 +246,15 @@ class RequestBudgeter:
         before it (cooldown, stuck, a window learned only now): the most recent whole turns within the window
         less the minimum reply, behind a note. The conversation itself is unchanged: its next compaction is a
         handoff. None when nothing shorter can be built."""
-        settings = get_runtime().settings
+        limits = self.limits(counted.tokens)
         measure = self.ledger.measure(counted, view, self.counting())
         system = [m for m in kept if isinstance(m, dict) and m.get("role") == "system"]
         body = [m for m in kept if not (isinstance(m, dict) and m.get("role") == "system")]
-        budget = (self.effective_window() - frame_tokens(view, measure) - settings.min_output_tokens
-                  - settings.fallback_margin_tokens)
+        room = limits.window - limits.min_output_tokens - limits.fallback_margin_tokens
+        unconfirmed = self.ledger.check.output_margin(counted)
+        if unconfirmed and counted.tokens:  # an unconfirmed count keeps its share of the shortened prompt too
+            room = int(room / (1 + unconfirmed / counted.tokens))
+        budget = room - frame_tokens(view, measure)
         if budget <= 0:
             return None
         shorter = degrade_messages(body, reason="window_overflow", keep_recent=len(body), max_tokens=budget,
@@ -289,10 +290,9 @@ class RequestBudgeter:
         window = counting.known_window()
         if window is None or counted.tokens is None:
             return None
-        settings = get_runtime().settings
-        decision, rewritten = apply_output(request, counted, window=window, cap=view.cap,
-                                           min_output_tokens=settings.min_output_tokens,
-                                           fallback_margin_tokens=settings.fallback_margin_tokens,
+        settings = self.project.settings()
+        limits = policy.Limits.of_window(window, settings.min_output_tokens, settings.fallback_margin_tokens)
+        decision, rewritten = apply_output(request, counted, limits, cap=view.cap,
                                            unconfirmed_margin=RouteCheck().output_margin(counted))
         self.ledger.decided(decision, auxiliary=True)
         LOGGER.info("baton auxiliary output budget action=%s prompt=%s window=%s source=%s", decision.action,

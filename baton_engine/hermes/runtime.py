@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine.budget import compression_window
+from baton_engine.policy import reserved_tokens
 from baton_engine.hermes.caller import EngineRegistry
 from baton_engine.handoff.filememo import FileMemo
 from baton_engine.handoff.store import find_project_root
@@ -35,7 +36,7 @@ from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend
-from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_margin, estimate_tokens_rough
+from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough, request_margin
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 DEFAULT_CONTEXT_LENGTH = 131072
@@ -88,7 +89,7 @@ class RouteCounting:
         # left alone
         except Exception:  # noqa: BLE001
             return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=error)
-        margin = estimate_margin(estimated, self.runtime.settings.fallback_margin_tokens)
+        margin = request_margin(request, estimated, self.runtime.settings.fallback_margin_tokens)
         return TokenCount(estimated + margin, False, FALLBACK_SOURCE if margin else ROUGH_SOURCE,
                           fallback_reason=error, margin_tokens=margin)
 
@@ -254,15 +255,14 @@ class BatonRuntime:
 
     # ---- budgets ---------------------------------------------------------------------------------
 
-    def reserved_output_tokens(self) -> int:
-        """Output kept free below the compaction threshold: the clamp guarantees the rest (see patches)."""
-        return self.settings.min_output_tokens + self.settings.fallback_margin_tokens
-
     def threshold_for(self, context_length: int, threshold_percent: float) -> int:
+        """Hermes' threshold for ``context_length``, lowered so the minimum reply and the margin (clamped to the
+        window's size, ``policy.reserved_tokens``) stay free above it; the output clamp guarantees the rest."""
         return compression_window(
             context_length,
             threshold_percent,
-            reserved_output_tokens=min(self.reserved_output_tokens(), context_length // 2),
+            reserved_output_tokens=reserved_tokens(context_length, self.settings.min_output_tokens,
+                                                   self.settings.fallback_margin_tokens),
             override=self.settings.compression_window_tokens,
         )
 

@@ -78,7 +78,9 @@ class TokenCount:
 
     ``tokens`` is None only for the explicit "unknown" result (every source failed);
     callers then leave requests unchanged. ``margin_tokens`` is the safety margin already included in
-    ``tokens`` (estimates carry their own margin, so budgets must not add another).
+    ``tokens`` (estimates carry their own margin, so budgets must not add another). ``media_tokens`` is the
+    images' and documents' share of ``tokens``: their estimated cost (``tokens.media``), a term of its own that
+    the provider's usage scales apart from the text (``tokens.verify``).
     """
 
     tokens: int | None
@@ -87,6 +89,7 @@ class TokenCount:
     max_model_len: int | None = None
     fallback_reason: str | None = None
     margin_tokens: int = 0
+    media_tokens: int = 0
 
     @property
     def known(self) -> bool:

@@ -32,7 +32,7 @@ from baton_engine.tokens.rough import (
     FALLBACK_SOURCE,
     ROUGH_SOURCE,
     estimate_chat_request,
-    estimate_margin,
+    request_margin,
     estimate_tokens_rough,
 )
 from baton_engine.tokens.verify import CALIBRATED_SOURCE
@@ -149,10 +149,12 @@ class TokenCounter:
             counted = self._breaker.count_chat(text_request)
             if not media:
                 return counted
-            return replace(counted, tokens=counted.tokens + media, exact=False)  # type: ignore[operator]
+            return replace(counted, tokens=counted.tokens + media, exact=False,  # type: ignore[operator]
+                           media_tokens=media)
 
         counted = self._count(key if key is not None else request_key(request), "chat", backend_count,
-                              lambda: estimate_chat_request(request), self._margin)
+                              lambda: estimate_chat_request(request),
+                              lambda estimated: request_margin(request, estimated, self._margin))
         if anchor is None:
             return counted
         try:
@@ -176,13 +178,16 @@ class TokenCounter:
         WITHOUT the margin (source ``rough``): a fixed per-request margin would make every short text look
         over budget. The margin protects the context window, which only whole-request counts decide."""
         return self._count(
-            _text_key(text), "text", lambda: self._breaker.count_text(text), lambda: _estimate_text(text), 0
+            _text_key(text), "text", lambda: self._breaker.count_text(text), lambda: _estimate_text(text),
+            lambda estimated: 0,
         )
 
     def _count(
-        self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int], margin: int,
+        self, key: str | None, kind: str, exact: Callable[[], TokenCount], estimate: Callable[[], int],
+        margin: Callable[[int], int],
     ) -> TokenCount:
-        """``exact``'s count (cached), or the fallback ``estimate`` when the backend fails."""
+        """``exact``'s count (cached), or the fallback ``estimate`` when the backend fails; ``margin`` is the margin
+        an estimate of n tokens keeps."""
         with self._lock:
             self._record(calls=1)
             cached = self._cache.get(key) if key is not None else None
@@ -195,10 +200,11 @@ class TokenCounter:
             result = exact()  # the breaker checked it: a malformed answer is a backend failure
         except Exception as exc:  # noqa: BLE001 - fail open: any backend failure becomes a fallback
             return self._fallback(kind, exc, estimate, margin)
-        if result.source == ROUGH_SOURCE and estimate_margin(result.tokens, margin):  # type: ignore[arg-type]
+        kept = margin(result.tokens) if result.source == ROUGH_SOURCE else 0  # type: ignore[arg-type]
+        if kept:
             # The chosen backend is the estimator itself: same safety margin as a fallback, no failure reason.
-            result = TokenCount(result.tokens + margin, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
-                                margin_tokens=margin)
+            result = TokenCount(result.tokens + kept, False, FALLBACK_SOURCE, result.max_model_len,  # type: ignore[operator]
+                                margin_tokens=kept)
         LOGGER.debug("counted kind=%s tokens=%d exact=%s source=%s", kind, result.tokens, result.exact, result.source)
         with self._lock:
             if result.max_model_len is not None:
@@ -207,7 +213,8 @@ class TokenCounter:
                 self._cache[key] = result  # LRUCache: a hit refreshes, the least recently used entry goes
         return result
 
-    def _fallback(self, kind: str, error: Exception, estimate: Callable[[], int], margin: int) -> TokenCount:
+    def _fallback(self, kind: str, error: Exception, estimate: Callable[[], int],
+                  margin_of: Callable[[int], int]) -> TokenCount:
         reason = f"{self._source}: {_describe(error)}"
         error_type = type(error).__name__
         try:
@@ -218,7 +225,7 @@ class TokenCounter:
             with self._lock:
                 self._record(unknown=1, fallbacks=1, last_fallback_reason=reason)
             return TokenCount(tokens=None, exact=False, source=UNKNOWN_SOURCE, fallback_reason=reason)
-        margin = estimate_margin(estimated, margin)
+        margin = margin_of(estimated)
         source = FALLBACK_SOURCE if margin else ROUGH_SOURCE
         rough_tokens = estimated + margin
         # While the circuit is open every count falls back; the breaker logged the failure once.

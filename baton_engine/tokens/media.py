@@ -12,7 +12,11 @@ taken out of the request the tokenizer counts and costed here, from the provider
 
 A count does not know which provider will read it, so an image costs the larger of the two for its size
 (a conservative bound for both), read cheaply from its first bytes (PNG, JPEG, GIF, WebP headers), and
-``UNKNOWN_IMAGE_TOKENS`` (the larger maximum) when its size cannot be read (a URL, another format).
+``UNKNOWN_IMAGE_TOKENS`` (the larger maximum) when its size cannot be read (a URL, another format). An OpenAI-shaped
+part that asks for ``detail: "low"`` costs OpenAI's flat low-detail price (``LOW_DETAIL_TOKENS``, 85 tokens): only
+OpenAI-shaped requests carry the field. Every such cost is an estimate: a count that holds one names its share
+(``TokenCount.media_tokens``), and the route's verification learns the provider's media scale apart from the
+text's (``tokens.verify``; a server with its own image rule, Qwen2.5-VL's 28-pixel patches, is scaled there).
 A PDF costs ``PDF_PAGE_TOKENS`` a page (Anthropic renders each page as an image and extracts its text:
 1,500-3,000 text tokens a page plus the image), other documents a token per 3 bytes (denser than any
 tokenizer's text).
@@ -38,6 +42,7 @@ UNKNOWN_IMAGE_TOKENS = math.ceil(_ANTHROPIC_PIXELS / _ANTHROPIC_PIXELS_PER_TOKEN
 PDF_PAGE_TOKENS = 3000 + UNKNOWN_IMAGE_TOKENS
 BYTES_PER_DOCUMENT_TOKEN = 3
 _OPENAI_FIT, _OPENAI_SHORT_SIDE, _OPENAI_TILE, _OPENAI_BASE, _OPENAI_PER_TILE = 2048, 768, 512, 85, 170
+LOW_DETAIL_TOKENS = _OPENAI_BASE  # OpenAI's documented cost of an image sent with detail "low", whatever its size
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
 _DOCUMENT_TYPES = frozenset({"document", "file", "input_file"})
 _HEADER_CHARS = 64  # base64 characters holding the PNG, GIF and WebP size fields
@@ -158,7 +163,15 @@ def part_tokens(part: Any) -> int | None:
     return None
 
 
+def _low_detail(part: Mapping[str, Any]) -> bool:
+    """An OpenAI-shaped image part that asks for low detail (chat: in ``image_url``; Responses: on the part)."""
+    url = part.get("image_url")
+    return part.get("detail") == "low" or (isinstance(url, Mapping) and url.get("detail") == "low")
+
+
 def _image_part_tokens(part: Mapping[str, Any]) -> int:
+    if _low_detail(part):
+        return LOW_DETAIL_TOKENS
     source = part.get("source")
     if isinstance(source, Mapping):  # Anthropic
         data = source.get("data")

@@ -9,6 +9,12 @@ ratio of the recent requests) plus a margin, and labelled inexact. Until a route
 confirmed, so output caps keep ``UNCONFIRMED_SHARE`` of the count free (the first request of a wrong tokenizer
 must not overflow either).
 
+Images and documents apart: their cost is an estimate (``tokens.media``) that no tokenizer checks, so a request
+carrying them never teaches the text's scale. What the provider reported beyond the text's known scale is the
+media term's (``media_ratio``: the provider's media cost per estimated media token, applied to later media terms);
+two requests with the same media and a different text size measure the text's scale from their difference (the
+media cancels), so a conversation whose history keeps its images is still confirmed or calibrated.
+
 One ``RouteCheck`` per route (model + server); plain data (Hermes deep-copies engines), numbers only.
 """
 
@@ -41,6 +47,9 @@ CALIBRATED_MARGIN_FLOOR = 64
 UNCONFIRMED_SHARE = 0.5
 RECENT = 8  # ratios remembered per route
 SETTLED = 3  # responses after which a calibrated route's ratio is trusted without the unconfirmed room
+# Text growth between two requests with the same media that measures the text's scale from their difference: the
+# tolerance is 8 tokens, so 256 tokens of growth measure a ratio to 3%.
+MEDIA_DELTA_TOKENS = 256
 
 
 def usage_value(usage: Mapping[str, Any], *keys: str) -> int:
@@ -104,16 +113,41 @@ class RouteCheck:
         self.excess = 0  # the largest within-tolerance undercount seen: added to confirmed counts
         self._ratios: deque[float] = deque(maxlen=RECENT)
         self.calibrated_at: int | None = None  # requests_seen when the route flipped
+        self.media_ratio: float | None = None  # the provider's media cost per estimated media token (learned)
+        self.media_requests = 0
+        self._media_seen: tuple[int, int, int] | None = None  # (text, media, reported) of the last media request
 
     def observe(self, counted: TokenCount | None, reported: int) -> bool:
         """Compare a response's reported size with the count of the request it answers; True when this
         response flipped the route to ``calibrated``. Only tokenizer counts are verified: an anchored or
-        rough count is already an estimate from the provider's numbers."""
+        rough count is already an estimate from the provider's numbers. A request with media teaches the
+        media term (``_observe_media``)."""
         if counted is None or counted.tokens is None or reported <= 0 or not _from_tokenizer(counted):
             return False
         tokenizer_tokens = raw_tokens(counted)
         if tokenizer_tokens <= 0:
             return False
+        if counted.media_tokens > 0:
+            return self._observe_media(tokenizer_tokens - counted.media_tokens, counted.media_tokens, reported)
+        return self._compare(tokenizer_tokens, reported)
+
+    def _observe_media(self, text: int, media: int, reported: int) -> bool:
+        """A request with ``media`` estimated media tokens beside ``text`` tokenizer tokens: the text's scale only
+        from the difference with the last request of the same media (the media cancels), and what the report
+        holds beyond the text at its known scale is the media term's (``media_ratio``)."""
+        self.media_requests += 1
+        previous, self._media_seen = self._media_seen, (text, media, reported)
+        flipped = False
+        if previous is not None and previous[1] == media:
+            grown, reported_growth = text - previous[0], reported - previous[2]
+            if abs(grown) >= MEDIA_DELTA_TOKENS and grown * reported_growth > 0:
+                flipped = self._compare(abs(grown), abs(reported_growth))
+        expected = self.ratio * text if self.verdict == "calibrated" else text + self.excess
+        self.media_ratio = max(reported - expected, 0) / media
+        return flipped
+
+    def _compare(self, tokenizer_tokens: int, reported: int) -> bool:
+        """One comparison of tokenizer tokens with the provider's: confirms, or flips the route to calibrated."""
         comparison = Comparison(tokenizer_tokens, reported)
         self.requests_seen += 1
         self.last = comparison
@@ -136,17 +170,23 @@ class RouteCheck:
 
     def adjust(self, counted: TokenCount) -> TokenCount:
         """A tokenizer count on this route's provider scale: as it is while confirmed (plus the largest small
-        undercount seen), ``ratio * count + margin`` (inexact, ``calibrated``) once calibrated."""
+        undercount seen), ``ratio * count + margin`` (inexact, ``calibrated``) once calibrated. The media term is
+        scaled apart, by ``media_ratio`` once a response showed it."""
         if counted.tokens is None or not _from_tokenizer(counted):
             return counted
-        if self.verdict == "confirmed" and self.excess > 0:
-            return replace(counted, tokens=counted.tokens + self.excess)
-        if self.verdict != "calibrated":
+        media = counted.media_tokens
+        text = raw_tokens(counted) - media
+        if media and self.media_ratio is not None:
+            media = math.ceil(self.media_ratio * media)
+        if self.verdict == "calibrated":
+            scaled = math.ceil(self.ratio * text) + media
+            margin = math.ceil(CALIBRATED_MARGIN_SHARE * scaled) + CALIBRATED_MARGIN_FLOOR
+            return TokenCount(scaled + margin, False, CALIBRATED_SOURCE, counted.max_model_len,
+                              fallback_reason=counted.fallback_reason, margin_tokens=margin, media_tokens=media)
+        excess = self.excess if self.verdict == "confirmed" else 0
+        if not excess and media == counted.media_tokens:
             return counted
-        scaled = math.ceil(self.ratio * raw_tokens(counted))
-        margin = math.ceil(CALIBRATED_MARGIN_SHARE * scaled) + CALIBRATED_MARGIN_FLOOR
-        return TokenCount(scaled + margin, False, CALIBRATED_SOURCE, counted.max_model_len,
-                          fallback_reason=counted.fallback_reason, margin_tokens=margin)
+        return replace(counted, tokens=text + excess + media + counted.margin_tokens, media_tokens=media)
 
     def output_margin(self, counted: TokenCount) -> int:
         """Extra room an output cap keeps for this count (a tokenizer count, or ``adjust``'s calibrated one): a
@@ -158,7 +198,7 @@ class RouteCheck:
             return 0
         if self.verdict == "confirmed" or (self.verdict == "calibrated" and self.requests_seen >= SETTLED):
             return 0
-        return math.ceil(UNCONFIRMED_SHARE * raw_tokens(counted))
+        return math.ceil(UNCONFIRMED_SHARE * (raw_tokens(counted) - counted.media_tokens))
 
     def status(self, source: str) -> dict[str, Any]:
         """Numbers for ``baton_status`` and doctor: counted vs reported, the ratio, requests seen."""
@@ -172,7 +212,9 @@ class RouteCheck:
                       f"budgets use the provider's reported sizes meanwhile")
         return {"verdict": self.verdict, "requests_seen": self.requests_seen, "mismatches": self.mismatches,
                 "last_counted": last.counted if last else None, "last_reported": last.reported if last else None,
-                "ratio": round(self.ratio, 4), "calibrated_after_requests": self.calibrated_at, "advice": advice}
+                "ratio": round(self.ratio, 4), "calibrated_after_requests": self.calibrated_at, "advice": advice,
+                "media_requests": self.media_requests,
+                "media_ratio": None if self.media_ratio is None else round(self.media_ratio, 4)}
 
 
 def raw_tokens(counted: TokenCount) -> int:

@@ -12,11 +12,13 @@ from baton_engine.policy import (
     DEFAULT_TAIL_CAP,
     DEFAULT_TAIL_SHARE,
     MIN_TAIL_TOKENS,
+    MIN_CAP_TOKENS,
     MIN_UNANSWERED_TOKENS,
     Limits,
     PolicyState,
     after_compaction,
     degraded_tail_tokens,
+    reserved_tokens,
     tail_budgets,
     trigger_floor,
 )
@@ -137,3 +139,27 @@ def test_a_degraded_compaction_keeps_a_share_of_the_window_unless_configured() -
     assert degraded_tail_tokens(48_000) == 48_000 // DEFAULT_TAIL_SHARE
     assert degraded_tail_tokens(48_000, 2_000) == 2_000
     assert degraded_tail_tokens(3) == 1  # never zero: a degraded list always keeps the latest turn
+
+
+def test_every_limit_is_clamped_to_the_window() -> None:
+    """The table of docs/compaction.md ("Small windows"): the defaults (4,096 reply, 1,024 margin) made for large
+    windows leave 4K-16K windows a working ceiling; from 32K up they apply unchanged."""
+    table = {4096: (512, 128, 3584), 8192: (1024, 256, 7168), 16384: (2048, 512, 14336), 32768: (4096, 1024, 28672),
+             131072: (4096, 1024, 126976)}
+    for window, (reply, margin, ceiling) in table.items():
+        limits = Limits.clamped(window, threshold=window, min_output_tokens=4096, fallback_margin_tokens=1024,
+                                fallback_threshold=10 * window)
+        assert (limits.min_output_tokens, limits.fallback_margin_tokens, limits.ceiling) == (reply, margin, ceiling)
+        assert limits.min_cap_tokens == MIN_CAP_TOKENS and limits.trigger == limits.threshold == ceiling
+
+
+@given(st.integers(1, 2_000_000), st.integers(1, 100_000), st.integers(0, 100_000), st.integers(1, 4_000_000),
+       st.one_of(st.none(), st.integers(1, 4_000_000)))
+def test_clamped_limits_always_leave_a_trigger_below_the_ceiling_below_the_window(
+        window: int, reply: int, margin: int, threshold: int, fallback: int | None) -> None:
+    limits = Limits.clamped(window, threshold=threshold, min_output_tokens=reply, fallback_margin_tokens=margin,
+                            fallback_threshold=fallback)
+    assert 1 <= limits.min_cap_tokens <= limits.min_output_tokens <= max(window // 8, 1)
+    assert 0 <= limits.fallback_margin_tokens <= window // 32
+    assert 1 <= limits.trigger <= max(limits.ceiling, 1) and limits.ceiling < window or window < 8
+    assert reserved_tokens(window, reply, margin) == limits.min_output_tokens + limits.fallback_margin_tokens

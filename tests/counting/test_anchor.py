@@ -10,6 +10,7 @@ import pickle
 import pytest
 
 from baton_engine.budget import apply_output
+from baton_engine.policy import Limits
 from baton_engine.request import OUTPUT_CAP_FIELDS
 from baton_engine.tokens.anchor import (
     DEFAULT_MARGIN_FLOOR_TOKENS,
@@ -176,8 +177,8 @@ def test_exact_counts_feed_the_anchor_and_failures_use_it() -> None:
     assert while_open.source == "anchored" and "CircuitOpen" in (while_open.fallback_reason or "")
     assert backend.calls == 2 and counter.breaker_state().state == "open"
     assert counter.count_chat(grown).source == "rough+margin"  # without an anchor: today's fallback
-    decision, _ = apply_output({**grown, "max_tokens": 100_000}, anchored, window=100_000, min_output_tokens=4096,
-                               fallback_margin_tokens=1024)
+    decision, _ = apply_output({**grown, "max_tokens": 100_000}, anchored,
+                               Limits.of_window(100_000, 4096, 1024))
     assert decision.value == 100_000 - anchored.tokens  # type: ignore[operator]  # the margin is not added twice
 
 

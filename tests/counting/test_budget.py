@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 from hypothesis import given
@@ -17,9 +18,10 @@ from baton_engine.budget import (
     threshold_tokens,
     write_cap,
 )
-from baton_engine.policy import Limits, PolicyState
+from baton_engine.policy import MIN_CAP_TOKENS, Limits, PolicyState
 from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
 from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.verify import UNCONFIRMED_SHARE
 
 EXACT = "hf:Qwen/Qwen3-8B"
 
@@ -28,21 +30,20 @@ def exact(tokens: int) -> TokenCount:
     return TokenCount(tokens, True, EXACT)
 
 
-def decide_output(count: TokenCount, cap: OutputCap | None, *, window: int, min_output_tokens: int,
-                  fallback_margin_tokens: int, unconfirmed_margin: int = 0) -> Decision:
+def decide_output(count: TokenCount, cap: OutputCap | None, limits: Limits, unconfirmed_margin: int = 0) -> Decision:
     """``decide`` for a request about to be sent (no policy state: only its output budget)."""
-    return decide(count, Limits.of_window(window, min_output_tokens), cap=cap,
-                  margins=Margins(fallback=fallback_margin_tokens, unconfirmed=unconfirmed_margin))
+    return decide(count, limits, cap=cap,
+                  margins=Margins(fallback=limits.fallback_margin_tokens, unconfirmed=unconfirmed_margin))
 
 
 def budget(request: dict, count: TokenCount, window: int = 100_000, reserve: int = 4096,
            margin: int = 1024) -> tuple[Decision, dict | None]:
     """The decision for ``request`` and the request the writer makes of it (None: left unchanged)."""
     cap = find_cap(request)
-    decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
-    if decision.action != "lower_cap_to":
+    decision = decide_output(count, cap, Limits.of_window(window, reserve, margin))
+    if decision.action == "leave" or decision.value is None:
         return decision, None
-    assert cap is not None and decision.value is not None
+    assert cap is not None
     return decision, write_cap(request, cap, decision.value)
 
 
@@ -104,25 +105,43 @@ def test_below_reserve_lowers_to_what_is_left_never_a_certain_refusal() -> None:
     assert budget({"messages": []}, exact(100_000 - 4095))[0].action == "leave"  # no cap: the server's default
 
 
-def test_only_a_prompt_that_alone_does_not_fit_needs_compaction() -> None:
+def test_a_prompt_that_leaves_less_than_the_smallest_cap_is_shortened_never_sent_with_a_useless_cap() -> None:
+    """Issue 30, "the cap near the limit": caps of 64, 8 and 1 token at W-64, W-8, W-1 (a reply of 1 token is
+    useless; shortening started only at W). Below ``MIN_CAP_TOKENS`` the request needs compaction, and the cap it
+    carries if it cannot be shortened is the smallest cap, never the caller's 65,536."""
     request = {"messages": [], "max_tokens": 65536}
-    assert budget(request, exact(99_999))[0].action == "lower_cap_to"  # one token of room: a cap of 1
-    decision, out = budget(request, exact(100_000))
-    assert decision.action == "needs_compaction" and out is None and "alone does not fit" in decision.reason
+    assert budget(request, exact(100_000 - MIN_CAP_TOKENS))[0].value == MIN_CAP_TOKENS
+    for left in (MIN_CAP_TOKENS - 1, 64, 8, 1, 0, -500):
+        decision, out = budget(request, exact(100_000 - left))
+        assert decision.action == "needs_compaction", left
+        assert out is not None and out["max_tokens"] == MIN_CAP_TOKENS  # what it carries unshortened
+    assert "alone does not fit" in budget(request, exact(100_000))[0].reason
+    assert budget({"messages": []}, exact(100_000 - 8))[0].action == "needs_compaction"  # no cap: no useful reply
 
 
 def test_an_unconfirmed_count_keeps_its_room_even_when_the_reply_gets_short() -> None:
     request = {"messages": [], "max_tokens": 65536}
     cap = find_cap(request)
-    kept = decide_output(exact(20_000), cap, window=80_000, min_output_tokens=4096, fallback_margin_tokens=1024,
-                         unconfirmed_margin=2_500)
+    kept = decide_output(exact(20_000), cap, Limits.of_window(80_000, 4096, 1024), unconfirmed_margin=2_500)
     assert kept.value == 80_000 - 20_000 - 2_500
-    tight = decide_output(exact(60_000), cap, window=80_000, min_output_tokens=4096, fallback_margin_tokens=1024,
-                          unconfirmed_margin=17_000)
+    tight = decide_output(exact(60_000), cap, Limits.of_window(80_000, 4096, 1024), unconfirmed_margin=17_000)
     assert tight.value == 3_000 and tight.short  # the count may be low: room for it first
-    crowded = decide_output(exact(74_000), cap, window=80_000, min_output_tokens=4096, fallback_margin_tokens=1024,
-                            unconfirmed_margin=37_000)
-    assert crowded.value == 6_000 and not crowded.short  # no room beyond the margin: what the window leaves
+    crowded = decide_output(exact(74_000), cap, Limits.of_window(80_000, 4096, 1024), unconfirmed_margin=37_000)
+    assert crowded.value == MIN_CAP_TOKENS and crowded.short  # the room gives way down to the smallest reply
+
+
+def test_the_unconfirmed_cap_near_the_limit_is_monotone() -> None:
+    """Issue 30: an unconfirmed route got a cap of 1 at a 42,666-token prompt and 21,333 at 42,667 (a larger
+    prompt, a larger cap). The unconfirmed room is ``verify.UNCONFIRMED_SHARE`` of the prompt."""
+    request = {"messages": [], "max_tokens": 65536}
+    cap = find_cap(request)
+    limits = Limits.of_window(64_000, 4096, 1024)
+    caps = []
+    for prompt in (42_000, 42_665, 42_666, 42_667, 43_000):
+        decision = decide_output(exact(prompt), cap, limits, unconfirmed_margin=math.ceil(UNCONFIRMED_SHARE * prompt))
+        caps.append(decision.value if decision.action != "leave" else 65536)
+    assert caps == sorted(caps, reverse=True), caps
+    assert all(value >= MIN_CAP_TOKENS for value in caps)
 
 
 def test_unknown_count_leaves_request_unchanged() -> None:
@@ -213,17 +232,20 @@ counts = st.one_of(
 def test_output_budget_properties(request: dict, count: TokenCount, window: int, reserve: int, margin: int) -> None:
     before = copy.deepcopy(request)
     cap = find_cap(request)
-    decision = decide_output(count, cap, window=window, min_output_tokens=reserve, fallback_margin_tokens=margin)
-    used_margin = margin_for(count, margin)
+    limits = Limits.of_window(window, reserve, margin)
+    decision = decide_output(count, cap, limits)
+    used_margin = margin_for(count, limits.fallback_margin_tokens)
     sent = {f: v for f, v in before.items() if f in OUTPUT_CAP_FIELDS} | {  # the body the SDK sends
         f: v for f, v in (before.get("extra_body") or {}).items() if f in OUTPUT_CAP_FIELDS}
     caller = [v for f in OUTPUT_CAP_FIELDS if isinstance(v := sent.get(f), int) and not isinstance(v, bool) and v > 0]
     assert (cap is None) == (not caller) and (cap is None or cap.value == caller[0])
+    assert limits.min_output_tokens <= max(window // 8, 1) and limits.fallback_margin_tokens <= window // 32
     if decision.action != "lower_cap_to":
         if count.tokens is not None and cap is not None and decision.action == "leave":
             assert count.tokens + cap.value + used_margin <= window  # a cap left alone fits
-        if decision.action == "needs_compaction":
-            assert window - count.tokens - used_margin < 1  # only a prompt that alone does not fit
+        if decision.action == "needs_compaction":  # less than the smallest cap left
+            assert window - count.tokens - used_margin < min(limits.min_cap_tokens, *(caller or [window]))
+            assert cap is None or decision.value == min(cap.value, limits.min_cap_tokens)
         return
     assert cap is not None and decision.value is not None  # only an existing cap is ever lowered
     out = write_cap(request, cap, decision.value)
@@ -232,11 +254,34 @@ def test_output_budget_properties(request: dict, count: TokenCount, window: int,
     assert all_caps == [decision.value]  # exactly one output field remains, the one the caller used
     assert (cap.field in (out.get("extra_body") or {})) == (cap.within == "extra_body")
     assert count.tokens + decision.value + used_margin <= window  # never exceeds W
+    assert decision.value >= limits.min_cap_tokens  # never a useless cap
     available = window - count.tokens - used_margin
-    assert decision.value >= min(reserve, caller[0], available)  # never below R (or B) while one fits
-    assert decision.short == (decision.value < min(reserve, caller[0]))
+    assert decision.value >= min(limits.min_output_tokens, caller[0], available)  # never below R (or B) while one fits
+    assert decision.short == (decision.value < min(limits.min_output_tokens, caller[0]))
     assert decision.value < caller[0]
     assert {k for k in out if k not in OUTPUT_CAP_FIELDS} == {k for k in before if k not in OUTPUT_CAP_FIELDS}
+
+
+def _sent_cap(prompt: int, caller: int, limits: Limits, share: float) -> int:
+    """The cap a request of ``prompt`` exact tokens carries out (unshortened), its count unconfirmed by ``share``."""
+    decision = decide_output(exact(prompt), OutputCap("max_tokens", caller), limits,
+                             unconfirmed_margin=math.ceil(share * prompt))
+    return caller if decision.action == "leave" else decision.value  # type: ignore[return-value]
+
+
+@given(st.integers(1, 300_000), st.integers(0, 300_000), st.integers(0, 300_000), st.integers(1, 200_000),
+       st.integers(1, 10_000), st.integers(0, 5000), st.sampled_from([0.0, UNCONFIRMED_SHARE]))
+def test_the_cap_is_monotone_in_the_prompt(window: int, smaller: int, larger: int, caller: int, reserve: int,
+                                          margin: int, share: float) -> None:
+    """A larger prompt never gets a larger cap, confirmed or not; no cap sent is below the smallest useful one
+    (unless the caller asked for less) or above what the window leaves for a prompt that fits."""
+    smaller, larger = sorted((smaller, larger))
+    limits = Limits.of_window(window, reserve, margin)
+    assert _sent_cap(larger, caller, limits, share) <= _sent_cap(smaller, caller, limits, share)
+    sent = _sent_cap(smaller, caller, limits, share)
+    assert sent >= min(caller, limits.min_cap_tokens)
+    if window - smaller >= limits.min_cap_tokens:
+        assert smaller + sent <= window
 
 
 @given(st.integers(0, 10**6), st.integers(1, 10**5))
@@ -255,34 +300,30 @@ def thinking_request(budget_tokens: int, max_tokens: int | None = None) -> dict:
 def test_a_lowered_cap_lowers_the_thinking_budget_and_keeps_the_answer_room() -> None:
     request = thinking_request(32_000)  # Hermes' "high" budget: max_tokens 36,096
     before = copy.deepcopy(request)
-    decision, out = apply_output(request, exact(80_000), window=100_000, min_output_tokens=4096,
-                                 fallback_margin_tokens=1024)
+    decision, out = apply_output(request, exact(80_000), Limits.of_window(100_000, 4096, 1024))
     assert decision.action == "lower_cap_to" and out is not None
     assert out["max_tokens"] == 20_000 and out["thinking"] == {"type": "enabled", "budget_tokens": 20_000 - 4096}
     assert request == before  # the input (and its thinking mapping) is never mutated
 
 
 def test_a_thinking_budget_that_still_fits_is_kept() -> None:
-    _, out = apply_output(thinking_request(8000, max_tokens=64_000), exact(80_000), window=100_000,
-                          min_output_tokens=4096, fallback_margin_tokens=1024)
+    _, out = apply_output(thinking_request(8000, max_tokens=64_000), exact(80_000), Limits.of_window(100_000, 4096, 1024))
     assert out is not None and out["max_tokens"] == 20_000 and out["thinking"]["budget_tokens"] == 8000
 
 
 def test_no_room_for_the_minimum_thinking_budget_is_needs_compaction() -> None:
     """Room for a 4,096-token answer but not for 1,024 thinking tokens beside it: an invalid request
     (budget_tokens >= max_tokens, or < 1,024) is never written."""
-    decision, out = apply_output(thinking_request(8000), exact(100_000 - 5000), window=100_000,
-                                 min_output_tokens=4096, fallback_margin_tokens=1024)
+    decision, out = apply_output(thinking_request(8000), exact(100_000 - 5000), Limits.of_window(100_000, 4096, 1024))
     assert decision.action == "needs_compaction" and out is None and "thinking" in decision.reason
-    decision, out = apply_output(thinking_request(8000), exact(100_000 - 4096 - 1024), window=100_000,
-                                 min_output_tokens=4096, fallback_margin_tokens=1024)
+    decision, out = apply_output(thinking_request(8000), exact(100_000 - 4096 - 1024), Limits.of_window(100_000, 4096, 1024))
     assert out is not None and out["thinking"]["budget_tokens"] == 1024 and out["max_tokens"] == 4096 + 1024
 
 
 def test_adaptive_thinking_has_no_budget_to_lower() -> None:
     request = {"messages": [], "max_tokens": 64_000, "thinking": {"type": "adaptive", "display": "summarized"}}
     assert find_thinking_budget(request) is None
-    _, out = apply_output(request, exact(80_000), window=100_000, min_output_tokens=4096, fallback_margin_tokens=1024)
+    _, out = apply_output(request, exact(80_000), Limits.of_window(100_000, 4096, 1024))
     assert out == {**request, "max_tokens": 20_000}
 
 
@@ -291,8 +332,7 @@ def test_a_written_thinking_request_is_always_valid(budget_tokens: int, answer: 
                                                     reserve: int) -> None:
     request = thinking_request(budget_tokens, budget_tokens + answer)
     before = copy.deepcopy(request)
-    decision, out = apply_output(request, exact(prompt), window=100_000, min_output_tokens=reserve,
-                                 fallback_margin_tokens=0)
+    decision, out = apply_output(request, exact(prompt), Limits.of_window(100_000, reserve, 0))
     assert request == before
     if out is None:
         return

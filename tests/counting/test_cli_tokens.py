@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from baton_engine.cli import cli
-from baton_engine.tokens.rough import estimate_chat_request
+from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from conversations import conversation
 
 CLEAN_ENV = {"HERMES_HOME": None, "BATON_TOKENIZER_BACKEND": None, "BATON_TOKENIZER_URL": None, "BATON_TOKENIZER_PATH": None,
@@ -40,7 +40,9 @@ def test_count_with_rough_json(request_file: Path) -> None:
                     BATON_FALLBACK_MARGIN_TOKENS="100")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    expected = estimate_chat_request(json.loads(request_file.read_text())) + 100
+    request = json.loads(request_file.read_text())
+    estimate = estimate_chat_request(request)
+    expected = estimate + request_margin(request, estimate, 100)  # 100 is the floor of the measured margin
     assert data["tokens"] == expected and data["exact"] is False and data["source"] == "rough+margin"
     assert data["backend"] == {"name": "rough", "reason": "chosen explicitly (backend setting)"}
 
@@ -123,7 +125,8 @@ def test_count_reads_stdin_and_rejects_non_utf8_files(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["tokens", "count", "-", "--backend", "rough", "--json"], input=messages,
                                 env={**CLEAN_ENV, "BATON_FALLBACK_MARGIN_TOKENS": "100"}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["tokens"] == estimate_chat_request({"messages": json.loads(messages)}) + 100
+    estimate = estimate_chat_request({"messages": json.loads(messages)})
+    assert json.loads(result.output)["tokens"] == estimate + 100  # a short request: the configured floor
     latin1 = tmp_path / "latin1.json"
     latin1.write_bytes('{"messages": [{"role": "user", "content": "café"}]}'.encode("latin-1"))
     bad = invoke("tokens", "count", str(latin1), "--json")
@@ -150,9 +153,9 @@ def test_a_configured_tokenizer_that_cannot_start_gives_the_loops_estimate_and_e
 def test_count_reads_the_hermes_block_when_hermes_home_is_set(request_file: Path, tmp_path: Path) -> None:
     home = tmp_path / "hermes-home"
     home.mkdir()
-    (home / "config.yaml").write_text("baton:\n  fallback_margin_tokens: 7\n", encoding="utf-8")
+    (home / "config.yaml").write_text("baton:\n  fallback_margin_tokens: 70000\n", encoding="utf-8")
     data = json.loads(invoke("tokens", "count", str(request_file), "--json", HERMES_HOME=str(home)).output)
-    assert data["tokens"] == estimate_chat_request(json.loads(request_file.read_text())) + 7
+    assert data["tokens"] == estimate_chat_request(json.loads(request_file.read_text())) + 70000  # the floor
 
 
 def test_backends_with_an_unknown_configured_name_warns_and_exits_1() -> None:

@@ -7,7 +7,7 @@ import pytest
 from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.plugins import build_backend
-from baton_engine.tokens.rough import estimate_chat_request
+from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from conversations import conversation
 
 pytest.importorskip("transformers")
@@ -52,7 +52,7 @@ def test_vllm_one_round_trip_per_request_then_fallback_when_the_server_is_gone(q
     counter.close()  # drop the keep-alive connection, whose handler thread outlives the server
     fallback = counter.count_chat(other)  # server stopped
     assert not fallback.exact and fallback.source == "rough+margin"
-    assert fallback.tokens == estimate_chat_request(other) + 100
+    assert fallback.tokens == estimate_chat_request(other) + request_margin(other, estimate_chat_request(other), 100)
     assert fallback.fallback_reason and fallback.fallback_reason.startswith("vllm")
     assert counter.count_chat(request) == exact  # exact counts stay cached
     assert counter.stats().last_max_model_len == exact.max_model_len

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from baton_engine.budget import apply_output
+from baton_engine.policy import Limits
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.counter import counting_mode
 from baton_engine.tokens.verify import (
@@ -59,11 +60,11 @@ def test_calibrated_counts_make_the_clamp_fit_the_real_prompt() -> None:
     check = RouteCheck()
     check.observe(exact(10_000), 12_200)
     real_prompt, counted = 61_000, exact(50_000)
-    decision, rewritten = apply_output({"messages": [], "max_tokens": 80_000}, check.adjust(counted), window=80_000,
-                                       min_output_tokens=4096, fallback_margin_tokens=1024)
+    decision, rewritten = apply_output({"messages": [], "max_tokens": 80_000}, check.adjust(counted),
+                                       Limits.of_window(80_000, 4096, 1024))
     assert rewritten is not None and real_prompt + rewritten["max_tokens"] <= 80_000
-    uncalibrated, raw = apply_output({"messages": [], "max_tokens": 80_000}, counted, window=80_000,
-                                     min_output_tokens=4096, fallback_margin_tokens=1024)
+    uncalibrated, raw = apply_output({"messages": [], "max_tokens": 80_000}, counted,
+                                     Limits.of_window(80_000, 4096, 1024))
     assert raw is not None and real_prompt + raw["max_tokens"] > 80_000  # what a wrong tokenizer did before
 
 

@@ -32,7 +32,8 @@ def test_host_attributes_are_ints_and_the_threshold_reserves_output() -> None:
     # 0.75 * 131072 = 98304 fits below 131072 - (4096 + 1024)
     assert engine.threshold_tokens == 98304
     engine.update_model("m", 8192)  # below Hermes' 64K floor: Hermes refuses, the engine itself must not
-    assert engine.threshold_tokens <= 8192 - 4096
+    # the reply and margin it reserves are clamped to the window (1,024 + 256 at 8K; docs/compaction.md)
+    assert engine.threshold_tokens == min(int(0.75 * 8192), 8192 - 1024 - 256) == 6144
 
 
 def test_compress_accepts_every_host_keyword_and_unknown_ones() -> None:

@@ -18,7 +18,7 @@ from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
 from baton_engine.hermes.runtime import BatonRuntime, set_runtime
-from baton_engine.tokens.rough import estimate_chat_request
+from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
@@ -114,12 +114,50 @@ def test_route_and_window_follow_the_model(project: Path, active: tuple[Activati
     assert status["tokenizer"]["counting"] == "rough+margin" and "auto for model 'fallback-model'" in \
         status["tokenizer"]["chosen_by"]
     rough = estimate_chat_request({"messages": MESSAGES})
-    assert cap == SMALL - rough - runtime.settings.fallback_margin_tokens
+    assert cap == SMALL - rough - request_margin({"messages": MESSAGES}, rough, runtime.settings.fallback_margin_tokens)
     route = status["route"]
     assert route["model"] == "fallback-model" and route["provider"] == "custom"  # the request's own provider
     assert status["window"]["effective"] == SMALL
     engine.update_model(MODEL, LARGE, base_url=BASE_URL, provider="custom")
     assert sent_max_tokens(activation, agent) == unconfirmed_cap(LARGE, prompt)  # back: Qwen3 counts again
+
+
+def real_history(tokens: int, runtime: BatonRuntime) -> list[dict[str, Any]]:
+    """A coding session's history of about ``tokens`` Qwen3 tokens: this repository's benchmark report (tables of
+    figures) and its own source files read one by one as tool results (real numbers, code, identifiers)."""
+    repo = Path(__file__).resolve().parents[2]
+    report = (repo / "benchmarks" / "results" / "REPORT.md").read_text()
+    sources = [report[i:i + 6000] for i in range(0, len(report), 6000)][:3]
+    sources += [path.read_text() for path in sorted((repo / "baton_engine").rglob("*.py"))]
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are Hermes, a coding agent."},
+                                     {"role": "user", "content": "Read the engine's sources and review them."}]
+    for number, text in enumerate(sources):
+        if exact(runtime, history) >= tokens:
+            break
+        call = {"id": f"call_{number}", "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"path": "file_{number}"}}'}}
+        history += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": f"call_{number}", "content": text[:6000]}]
+    return history
+
+
+@pytest.mark.parametrize("size", [18_900, 28_900])
+def test_after_a_model_switch_to_an_unknown_tokenizer_the_rough_count_keeps_its_measured_margin(
+        project: Path, active: tuple[Activation, BatonRuntime], size: int) -> None:
+    """Issue 30: after ``/model`` to a 32,768 window on another server whose tokenizer Baton does not know, the
+    route counted rough + a fixed 1,024: a real 18,908-token prompt was counted 14,518 and left with a cap of
+    18,250 (37,158 > 32,768). The rough count's margin is now its measured error (``rough.ROUGH_MARGIN_SHARE``
+    and a token per digit or non-ASCII character): the prompt the server counts plus the cap fits."""
+    activation, runtime = active
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
+    agent.context_compressor.update_model("other-model", 32_768, base_url="http://127.0.0.1:10/v1", provider="custom")
+    history = real_history(size, runtime)
+    request = {"model": "other-model", "messages": history, "max_tokens": ASKED}
+    answer = in_agent(agent, activation.llm_request, request=request, model="other-model",
+                      base_url="http://127.0.0.1:10/v1", provider="custom")
+    assert answer is not None and agent.context_compressor.get_status()["tokenizer"]["counting"] == "rough+margin"
+    sent = answer["request"]
+    assert exact(runtime, sent["messages"]) + sent["max_tokens"] <= 32_768
 
 
 def test_a_move_to_a_route_without_base_url_forgets_the_old_server(

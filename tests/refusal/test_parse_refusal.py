@@ -21,6 +21,17 @@ Where each text comes from (server version + source file, or the place it was me
 - Anthropic: the Messages API's ``invalid_request_error`` messages; the "max_tokens: X > context_window: ..."
   form as Hermes 0.19.0 quotes it (``agent/model_metadata.py`` ``parse_available_output_tokens_from_error``).
 - Ollama: ``llm/server.go`` ("input length exceeds the context length").
+- Gemini: the API's ``INVALID_ARGUMENT`` error, native as google-genai raises it (googleapis/python-genai#2466)
+  and through the OpenAI-compatible endpoint, whose body is the same error object in a list (the openai SDK's
+  ``Error code: 400 - [{'error': ...}]``, SuzumiyaAkizuki/ComfyUI-NewBie-LLM-Formatter#3; the overflow text:
+  google-gemini/gemini-cli#12214).
+- Mistral: La Plateforme's 400 ("Prompt contains N tokens and 0 draft tokens, too large for model with W maximum
+  context length"; docs.mistral.ai known limitations, quoted by Bedrock users: "The model returned the following
+  errors: Prompt contains ..."); the older form without the draft tokens.
+- Bedrock: ``ValidationException`` "Input is too long for requested model." (InvokeModel / Converse;
+  aws-samples/assessment-generator#2, continuedev/continue#9592): no numbers.
+- OpenAI Responses API: ``context_length_exceeded`` "Your input exceeds the context window of this model. Please
+  adjust your input and try again." (param ``input``; the streamed ``error`` event, dyad-sh/dyad#1672): no numbers.
 """
 
 from __future__ import annotations
@@ -131,6 +142,32 @@ REAL = {
     "ollama": (
         "the input length exceeds the context length",
         PROMPT_TOO_LONG, None, None, None, "ollama", True),
+    "gemini-native": (
+        "400 INVALID_ARGUMENT. {'error': {'code': 400, 'message': 'The input token count (81881) exceeds the maximum "
+        "number of tokens allowed (65536).', 'status': 'INVALID_ARGUMENT'}}",
+        PROMPT_TOO_LONG, 65536, 81881, None, "gemini", True),
+    "gemini-openai-compatible": (
+        "Error code: 400 - [{'error': {'code': 400, 'message': 'The input token count (134123) exceeds the maximum "
+        "number of tokens allowed (131072).', 'status': 'INVALID_ARGUMENT'}}]",
+        PROMPT_TOO_LONG, 131072, 134123, None, "gemini", True),
+    "mistral": (
+        "Prompt contains 321774 tokens and 0 draft tokens, too large for model with 262144 maximum context length",
+        PROMPT_TOO_LONG, 262144, 321774, None, "mistral", True),
+    "mistral-older": (
+        "Prompt contains 140000 tokens, too large for model with 131072 maximum context length",
+        PROMPT_TOO_LONG, 131072, 140000, None, "mistral", True),
+    "mistral-on-bedrock": (
+        "An error occurred (ValidationException) when calling the Converse operation: The model returned the "
+        "following errors: Prompt contains 248198 tokens and 0 draft tokens, too large for model with 131072 "
+        "maximum context length",
+        PROMPT_TOO_LONG, 131072, 248198, None, "mistral", True),
+    "bedrock": (
+        "An error occurred (ValidationException) when calling the Converse operation: Input is too long for "
+        "requested model.",
+        PROMPT_TOO_LONG, None, None, None, "bedrock", True),
+    "openai-responses-no-numbers": (
+        "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        PROMPT_TOO_LONG, None, None, None, "openai", True),
 }
 
 
@@ -239,6 +276,11 @@ NOT_OVERFLOWS = {
     "unsupported-parameter": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
                              "'max_completion_tokens' instead.",
     "server-error-with-numbers": "Internal server error: worker 3 of 8 failed after 4096 ms",
+    "gemini-invalid-argument": "Error code: 400 - [{'error': {'code': 400, 'message': 'Request contains an invalid "
+                               "argument.', 'status': 'INVALID_ARGUMENT'}}]",
+    "bedrock-body-bytes": "An error occurred (ValidationException) when calling the InvokeModel operation: 1 "
+                          "validation error detected: Value at 'body' failed to satisfy constraint: Member must have "
+                          "length less than or equal to 25000000",
 }
 
 
@@ -259,3 +301,15 @@ def test_a_refusal_holds_numbers_and_names_only() -> None:
         assert "SECRET" not in repr(refusal)
         assert all(v is None or isinstance(v, (int, bool)) for v in
                    (refusal.window, refusal.prompt_tokens, refusal.requested_output, refusal.prompt_exact))
+
+
+def test_gemini_through_the_openai_sdk_whose_body_is_a_list() -> None:
+    """The OpenAI-compatible endpoint answers with Google's error object inside a list: the SDK's ``.body`` is that
+    list and its message the list's repr; the response text is the JSON list."""
+    body = [{"error": {"code": 400, "message": "The input token count (70312) exceeds the maximum number of tokens "
+                                               "allowed (65536).", "status": "INVALID_ARGUMENT"}}]
+    error = Exception(f"Error code: 400 - {body!r}")
+    error.body = body  # type: ignore[attr-defined]
+    error.response = _FakeResponse(json.dumps(body))  # type: ignore[attr-defined]
+    assert parse_refusal(error) == Refusal(PROMPT_TOO_LONG, 65536, 70312, None, "gemini")
+    assert parse_refusal(json.dumps(body)) == Refusal(PROMPT_TOO_LONG, 65536, 70312, None, "gemini")

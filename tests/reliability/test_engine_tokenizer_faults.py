@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from baton_engine.hermes.runtime import get_runtime
-from baton_engine.tokens.rough import estimate_chat_request
+from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.faulty_servers import FaultyServer, refused_url
 from batontest.engines import hermes_estimator, unconfirmed_cap
@@ -111,7 +111,10 @@ def one_turn(activation: Any, engine: Any, messages: list[dict[str, Any]]) -> di
 
 
 def fallback_tokens(messages: list[dict[str, Any]]) -> int:
-    return estimate_chat_request({"messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS}) + MARGIN
+    """Rough + its measured margin (``rough.request_margin``, at least the configured ``MARGIN``)."""
+    request = {"messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS}
+    estimate = estimate_chat_request(request)
+    return estimate + request_margin(request, estimate, MARGIN)
 
 
 @pytest.mark.parametrize("fault", FAULTS)

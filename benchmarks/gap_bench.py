@@ -1,0 +1,48 @@
+"""The fewest turns between two compactions: ``run.py``'s growing session at one window, every arm.
+
+    .tox/hermes/bin/python benchmarks/gap_bench.py [--window 16384] [--turns 600]
+
+The same session, arms and driving as ``run.py``'s "growing 600-turn session" (``run.bench_long_session``), at one
+window only, so a change to the limits is measured in minutes instead of the whole benchmark's hour. Prints per
+arm the compactions, the fewest and median turns between two of them, the peak request and why each compaction
+fired. Goal (issue 30): the fewest turns between two compactions >= 5 on every arm at 16K.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import run
+from run import FALLBACK_ARM, MODEL, QWEN3, Judge, bench_long_session
+
+import arms
+import workload
+from batontest.model_server import ModelServer, ScriptedPolicy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=int, default=16384)
+    parser.add_argument("--turns", type=int, default=600)
+    parser.add_argument("--arms", nargs="*", default=["baton", "baton-tail0", FALLBACK_ARM])
+    args = parser.parse_args()
+    judge = Judge()
+    tails = {"baton": None, "baton-tail0": 0, FALLBACK_ARM: None}
+    session = workload.session_of_turns(args.turns, scale=0.3)
+    print("| window | arm | trigger | compactions | fewest / median turns between | peak | requests > window | "
+          "why |", flush=True)
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    with ModelServer(ScriptedPolicy([], auxiliary_answer=arms.STUB_SUMMARY), context_window=2_000_000,
+                     model_name=MODEL) as server:
+        for arm in args.arms:  # one arm at a time: each row as soon as it is measured
+            runtimes = {arm: arms.baton_runtime(QWEN3, tails[arm])}
+            for row in bench_long_session(judge, runtimes, server, arms.AuxiliaryMeter(), session, [args.window],
+                                          builtin=False):
+                print(f"| {row['window']:,} | {row['arm']} | {row['trigger']:,} | {row['compactions']} | "
+                      f"{row['min_gap_turns']} / {row['median_gap_turns']} | {row['peak']:,} | "
+                      f"{row['over_window']} | {row['triggers']} |", flush=True)
+
+
+if __name__ == "__main__":
+    run.logging.getLogger("baton_engine.tokens").setLevel(run.logging.ERROR)
+    main()
