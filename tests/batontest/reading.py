@@ -25,13 +25,14 @@ TURNS = ("Read every design file under docs/ one by one and note what each one s
          "Thanks. Summarise what the design files cover.")
 
 
-def design_file(n: int) -> str:
-    """File ``n``: a first and a last line only it has, around ~12k tokens of deterministic prose."""
-    return f"DESIGN FILE d{n:02d} BEGIN\n{filler_text(f'd{n:02d}', FILE_WORDS)}\nDESIGN FILE d{n:02d} END\n"
+def design_file(n: int, words: int = FILE_WORDS) -> str:
+    """File ``n``: a first and a last line only it has, around deterministic prose (``FILE_WORDS``: ~12k
+    tokens)."""
+    return f"DESIGN FILE d{n:02d} BEGIN\n{filler_text(f'd{n:02d}', words)}\nDESIGN FILE d{n:02d} END\n"
 
 
-def design_files(count: int) -> dict[str, str]:
-    return {f"docs/design_{n:02d}.md": design_file(n) for n in range(1, count + 1)}
+def design_files(count: int, words: int = FILE_WORDS) -> dict[str, str]:
+    return {f"docs/design_{n:02d}.md": design_file(n, words) for n in range(1, count + 1)}
 
 
 def reading_script(project: Path, count: int) -> ScriptedPolicy:
@@ -43,14 +44,17 @@ def reading_script(project: Path, count: int) -> ScriptedPolicy:
 
 
 def run_reading(workdir: Path, server: ModelServer, *, files: int, context_length: int, max_tokens: int | None,
-                baton: Mapping[str, Any], turns: Sequence[str] = TURNS,
-                timeout: float = 240) -> tuple[dict[str, Any], Path, float]:
+                baton: Mapping[str, Any], turns: Sequence[str] = TURNS, timeout: float = 240,
+                file_words: int = FILE_WORDS, hermes: Mapping[str, Any] | None = None,
+                ) -> tuple[dict[str, Any], Path, float]:
     """``batontest.hermes_run.run_scenario`` with the design files in the project and Hermes' ``file`` toolset;
-    returns (driver output, Hermes home, wall seconds of the agent run). The project is ``workdir/project``."""
+    returns (driver output, Hermes home, wall seconds of the agent run). The project is ``workdir/project``;
+    ``hermes`` adds top-level config.yaml sections (e.g. 0.22's ``agent.minimum_tool_context_length``)."""
     require_hermes()
-    home = write_hermes_home(workdir / "hermes-home", hermes_config(
-        base_url=server.base_url, model=MODEL, context_length=context_length, max_tokens=max_tokens, baton=baton))
-    project = git_project(workdir / "project", {**PROJECT_FILES, **design_files(files)})
+    home = write_hermes_home(workdir / "hermes-home", {**hermes_config(
+        base_url=server.base_url, model=MODEL, context_length=context_length, max_tokens=max_tokens, baton=baton),
+        **(hermes or {})})
+    project = git_project(workdir / "project", {**PROJECT_FILES, **design_files(files, file_words)})
     baton_init(project)
     spec_path, out_path = workdir / "spec.json", workdir / "out.json"
     spec = {"base_url": server.base_url, "model": MODEL, "turns": list(turns), "max_iterations": files + 10,

@@ -18,6 +18,8 @@ requested output above the window is refused, with vLLM's own prompt count and v
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,6 +30,14 @@ from batontest.real_vllm import QWEN3_END_OF_TURN
 EOS_FIRST = {str(QWEN3_END_OF_TURN): 100}
 STREAM_ONLY_FIELDS = ("stream", "stream_options")  # vLLM refuses stream_options on a non-streaming request
 REQUEST_TIMEOUT_SECONDS = 600.0  # a cold 70k-token prefill of the tiny model on 2 CPU cores
+BUDGET_LINE = re.compile(r"baton output budget action=(\S+) prompt=(\S+) source=(\S+) aux=(True|False)")
+
+
+def baton_budget_lines(home: Path) -> list[tuple[str, int | None, str, bool]]:
+    """Baton's ``baton output budget`` log lines (INFO, in Hermes' agent.log): action, prompt, source, aux."""
+    log = (home / "logs" / "agent.log").read_text(encoding="utf-8", errors="replace")
+    return [(action, None if prompt == "None" else int(prompt), source, aux == "True")
+            for action, prompt, source, aux in BUDGET_LINE.findall(log)]
 
 
 def strict_window_refusal(window: int, prompt_tokens: int, output_tokens: int) -> str | None:

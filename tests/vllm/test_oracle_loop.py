@@ -19,7 +19,6 @@ Scenarios (one session each, one vLLM server for the module):
 from __future__ import annotations
 
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from batontest.hermes_run import MODEL, require_hermes
 from batontest.model_server import ScriptedPolicy
 from batontest.reading import FINAL_ANSWER, TURNS, files_never_seen, reading_script, request_map, run_reading
 from batontest.real_vllm import real_vllm_server
-from batontest.vllm_oracle import EOS_FIRST, VllmOracle
+from batontest.vllm_oracle import EOS_FIRST, VllmOracle, baton_budget_lines
 
 pytestmark = pytest.mark.vllm_real
 
@@ -41,7 +40,6 @@ WINDOW = 72_000  # the server's max_model_len; Hermes needs >= 64,000
 WRONG_WINDOW = 100_000
 FILES = 14  # ~172k tokens of file content through a 72k window: several compactions
 SESSION_TIMEOUT_SECONDS = 900
-BUDGET_LINE = re.compile(r"baton output budget action=(\S+) prompt=(\S+) source=(\S+) aux=(True|False)")
 
 
 @dataclass
@@ -80,13 +78,6 @@ class OracleSession:
                 f"  (request, Baton, vLLM): {self.count_pairs()}\n"
                 + "".join(f"  refused #{index} by {self.server.judged_by[id(r)]} ({status}): {text}\n"
                           for r, (index, status, text) in zip(server.rejections, refusal_lines(self), strict=True)))
-
-
-def baton_budget_lines(home: Path) -> list[tuple[str, int | None, str, bool]]:
-    """Baton's ``baton output budget`` log lines (INFO, in Hermes' agent.log): action, prompt, source, aux."""
-    log = (home / "logs" / "agent.log").read_text(encoding="utf-8", errors="replace")
-    return [(action, None if prompt == "None" else int(prompt), source, aux == "True")
-            for action, prompt, source, aux in BUDGET_LINE.findall(log)]
 
 
 @pytest.fixture(scope="module")
