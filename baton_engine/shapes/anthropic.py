@@ -22,6 +22,7 @@ from baton_engine.shapes.parts import (
 )
 from baton_engine.tokens.media import part_tokens
 
+
 class AnthropicShape:
     name = "anthropic_messages"
 
@@ -42,7 +43,7 @@ class AnthropicShape:
                                model=model_name(request, "model"))
 
     def conversation(self, request: Mapping[str, Any]) -> Conversation | None:
-        """Units: a user message of tool results stays with the assistant message whose tool_use it answers;; a
+        """Units: a user message of tool results stays with the assistant message whose tool_use it answers; a
         thinking block stays in its message, so with its tool_use and the results that answer it."""
         messages = request.get("messages")
         if not isinstance(messages, list):

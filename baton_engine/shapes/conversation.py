@@ -2,8 +2,9 @@
 
 Why units: a request may be shortened only between items that do not need each other. A ``Unit`` is the
 smallest run of a shape's items a provider accepts alone (an assistant turn's tool calls with every result that
-answers them; a signed thinking block in its message, with its tool calls; one plain message), kept as the shape's own items, verbatim,
-beside the same items as chat messages (what a counter counts). Shortening chooses units; the shape writes them.
+answers them; a signed thinking block in its message, with its tool calls; one plain message), kept as the shape's
+own items, verbatim, beside the same items as chat messages (what a counter counts). Shortening chooses units;
+the shape writes them.
 """
 
 from __future__ import annotations
