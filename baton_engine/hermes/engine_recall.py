@@ -16,6 +16,7 @@ from baton_engine.hermes.runtime import get_runtime
 from baton_engine.messages.entry import Entry
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
 from baton_engine.recall import dense
+from baton_engine.recall.index import lineage_index
 from baton_engine.recall.passages import passages
 from baton_engine.tokens.rough import estimate_tokens_rough
 
@@ -95,6 +96,7 @@ class RecallBinding:
 
         def remember(entries: list[Entry]) -> None:
             index.add_entries(key, entries)
+            lineage_index(source.entries())  # the region's passages indexed now, not by the next search
             embed(entries)
 
         return continuity.Recall(remember=remember, lineage=source.entries)
