@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from skelet import EnvSource, Field, Storage
 
+from baton_engine.embedding import EmbedderConfig
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.config import BatonConfig
 from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS
@@ -121,6 +122,8 @@ class BatonSettings:
     # gateway platforms (telegram, discord, slack, api_server, ...): True lets every conversation resume and
     # see the project's handoffs; False (default) limits each to its own conversation's lineage
     share_handoffs: bool = False
+    # recall's ranking by meaning: an embedding server or a local model (docs/recall.md); None: lexical only
+    embedder: EmbedderConfig | None = None
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
     # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
@@ -205,7 +208,25 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "brief_max_tokens": _int(MIN_MAX_TOKENS),  # below it no brief can be rendered
     "fresh_tail_tokens": _int(1),
     "share_handoffs": _bool,
+    "embedder": lambda raw, label: _embedder(raw, label),
 }
+EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
+
+
+def _embedder(raw: Any, label: str) -> EmbedderConfig:
+    """``baton.embedder``: ``{backend: openai, url, model[, api_key_env]}`` or ``{backend: st, path}``."""
+    if not isinstance(raw, Mapping) or "backend" not in raw:
+        raise SettingsError(f"{label} must be a mapping with a backend: {{backend: openai, url: ..., model: ...}} "
+                            "or {backend: st, path: /a/model/directory}")
+    unknown = [str(key) for key in raw if key not in EMBEDDER_KEYS]
+    if unknown:
+        raise SettingsError(f"{label}: {unknown[0]} is not an embedder key; known: {', '.join(EMBEDDER_KEYS)}")
+    values = {key: _text(raw[key], f"{label}.{key}") for key in EMBEDDER_KEYS[:5] if raw.get(key) is not None}
+    if raw.get("url") is not None:
+        values["url"] = _url(raw["url"], f"{label}.url")  # the server's base URL (or .../v1/embeddings)
+    if raw.get("timeout_seconds") is not None:
+        return EmbedderConfig(**values, timeout_seconds=_seconds(raw["timeout_seconds"], f"{label}.timeout_seconds"))
+    return EmbedderConfig(**values)
 
 
 def _env_values(env: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:

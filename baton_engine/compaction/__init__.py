@@ -18,7 +18,6 @@ from baton_engine.compaction.builder import (
     TailPlan,
     build_compacted_messages,
     degrade,
-    degrade_messages,
     plan_tail,
 )
 
@@ -31,6 +30,5 @@ __all__ = [
     "TailPlan",
     "build_compacted_messages",
     "degrade",
-    "degrade_messages",
     "plan_tail",
 ]

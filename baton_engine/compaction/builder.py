@@ -108,7 +108,7 @@ class CompactionResult:
     inflight_elided: int = 0  # how many of those results were replaced by stubs
 
 
-class _GuardedCounter:
+class GuardedCounter:
     """The caller's counter, made total: a failure or a nonsense answer becomes rough + 10%."""
 
     def __init__(self, count_tokens: CountTokens) -> None:
@@ -154,7 +154,7 @@ def build_compacted_messages(
     was and why it is gone: a compaction never drops a result before the model has seen it, unannounced.
     ``plan`` (from :func:`plan_tail` with the same arguments) skips choosing the tail again.
     """
-    counter = _GuardedCounter(count_tokens)
+    counter = GuardedCounter(count_tokens)
     plan = plan or _plan(messages, _non_negative(fresh_tail_tokens), counter,
                          _inflight_budget(fresh_tail_tokens, inflight_tokens))
     return _build(plan, block, counter, _non_negative(max_block_tokens))
@@ -174,33 +174,19 @@ def degrade(
     always the latest user request, and the most recent earlier Baton block (it still describes
     everything before it). The note names the reason code only: no prompt text, no secrets.
     """
-    counter = _GuardedCounter(count_tokens)
-    reason_code = reason if isinstance(reason, str) and reason in _DEGRADE_EXPLANATIONS else "unspecified"
+    counter = GuardedCounter(count_tokens)
     state = sanitize(messages)
-    header = degraded_note(reason_code, _DEGRADE_EXPLANATIONS[reason_code])
+    header = degraded_header(reason)[1]
     if state.previous_block:
         header = f"{header}\n\n{state.previous_block}"
     limit_messages, limit_tokens = _non_negative(keep_recent), _non_negative(max_tokens)
 
-    def fits(candidate: list[Message]) -> bool:
+    def fits(start: int) -> bool:
+        candidate = _flatten(state.units[start:])
         return len(candidate) <= limit_messages and counter(candidate) <= limit_tokens
 
-    tail_start = _longest_fitting_suffix(state.units, fits)
+    tail_start = longest_fitting_suffix(len(state.units), fits)
     return _result(state, header, degraded_notice_text(), tail_start, counter, block_tokens=0)
-
-
-def degrade_messages(
-    messages: Any,
-    *,
-    reason: DegradeReason | str,
-    keep_recent: int,
-    max_tokens: int,
-    count_tokens: CountTokens,
-) -> list[Message]:
-    """Just the message list of :func:`degrade`."""
-    return degrade(
-        messages, reason=reason, keep_recent=keep_recent, max_tokens=max_tokens, count_tokens=count_tokens
-    ).messages
 
 
 @dataclass(frozen=True)
@@ -223,7 +209,7 @@ def plan_tail(messages: Any, *, fresh_tail_tokens: int, count_tokens: CountToken
     """The tail :func:`build_compacted_messages` keeps for these arguments, and the compacted region:
     every message it drops (the carried latest request excepted), plus the original of each stubbed
     in-flight result with the call it answers. May raise (the builder itself is total)."""
-    return _plan(messages, _non_negative(fresh_tail_tokens), _GuardedCounter(count_tokens),
+    return _plan(messages, _non_negative(fresh_tail_tokens), GuardedCounter(count_tokens),
                  _inflight_budget(fresh_tail_tokens, inflight_tokens))
 
 
@@ -231,7 +217,7 @@ def _inflight_budget(fresh_tail_tokens: int, inflight_tokens: int | None) -> int
     return _non_negative(fresh_tail_tokens if inflight_tokens is None else inflight_tokens)
 
 
-def _plan(messages: Any, fresh_tail_tokens: int, counter: _GuardedCounter, inflight_tokens: int) -> TailPlan:
+def _plan(messages: Any, fresh_tail_tokens: int, counter: GuardedCounter, inflight_tokens: int) -> TailPlan:
     state = sanitize(messages)
     first_inflight = _first_inflight(state.units)
     answered, inflight = state.units[:first_inflight], state.units[first_inflight:]
@@ -244,16 +230,16 @@ def _plan(messages: Any, fresh_tail_tokens: int, counter: _GuardedCounter, infli
         inflight = [kept]
         state = replace(state, units=[*answered, kept])
 
-    def fits(candidate: list[Message]) -> bool:
-        return counter(candidate) <= fresh_tail_tokens
+    def fits(start: int) -> bool:
+        return counter(_flatten(answered[start:])) <= fresh_tail_tokens
 
-    tail_start = _longest_fitting_suffix(answered, fits) if fresh_tail_tokens > 0 else len(answered)
+    tail_start = longest_fitting_suffix(len(answered), fits) if fresh_tail_tokens > 0 else len(answered)
     carried = state.latest_request_unit
     region = [m for index, unit in enumerate(answered[:tail_start]) if index != carried for m in unit]
     return TailPlan(state, tail_start, inflight, elided, [*region, *stubbed_originals])
 
 
-def _build(plan: TailPlan, block: BatonBlock, counter: _GuardedCounter, max_block_tokens: int) -> CompactionResult:
+def _build(plan: TailPlan, block: BatonBlock, counter: GuardedCounter, max_block_tokens: int) -> CompactionResult:
     block_text, block_tokens, truncated, over_budget = _fit_block(block, counter, max_block_tokens)
     result = _result(plan.state, block_text, notice_text(block.short_id), plan.tail_start, counter,
                      block_tokens=block_tokens)
@@ -270,7 +256,7 @@ def _first_inflight(units: list[Unit]) -> int:
     return len(units)
 
 
-def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, int]:
+def _fitted(unit: Unit, counter: GuardedCounter, budget: int) -> tuple[Unit, int]:
     """The group whole when it fits ``budget``; else each result, in order, verbatim when it fits together with
     the call, the results kept so far and the stubs of the others (``baton_recall`` answers first), the rest
     replaced in place by a stub naming the call, its size and what to do (the pair stays valid). Counting the
@@ -296,16 +282,13 @@ def _fitted(unit: Unit, counter: _GuardedCounter, budget: int) -> tuple[Unit, in
 
 
 def _result(
-    state: Sanitized, header: str, notice: str, tail_start: int, counter: _GuardedCounter, *, block_tokens: int
+    state: Sanitized, header: str, notice: str, tail_start: int, counter: GuardedCounter, *, block_tokens: int
 ) -> CompactionResult:
     tail = _flatten(state.units[tail_start:])
     latest = state.latest_request_unit
     carried = latest is not None and latest < tail_start
     conversation = ([state.units[latest][0]] if carried else []) + tail
-    if conversation and conversation[0]["role"] == "user":
-        head = [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]
-    else:
-        head = [{"role": "user", "content": f"{header}\n\n{notice}"}]
+    head = baton_head(header, notice, conversation[0]["role"] if conversation else None)
     return CompactionResult(
         messages=[*map(copy_json, state.leading_system), *head, *map(copy_json, conversation)],  # never aliased
         block_tokens=block_tokens,
@@ -321,7 +304,21 @@ def _result(
     )
 
 
-def _fit_block(block: BatonBlock, counter: _GuardedCounter, max_tokens: int) -> tuple[str, int, bool, bool]:
+def baton_head(header: str, notice: str, first_role: Any) -> list[Message]:
+    """Baton's messages before the kept conversation: the header as ``user``, and the notice as ``assistant`` when a
+    ``user`` message follows (else in the header's own message), so roles always alternate."""
+    if first_role == "user":
+        return [{"role": "user", "content": header}, {"role": "assistant", "content": notice}]
+    return [{"role": "user", "content": f"{header}\n\n{notice}"}]
+
+
+def degraded_header(reason: DegradeReason | str) -> tuple[str, str]:
+    """``(reason code, note)`` of a compaction without a new handoff (an unknown reason is ``unspecified``)."""
+    code = reason if isinstance(reason, str) and reason in _DEGRADE_EXPLANATIONS else "unspecified"
+    return code, degraded_note(code, _DEGRADE_EXPLANATIONS[code])
+
+
+def _fit_block(block: BatonBlock, counter: GuardedCounter, max_tokens: int) -> tuple[str, int, bool, bool]:
     """Render the block; if it is over budget, keep the longest prefix of the brief that fits."""
     head = [provenance_line(block.short_id, block.status, block.captured_at)]
     if block.stale:
@@ -356,22 +353,23 @@ def _fit_block(block: BatonBlock, counter: _GuardedCounter, max_tokens: int) -> 
     return text, tokens, True, tokens > max_tokens
 
 
-def _longest_fitting_suffix(units: list[Unit], fits: Callable[[list[Message]], bool]) -> int:
-    """Smallest start index whose suffix of whole units fits, probing 1, 2, 4 ... units then bisecting.
+def longest_fitting_suffix(count: int, fits: Callable[[int], bool]) -> int:
+    """Smallest start index whose suffix of ``count`` whole units fits (``fits(start)``), probing 1, 2, 4 ... units
+    then bisecting.
 
     Only suffixes that were actually measured as fitting are returned, so the budget holds even
     for a counter that is not monotone; the number of counts grows with log(kept units).
     """
-    fitting, failing, size = len(units), -1, 1
+    fitting, failing, size = count, -1, 1
     while fitting > 0:
-        start = max(len(units) - size, 0)
-        if not fits(_flatten(units[start:])):
+        start = max(count - size, 0)
+        if not fits(start):
             failing = start
             break
         fitting, size = start, size * 2
     while fitting - failing > 1:
         middle = (fitting + failing) // 2
-        if fits(_flatten(units[middle:])):
+        if fits(middle):
             fitting = middle
         else:
             failing = middle

@@ -13,7 +13,11 @@ from typing import Any
 from baton_engine.compaction import continuity
 from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.runtime import get_runtime
+from baton_engine.messages.entry import Entry
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
+from baton_engine.recall import dense
+from baton_engine.recall.index import lineage_index
+from baton_engine.recall.passages import passages
 from baton_engine.tokens.rough import estimate_tokens_rough
 
 
@@ -53,10 +57,18 @@ class RecallBinding:
         self.lineage_key = None
 
     def status(self, session_id: str | None) -> dict[str, Any]:
-        """Where ``baton_recall`` reads (counts only; the index never leaves the process)."""
-        index = get_runtime().recall_index
+        """Where ``baton_recall`` reads and how it ranks (counts only; the index never leaves the process)."""
+        runtime = get_runtime()
+        index = runtime.recall_index
         bound = self.session_db is not None and bool(session_id)
-        return {"source": "hermes session store" if bound else "in-process index",
+        embedder = runtime.embedder()
+        if embedder is None:
+            ranking = "lexical" + (f" (embedder not started: {runtime.embedder_error})"
+                                   if runtime.embedder_error else " (no embedder configured)")
+        else:
+            ranking = f"hybrid ({embedder.name})" if embedder.healthy else \
+                f"lexical (embedder {embedder.name} failing: {embedder.last_error}; retried later)"
+        return {"source": "hermes session store" if bound else "in-process index", "ranking": ranking,
                 "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
 
     def _lineage(self, session_id: str | None) -> str:
@@ -72,10 +84,22 @@ class RecallBinding:
 
     def hooks(self, session_id: str | None) -> continuity.Recall:
         source = self.source(session_id)
-        if isinstance(source, SessionStoreSource):
-            return continuity.Recall(remember=None, lineage=source.entries)
+        embedder = get_runtime().embedder()
+
+        def embed(entries: list[Entry]) -> None:  # the region's vectors, in the background (off the request path)
+            if embedder is not None:
+                dense.queue([p for entry in entries for p in passages(entry)], embedder)
+
+        if isinstance(source, SessionStoreSource):  # Hermes' store keeps the region; only its vectors are Baton's
+            return continuity.Recall(remember=embed if embedder is not None else None, lineage=source.entries)
         index, key = get_runtime().recall_index, self._lineage(session_id)
-        return continuity.Recall(remember=lambda entries: index.add_entries(key, entries), lineage=source.entries)
+
+        def remember(entries: list[Entry]) -> None:
+            index.add_entries(key, entries)
+            lineage_index(source.entries())  # the region's passages indexed now, not by the next search
+            embed(entries)
+
+        return continuity.Recall(remember=remember, lineage=source.entries)
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
@@ -84,4 +108,4 @@ class RecallBinding:
 
     def recall(self, args: dict[str, Any], session_id: str | None) -> dict[str, Any]:
         """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
-        return recall_tool(self.source(session_id), args, self.count_text_tokens)
+        return recall_tool(self.source(session_id), args, self.count_text_tokens, get_runtime().embedder())

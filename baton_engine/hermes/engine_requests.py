@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from baton_engine.budget import Decision, apply_output
 from baton_engine import policy
 from baton_engine.compaction import scan
-from baton_engine.compaction.builder import degrade_messages
+from baton_engine.compaction.shortening import shorten
 from baton_engine.hermes import metrics, request_view
 from baton_engine.hermes.ledger import Ledger, Route, frame_tokens
 from baton_engine.hermes.memos import AgentMemos
@@ -24,6 +24,7 @@ from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.request import ProviderRequest
+from baton_engine.shapes import Shape
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import RouteCheck
 
@@ -203,11 +204,13 @@ class RequestBudgeter:
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
                    provider: Any = None, auxiliary: bool = False) -> dict[str, Any] | None:
-        """A provider request about to be sent: its output budget, applied in the field it already uses.
+        """A provider request about to be sent: its output budget, applied in the field it already uses, and when its
+        prompt alone does not fit, the request shortened to fit (``request_only_compaction``).
 
         Returns the rewritten request, or None to leave it unchanged."""
         started, shortened = time.perf_counter(), self.ledger.request_compactions
-        view = request_view.from_provider_kwargs(request, api_mode)
+        shape = request_view.shape_for(api_mode)
+        view = shape.read(request)
         if view is None:
             return None
         view = self.memos.keyed(view)
@@ -218,11 +221,11 @@ class RequestBudgeter:
         if not auxiliary:
             self.ledger.sent_request(view)
         decision, rewritten = self._budget(request, view, counted)
-        if decision.action == "needs_compaction" and not auxiliary and isinstance(request.get("messages"), list):
-            shorter = self.request_only_compaction(view, counted, kept=request["messages"])
+        if decision.action == "needs_compaction" and not auxiliary:
+            shorter = self.request_only_compaction(shape, request, view, counted)
             if shorter is not None:
-                request = {**request, "messages": shorter}
-                view = self.memos.keyed(request_view.from_provider_kwargs(request, api_mode) or view)
+                request, view = shorter
+                view = self.memos.keyed(view)
                 counted = self.count(view)
                 self.ledger.sent_request(view)
                 decision, rewritten = self._budget(request, view, counted)
@@ -240,16 +243,19 @@ class RequestBudgeter:
         return apply_output(request, counted, self.limits(counted.tokens), cap=view.cap,
                             unconfirmed_margin=self.ledger.check.output_margin(counted))
 
-    def request_only_compaction(self, view: ProviderRequest, counted: TokenCount,
-                                kept: list[Any]) -> list[Any] | None:
+    def request_only_compaction(self, shape: Shape, request: dict[str, Any], view: ProviderRequest,
+                                counted: TokenCount) -> tuple[dict[str, Any], ProviderRequest] | None:
         """This one request, shortened to fit when its prompt alone exceeds the window and Hermes did not compact
-        before it (cooldown, stuck, a window learned only now): the most recent whole turns within the window
-        less the minimum reply, behind a note. The conversation itself is unchanged: its next compaction is a
-        handoff. None when nothing shorter can be built."""
+        before it (cooldown, stuck, a window learned only now): the most recent whole units of its conversation
+        (as its shape's adapter groups them) within the window less the minimum reply, behind a note the adapter
+        writes in the shape's own form. The conversation itself is unchanged: its next compaction is a handoff.
+        Returns the shortened request and its view (the units' own chat messages: the request is not read again);
+        None when nothing shorter can be built."""
+        conversation = shape.conversation(request)
+        if conversation is None:
+            return None
         limits = self.limits(counted.tokens)
         measure = self.ledger.measure(counted, view, self.counting())
-        system = [m for m in kept if isinstance(m, dict) and m.get("role") == "system"]
-        body = [m for m in kept if not (isinstance(m, dict) and m.get("role") == "system")]
         room = limits.window - limits.min_output_tokens - limits.fallback_margin_tokens
         unconfirmed = self.ledger.check.output_margin(counted)
         if unconfirmed and counted.tokens:  # an unconfirmed count keeps its share of the shortened prompt too
@@ -257,14 +263,16 @@ class RequestBudgeter:
         budget = room - frame_tokens(view, measure)
         if budget <= 0:
             return None
-        shorter = degrade_messages(body, reason="window_overflow", keep_recent=len(body), max_tokens=budget,
-                                   count_tokens=measure.count_messages)
-        if shorter == body:
+        shorter = shorten(conversation, reason="window_overflow", max_tokens=budget,
+                          count_tokens=measure.count_messages)
+        if shorter is None:
             return None
+        head = [shape.text_item(message["role"], message["content"]) for message in shorter.head]
+        written = shape.write(request, conversation, [*head, *(item for unit in shorter.units for item in unit.items)])
         self.ledger.request_compactions += 1
-        LOGGER.warning("baton shortened one request to fit the window: prompt=%s window=%s kept=%d of %d messages",
-                       counted.tokens, self.effective_window(), len(shorter), len(body))
-        return system + shorter
+        LOGGER.warning("baton shortened one request to fit the window: prompt=%s window=%s kept=%d of %d units",
+                       counted.tokens, self.effective_window(), len(shorter.units), len(conversation.units))
+        return written, replace(view, messages=(*conversation.leading.chat, *shorter.chat()), digests=None)
 
     def aux_matches_route(self, model: Any, base_url: Any) -> bool:
         """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""

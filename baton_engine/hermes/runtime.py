@@ -29,6 +29,7 @@ from baton_engine.hermes.caller import EngineRegistry
 from baton_engine.handoff.filememo import FileMemo
 from baton_engine.handoff.store import find_project_root
 from baton_engine.hermes.config import HermesView, agent_cwd, load_hermes_settings
+from baton_engine.embedding import EmbedderBreaker, EmbedderError, load_embedder
 from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
 from baton_engine.tokenizer_check import configured_by, start_failure
@@ -155,10 +156,26 @@ class BatonRuntime:
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
         self.engines = EngineRegistry()
         self.recall_index = MemoryIndex()  # what Baton compacted, per lineage, for hosts that bind no session store
+        self._embedder: EmbedderBreaker | None = None
+        self.embedder_error: str | None = None  # why the configured embedder could not be built (status says it)
         self._counters: dict[TokenizerConfig, TokenCounter] = {}
         self._errors: dict[TokenizerConfig, str] = {}
         self._lock = threading.Lock()
         self.main = RouteCounting(self, settings.tokenizer, configured_by(settings))
+
+    def embedder(self) -> EmbedderBreaker | None:
+        """The configured embedder (built once, behind its breaker), or None: recall then ranks lexically."""
+        config = self.settings.embedder
+        if config is None or self.embedder_error is not None:
+            return None
+        with self._lock:
+            if self._embedder is None:
+                try:
+                    self._embedder = load_embedder(config)
+                except EmbedderError as exc:
+                    self.embedder_error = str(exc)
+                    LOGGER.warning("recall: embedder not started (%s); lexical ranking", exc)
+            return self._embedder
 
     def now(self) -> datetime:
         """The clock's time as aware UTC; a naive clock is refused (it would silently mean local time)."""

@@ -1,30 +1,44 @@
-"""Rank the entries of a lineage against a query (BM25 over whole terms) and build redacted hits.
+"""Rank a lineage's passages against a query and build redacted hits that carry the answer-bearing lines.
 
-Why rank in-process instead of asking the store's FTS5: Hermes' ``search_messages`` has no session
-filter and a global LIMIT (hits of the current lineage can be pushed out by other sessions), and its
-tokenizer splits paths and identifiers. One ranking over both sources also gives the same answer
-whether a session DB is bound or not. Order is score, then position: deterministic.
+Why rank in-process instead of asking the store's FTS5: Hermes' ``search_messages`` has no session filter and a
+global LIMIT (hits of the current lineage can be pushed out by other sessions). One ranking over both sources
+(``index.lineage_index``: FTS5 over passages) also gives the same answer whether a session DB is bound or not.
+A hit is the best passage of one message (its lines, not the message's first ones); order is score, then
+position: deterministic. A hit scoring under the measured floor is still returned, flagged ``weak``: "not found"
+is every hit weak, and an answer that ranks low is not lost.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
+from baton_engine.embedding import Embedder, EmbedderError
 from baton_engine.messages.entry import Entry
-from baton_engine.recall.source import RecallSource
+from baton_engine.recall.index import LineageIndex, lineage_index
+from baton_engine.recall.passages import Passage
 from baton_engine.recall.query import Query, Term, parse_query
+from baton_engine.recall.source import RecallSource
 
 CountText = Callable[[str], int]
 MAX_LIMIT = 50
 SNIPPET_BEFORE = 80
 SNIPPET_AFTER = 160
-ARGUMENTS_CHARS = 240
-_K1 = 1.2
-_B = 0.75
+SNIPPET_CHARS = 700  # a passage is at most 600 characters; redaction may lengthen it a little
+ARGUMENTS_CHARS = 160
+# A lexical hit under this BM25 score is weak. Measured on the paraphrase corpus (benchmarks/paraphrase_bench.py):
+# the best hit of a question whose answer is absent scores under it, see docs/recall.md.
+LEXICAL_FLOOR = 12.0
+# With an embedder: a hit is weak when its cosine is under DENSE_FLOOR and its BM25 under LEXICAL_FLOOR;
+# LEXICAL_WEIGHT is the most a lexical match adds to the cosine. Measured with all-MiniLM-L6-v2 on the paraphrase
+# corpus's quick session (benchmarks/paraphrase_bench.py --quick, docs/recall.md): the best hits of absent
+# questions reached 0.42 (floor 0.42: 0 false "found" in 10; 0.35 gave 3); weights 0.1 and 0.2 answered 22 / 36,
+# 0 (dense only) 20, 0.4 raised false "found" to 2, plain reciprocal rank fusion 21.
+DENSE_FLOOR = 0.42
+LEXICAL_WEIGHT = 0.1
+PASSAGES_PER_HIT = 4  # passages ranked per hit asked for: several passages of one message make one hit
 
 
 @dataclass(frozen=True)
@@ -34,35 +48,19 @@ class Hit:
     ref: str
     position: int
     score: float
+    weak: bool
     role: str
     tool_name: str | None
     arguments: str | None
     line: int
+    first_line: int
+    last_line: int
     snippet: str
     tokens: int
 
     def to_dict(self) -> dict[str, object]:
         """Every field but ``position``, which only orders the hits (``ref`` names the message)."""
         return {key: value for key, value in asdict(self).items() if key != "position"}
-
-
-def _scores(entries: list[Entry], terms: tuple[Term, ...]) -> list[tuple[float, Entry]]:
-    texts = [entry.searchable for entry in entries]
-    counts = [[len(pattern.findall(text)) for text in texts] for pattern in (term.pattern for term in terms)]
-    average = max(1.0, sum(len(text) for text in texts) / len(texts))
-    total = len(entries)
-    idfs = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in (sum(1 for n in row if n) for row in counts)]
-    scored = []
-    for index, entry in enumerate(entries):
-        score = 0.0
-        norm = _K1 * (1 - _B + _B * len(texts[index]) / average)
-        for term, term_counts, idf in zip(terms, counts, idfs, strict=True):
-            tf = term_counts[index]
-            if tf:
-                score += term.weight * idf * tf * (_K1 + 1) / (tf + norm)
-        if score > 0:
-            scored.append((score, entry))
-    return scored
 
 
 def locate(text: str, terms: tuple[Term, ...]) -> tuple[int, int] | None:
@@ -93,18 +91,27 @@ def clip_redacted(text: str | None, limit: int) -> str | None:
     return clean if len(clean) <= limit else clean[:limit] + "…"
 
 
-def make_hit(entry: Entry, score: float, query: Query, count_text: CountText) -> Hit:
-    """A hit for ``entry``: everything in it redacted, the cost measured on the redacted text."""
-    text = redact_text(entry.text)[0]
+def make_hit(passage: Passage, score: float, weak: bool, query: Query, count_text: CountText) -> Hit:
+    """A hit for ``passage``: its lines (or, when the match is in the call that produced it, that call), redacted;
+    ``line`` is the line of the match in the message, ``tokens`` what paging the whole message in costs."""
+    entry = passage.entry
+    text = redact_text(passage.text)[0]
     span = locate(text, query.terms)
-    line = text.count("\n", 0, span[0]) + 1 if span else 1
-    if span is None:  # the match is in the tool name or the call's arguments: show that
-        searchable = redact_text(entry.searchable)[0]
+    line = passage.first_line + (text.count("\n", 0, span[0]) if span else 0)
+    if span is None and _call_only(entry, query):
+        searchable = redact_text(entry.searchable)[0]  # the match is in the tool name or arguments: show that
         snippet = _snippet(searchable, locate(searchable, query.terms))
     else:
-        snippet = _snippet(text, span)
-    return Hit(entry.ref, entry.position, round(score, 4), entry.role, clip_redacted(entry.tool_name, ARGUMENTS_CHARS),
-               clip_redacted(entry.arguments, ARGUMENTS_CHARS), line, snippet, count_text(text))
+        snippet = text if len(text) <= SNIPPET_CHARS else _snippet(text, span)
+    return Hit(entry.ref, entry.position, score, weak, entry.role, clip_redacted(entry.tool_name,
+               ARGUMENTS_CHARS), clip_redacted(entry.arguments, ARGUMENTS_CHARS), line, passage.first_line,
+               passage.last_line, snippet, count_text(redact_text(entry.text)[0]))
+
+
+def _call_only(entry: Entry, query: Query) -> bool:
+    """Whether the query matches the call that produced ``entry`` and nothing of its text."""
+    return not any(term.pattern.search(entry.text) for term in query.terms) and any(
+        term.pattern.search(entry.searchable) for term in query.terms)
 
 
 def int_in_range(value: object, low: int, high: int) -> bool:
@@ -112,13 +119,74 @@ def int_in_range(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def search(source: RecallSource, query: str, limit: int, count_text: CountText) -> list[Hit]:
-    """The best ``limit`` hits for ``query`` in the lineage behind ``source``."""
-    if not int_in_range(limit, 1, MAX_LIMIT):
-        raise UserInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
-    parsed = parse_query(query)
+def _lexical(index: LineageIndex, query: Query, limit: int) -> dict[int, float]:
+    """Passage number -> BM25 score of the best passage of each of (at least) ``limit`` messages."""
+    best: dict[str, tuple[int, float]] = {}
+    wanted = limit * PASSAGES_PER_HIT
+    while True:
+        found = index.lexical.search(query, wanted)
+        for number, score in found:
+            ref = index.passages[number].entry.ref
+            if ref not in best:
+                best[ref] = (number, score)
+        if len(best) >= limit or len(found) < wanted:
+            return dict(best.values())
+        wanted *= 4
+
+
+def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -> dict[int, float]:
+    """Passage number -> cosine of the best ``limit * PASSAGES_PER_HIT`` embedded passages ({} when the embedder
+    cannot answer: the search goes on lexically)."""
+    vectors = index.vectors(embedder)
+    if not vectors.count:
+        return {}
+    try:
+        (query_vector,) = embedder.embed([question])
+    except EmbedderError:
+        return {}
+    scores = vectors.cosine(query_vector)
+    return dict(sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit * PASSAGES_PER_HIT])
+
+
+def _fused(lexical: dict[int, float], dense: dict[int, float]) -> dict[int, tuple[float, bool]]:
+    """Passage -> (score, weak). Dense-led: the cosine, plus a lexical bonus that saturates at the lexical floor
+    (a shared identifier, path or number lifts a passage; chosen over reciprocal rank fusion on the paraphrase
+    corpus, docs/recall.md). Weak when both signals are under their floors."""
+    fused = {}
+    for number in {*lexical, *dense}:
+        cosine, bm25 = dense.get(number, 0.0), lexical.get(number, 0.0)
+        score = cosine + LEXICAL_WEIGHT * min(1.0, bm25 / LEXICAL_FLOOR)
+        fused[number] = (score, cosine < DENSE_FLOOR and bm25 < LEXICAL_FLOOR)
+    return fused
+
+
+def ranked(source: RecallSource, query: Query, limit: int, question: str = "",
+           embedder: Embedder | None = None) -> list[tuple[Passage, float, bool]]:
+    """The best passage of each of the ``limit`` best messages: (passage, score, weak)."""
     entries = list(source.entries())
     if not entries:
         return []
-    ranked = sorted(_scores(entries, parsed.terms), key=lambda pair: (-pair[0], pair[1].position))
-    return [make_hit(entry, score, parsed, count_text) for score, entry in ranked[:limit]]
+    index = lineage_index(entries, embedder)
+    lexical = _lexical(index, query, limit)
+    dense = _dense(index, question, embedder, limit) if embedder is not None else {}
+    scored = _fused(lexical, dense) if dense else {n: (s, s < LEXICAL_FLOOR) for n, s in lexical.items()}
+    best: dict[str, tuple[Passage, float, bool]] = {}
+    for number, (score, weak) in scored.items():
+        passage = index.passages[number]
+        kept = best.get(passage.entry.ref)
+        if kept is None or round(score, 4) > kept[1] or (round(score, 4) == kept[1] and
+                                                         passage.first_line < kept[0].first_line):
+            best[passage.entry.ref] = (passage, round(score, 4), weak)  # ordered by the score the hit shows
+    order = sorted(best.values(), key=lambda item: (-item[1], item[0].entry.position, item[0].first_line))
+    return order[:limit]
+
+
+def search(source: RecallSource, query: str, limit: int, count_text: CountText,
+           embedder: Embedder | None = None) -> list[Hit]:
+    """The best ``limit`` hits for ``query`` in the lineage behind ``source``: lexical, or hybrid with an
+    ``embedder`` (ranked by meaning over the passages embedded so far)."""
+    if not int_in_range(limit, 1, MAX_LIMIT):
+        raise UserInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+    parsed = parse_query(query)
+    return [make_hit(passage, score, weak, parsed, count_text)
+            for passage, score, weak in ranked(source, parsed, limit, query, embedder)]

@@ -14,21 +14,27 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from baton_engine.embedding import Embedder
 from baton_engine.messages.markers import RECALL_TOOL
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
 from baton_engine.recall.source import RecallSource
 from baton_engine.recall.expand import MAX_BUDGET_TOKENS, MAX_REF_CHARS, expand
 from baton_engine.recall.query import MAX_QUERY_CHARS
-from baton_engine.recall.search import MAX_LIMIT, CountText, search
-from baton_engine.results import call
+from baton_engine.recall.search import MAX_LIMIT, CountText, Hit, search
+from baton_engine.results import call, dumps
 
 TOOL_NAME = RECALL_TOOL
+MAX_OFFSET = MAX_LIMIT - 1
+SEARCH_BUDGET_TOKENS = 600
+EXPAND_BUDGET_TOKENS = 2000
 TOOL_DESCRIPTION = (
-    "Search what was compacted out of THIS conversation and page it back in. mode=search: ranked hits "
-    "(ref, role, tool, snippet, line, token cost) for words, identifiers, paths or \"quoted phrases\". "
-    "mode=expand: the message `ref` in full if it fits budget_tokens, else the lines around `around` "
-    "(or around the first match of `query`)."
+    "Search what was compacted out of THIS conversation and page it back in. mode=search: ask in your own words "
+    "(a question, identifiers, paths, \"quoted phrases\"); the answer costs at most budget_tokens (default "
+    f"{SEARCH_BUDGET_TOKENS}) and each hit carries the matching lines of its message (snippet, first_line..last_line), "
+    "its ref and the token cost of the whole message. found=false means every hit is weak (probably not there); "
+    "next_offset pages on to the next hits. mode=expand: the message `ref` in full if it fits budget_tokens "
+    f"(default {EXPAND_BUDGET_TOKENS}), else the lines around `around` (or around the first match of `query`)."
 )
 
 
@@ -40,10 +46,13 @@ class RecallArgs(BaseModel):
     mode: Literal["search", "expand"] = Field(description="search: find messages; expand: page one back in")
     query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS,
                               description="search (required) / expand (optional): what to look for")
-    limit: int = Field(default=8, ge=1, le=MAX_LIMIT, description="search: how many hits")
+    limit: int = Field(default=8, ge=1, le=MAX_LIMIT, description="search: at most this many hits")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET,
+                        description="search: skip this many hits (a previous answer's next_offset)")
     ref: str | None = Field(default=None, max_length=MAX_REF_CHARS, description="expand: a hit's ref")
-    budget_tokens: int = Field(default=2000, ge=1, le=MAX_BUDGET_TOKENS,
-                               description="expand: the most tokens the returned text may cost")
+    budget_tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS, description=(
+        f"the most tokens the answer (search, default {SEARCH_BUDGET_TOKENS}) or the returned text (expand, default "
+        f"{EXPAND_BUDGET_TOKENS}) may cost"))
     around: int | None = Field(default=None, ge=1, description="expand: centre on this line (a hit's line)")
 
 
@@ -83,21 +92,72 @@ def _parse(args: Any) -> RecallArgs:
         raise UserInputError(redact_text(problems)[0]) from None
 
 
-def _run(source: RecallSource, args: Any, count_text: CountText) -> dict[str, Any]:
+def _packed(head: dict[str, Any], hits: list[Hit], budget: int, count_text: CountText) -> dict[str, Any]:
+    """``head`` with as many of ``hits`` (in order) as the budget holds, counted on the answer's JSON as the tools
+    serialise it (``results.dumps``); the first
+    hit always goes in, its snippet cut to whole lines that fit when it alone is too large."""
+    answer = {**head, "hits": []}
+    for hit in hits:
+        trial = {**answer, "hits": [*answer["hits"], hit.to_dict()]}
+        if count_text(dumps(trial)) <= budget:
+            answer = trial
+            continue
+        if not answer["hits"]:
+            answer = _cut(trial, hit, budget, count_text)
+        break
+    return answer
+
+
+def _cut(trial: dict[str, Any], hit: Hit, budget: int, count_text: CountText) -> dict[str, Any]:
+    """``trial`` (one hit) with the hit's snippet cut to the whole lines, else the prefix of its first line, that
+    fit ``budget`` (empty when not even the hit's other fields fit)."""
+    shown = trial["hits"][0]
+    lines = hit.snippet.split("\n")
+    while len(lines) > 1 and count_text(dumps(trial)) > budget:
+        lines.pop()
+        shown["snippet"], shown["last_line"] = "\n".join(lines), hit.first_line + len(lines) - 1
+    line, low, high = shown["snippet"], 0, len(shown["snippet"])
+    if count_text(dumps(trial)) <= budget:
+        return trial
+    while low < high:  # the longest prefix of the one line that fits
+        middle = (low + high + 1) // 2
+        shown["snippet"] = line[:middle]
+        low, high = (middle, high) if count_text(dumps(trial)) <= budget else (low, middle - 1)
+    shown["snippet"] = line[:low]
+    return trial
+
+
+def _search(source: RecallSource, parsed: RecallArgs, count_text: CountText,
+            embedder: Embedder | None) -> dict[str, Any]:
+    if parsed.query is None:
+        raise UserInputError("mode=search needs a 'query'")
+    hits = search(source, parsed.query, min(MAX_LIMIT, parsed.offset + parsed.limit), count_text, embedder)
+    page = hits[parsed.offset:]
+    head = {"ok": True, "mode": "search", "query": redact_text(parsed.query)[0],
+            "found": any(not hit.weak for hit in page), "next_offset": MAX_LIMIT}  # counted as if there were more
+    answer = _packed(head, page, parsed.budget_tokens or SEARCH_BUDGET_TOKENS, count_text)
+    shown = parsed.offset + len(answer["hits"])
+    if shown < len(hits) or (len(hits) == parsed.offset + parsed.limit and shown < MAX_LIMIT):
+        answer["next_offset"] = shown
+    else:
+        del answer["next_offset"]
+    return answer
+
+
+def _run(source: RecallSource, args: Any, count_text: CountText, embedder: Embedder | None) -> dict[str, Any]:
     parsed = _parse(args)
     if parsed.mode == "search":
-        if parsed.query is None:
-            raise UserInputError("mode=search needs a 'query'")
-        hits = search(source, parsed.query, parsed.limit, count_text)
-        return {"ok": True, "mode": "search", "query": redact_text(parsed.query)[0],
-                "hits": [hit.to_dict() for hit in hits]}
+        return _search(source, parsed, count_text, embedder)
     if parsed.ref is None:
         raise UserInputError("mode=expand needs a 'ref' (from a search hit)")
-    expansion = expand(source, parsed.ref, parsed.budget_tokens, count_text, parsed.around, parsed.query)
+    expansion = expand(source, parsed.ref, parsed.budget_tokens or EXPAND_BUDGET_TOKENS, count_text, parsed.around,
+                       parsed.query)
     return {"ok": True, "mode": "expand", **expansion.to_dict()}
 
 
-def recall_tool(source: RecallSource, args: Any, count_text: CountText) -> dict[str, Any]:
-    """Answer one ``baton_recall`` call; never raises (errors are ``{"ok": false, ...}`` dicts)."""
-    result, _code = call(_run, source, args, count_text)
+def recall_tool(source: RecallSource, args: Any, count_text: CountText,
+                embedder: Embedder | None = None) -> dict[str, Any]:
+    """Answer one ``baton_recall`` call (hybrid ranking with an ``embedder``, else lexical); never raises (errors
+    are ``{"ok": false, ...}`` dicts)."""
+    result, _code = call(_run, source, args, count_text, embedder)
     return result

@@ -48,7 +48,7 @@ BOUNDARIES = (
     Boundary("baton_engine/refusal.py", "a provider SDK's exception object is third-party code: a property that "
              "raises is no text", function="_safe"),
     Boundary("baton_engine/compaction/builder.py", "the caller's counter is host or backend code: its failure "
-             "becomes rough + 10%", function="_GuardedCounter.__call__"),
+             "becomes rough + 10%", function="GuardedCounter.__call__"),
 )
 
 

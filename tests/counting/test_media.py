@@ -11,6 +11,10 @@ from batontest import assets
 from batontest.images import data_url, gif, jpeg, png, webp_vp8x
 
 from baton_engine.hermes import request_view
+from baton_engine.shapes.anthropic import ANTHROPIC
+from baton_engine.shapes.bedrock import BEDROCK
+from baton_engine.shapes.chat import CHAT
+from baton_engine.shapes.responses import RESPONSES
 from baton_engine.tokens import media
 from baton_engine.tokens.counter import TokenCounter
 from baton_engine.tokens.rough import estimate_chat_request
@@ -63,15 +67,15 @@ def test_every_view_of_one_image_request_has_the_same_key() -> None:
     stored = [{"role": "user", "content": [{"type": "text", "text": "Describe it."},
                                            {"type": "image_url", "image_url": {"url": url}}]}]
     estimate = request_view.from_estimate(stored)
-    chat = request_view.from_chat_kwargs({"model": "m", "messages": stored})
-    anthropic = request_view.from_anthropic_kwargs({"model": "m", "max_tokens": 10, "messages": [
+    chat = CHAT.read({"model": "m", "messages": stored})
+    anthropic = ANTHROPIC.read({"model": "m", "max_tokens": 10, "messages": [
         {"role": "user", "content": [{"type": "text", "text": "Describe it.", "cache_control": {"type": "ephemeral"}},
                                      {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                                   "data": url.partition(",")[2]}}]}]})
-    responses = request_view.from_responses_kwargs({"model": "m", "input": [
+    responses = RESPONSES.read({"model": "m", "input": [
         {"role": "user", "content": [{"type": "input_text", "text": "Describe it."},
                                      {"type": "input_image", "image_url": url}]}]})
-    bedrock = request_view.from_bedrock_kwargs({"modelId": "m", "messages": [
+    bedrock = BEDROCK.read({"modelId": "m", "messages": [
         {"role": "user", "content": [{"text": "Describe it."}, {"image": {"format": "png", "source": {"bytes": IMAGE}}}]}]})
     views = [estimate, chat, anthropic, responses, bedrock]
     assert all(view is not None for view in views)
@@ -109,7 +113,7 @@ class Counting:
 def test_the_counter_gives_the_tokenizer_text_only_and_adds_the_media_cost() -> None:
     backend = Counting()
     counter = TokenCounter(backend)  # type: ignore[arg-type]
-    view = request_view.from_chat_kwargs({"messages": [{"role": "user", "content": [
+    view = CHAT.read({"messages": [{"role": "user", "content": [
         {"type": "text", "text": "two words"}, {"type": "image_url", "image_url": {"url": data_url(IMAGE)}}]}]})
     counted = counter.count_chat(view.count_request())
     assert backend.asked == [{"messages": [{"role": "user", "content": [{"type": "text", "text": "two words"}]}]}]

@@ -13,6 +13,8 @@ import pytest
 from batontest import assets
 
 from baton_engine.hermes import request_view
+from baton_engine.shapes.anthropic import ANTHROPIC
+from baton_engine.shapes.chat import CHAT as CHAT_SHAPE
 from baton_engine.request import OutputCap, ProviderRequest, find_cap
 
 SYSTEM = ("You are Hermes. " * 400).strip()  # a long system prompt (~1,600 tokens); Hermes strips text
@@ -38,8 +40,8 @@ def count(backend: Any, view: ProviderRequest) -> int:
 
 
 def test_chat_kwargs_count_template_kwargs_and_options(qwen3: Any) -> None:
-    plain = request_view.from_chat_kwargs({"model": "q", "messages": CHAT, "tools": TOOLS, "max_tokens": 9000})
-    thinking_off = request_view.from_chat_kwargs({
+    plain = CHAT_SHAPE.read({"model": "q", "messages": CHAT, "tools": TOOLS, "max_tokens": 9000})
+    thinking_off = CHAT_SHAPE.read({
         "model": "q", "messages": CHAT, "tools": TOOLS, "max_tokens": 9000, "tool_choice": "auto",
         "reasoning_effort": None, "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}})
     assert plain is not None and thinking_off is not None
@@ -61,12 +63,12 @@ def test_estimator_arguments_are_projected_like_hermes_transport(qwen3: Any) -> 
     stored[3] = {**stored[3], "api_content": "Now explain it, please.", "_todo_snapshot_synthetic": True}
     wire = [*CHAT[:4], {"role": "user", "content": "Now explain it, please."}]
     estimate = request_view.from_estimate(stored, system_prompt=SYSTEM, tools=TOOLS)
-    sent = request_view.from_chat_kwargs({"model": "q", "messages": wire, "tools": TOOLS, "stream": True})
+    sent = CHAT_SHAPE.read({"model": "q", "messages": wire, "tools": TOOLS, "stream": True})
     assert estimate.count_request() == sent.count_request() and estimate.key == sent.key
 
 
 def test_estimate_borrows_the_frame_of_the_last_request() -> None:
-    sent = request_view.from_chat_kwargs({"model": "q", "messages": CHAT, "tools": TOOLS,
+    sent = CHAT_SHAPE.read({"model": "q", "messages": CHAT, "tools": TOOLS,
                                           "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}})
     estimate = request_view.from_estimate(CHAT, frame=sent.frame())
     assert estimate.count_request() == sent.count_request()
@@ -93,20 +95,20 @@ def test_anthropic_kwargs_count_the_separate_system_prompt_and_blocks(qwen3: Any
     assert roles == ["system", "user", "assistant", "tool", "user"]  # the chat order: results, then the text
     assert view.messages[0]["content"] == SYSTEM
     assert json.loads(view.messages[2]["tool_calls"][0]["function"]["arguments"]) == {"path": "a.py"}
-    without_system = request_view.from_anthropic_kwargs({**anthropic, "system": ""})
+    without_system = ANTHROPIC.read({**anthropic, "system": ""})
     assert count(qwen3, view) - count(qwen3, without_system) > 1_500  # the long system prompt is counted
 
 
 def test_auxiliary_kwargs_and_caps_in_extra_body() -> None:
     aux = {"model": "q", "messages": CHAT[1:2], "timeout": 30.0, "extra_body": {"max_completion_tokens": 500}}
-    view = request_view.from_chat_kwargs(aux)
+    view = CHAT_SHAPE.read(aux)
     assert view is not None and view.cap == OutputCap("max_completion_tokens", 500, "extra_body")
     assert find_cap({"max_tokens": 500, "extra_body": {"max_tokens": 600}}) == OutputCap("max_tokens", 600, "extra_body")
-    assert request_view.from_chat_kwargs({"model": "q", "input": "responses api"}) is None
+    assert CHAT_SHAPE.read({"model": "q", "input": "responses api"}) is None
 
 
 def test_with_conversation_keeps_the_frame() -> None:
-    sent = request_view.from_chat_kwargs({"model": "q", "messages": CHAT, "tools": TOOLS, "max_tokens": 10})
+    sent = CHAT_SHAPE.read({"model": "q", "messages": CHAT, "tools": TOOLS, "max_tokens": 10})
     compacted = sent.with_conversation([{"role": "user", "content": "brief"}, CHAT[-1]])
     assert compacted.messages[0]["content"] == SYSTEM and len(compacted.messages) == 3
     assert compacted.tools == sent.tools and compacted.cap == sent.cap
@@ -145,7 +147,7 @@ def test_responses_and_bedrock_kwargs_count_what_the_chat_request_counts(
     """Both become the chat messages they were built from (system, tool call, tool result in order), so they
     count like the chat request, and carry the cap field the writer lowers."""
     view = request_view.from_provider_kwargs(request_, api_mode)
-    chat = request_view.from_chat_kwargs({"messages": CHAT, "tools": TOOLS})
+    chat = CHAT_SHAPE.read({"messages": CHAT, "tools": TOOLS})
     assert view is not None and view.cap == cap
     assert [m["role"] for m in view.messages] == [m["role"] for m in CHAT]
     assert view.messages[2]["tool_calls"][0]["function"]["name"] == "read_file"

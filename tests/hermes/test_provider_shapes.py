@@ -84,12 +84,13 @@ def test_an_image_request_is_one_key_for_the_estimate_and_hermes_anthropic_trans
     """Hermes' own conversion of a stored image message to Anthropic blocks gives the view the estimate has:
     one count, and the image at its size's cost, not its base64."""
     from baton_engine.hermes import request_view
+    from baton_engine.shapes.anthropic import ANTHROPIC
     from baton_engine.tokens import media
 
     stored = [{"role": "user", "content": [{"type": "text", "text": "What is on this screenshot?"},
                                            {"type": "image_url", "image_url": {"url": data_url(png(1440, 900, 200_000))}}]}]
     request = anthropic([{"role": "system", "content": "You are Hermes."}, *stored])
-    transport = request_view.from_anthropic_kwargs(request)
+    transport = ANTHROPIC.read(request)
     # the estimate borrows the frame (tool_choice) of the agent's last request, as the engine's ledger does
     estimate = request_view.from_estimate(stored, system_prompt="You are Hermes.", tools=TOOLS,
                                           frame=transport.frame())

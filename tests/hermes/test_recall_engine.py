@@ -95,7 +95,7 @@ def test_recall_after_two_compactions_and_a_rotation(project: Path, qwen3_env: P
 def test_recall_tool_errors_are_json(project: Path, qwen3_env: Path) -> None:
     engine = _engine(project)
     assert _call(engine, mode="search", query="anything") == {"ok": True, "mode": "search", "query": "anything",
-                                                              "hits": []}
+                                                              "found": False, "hits": []}
     for args, kind in [({"mode": "search", "query": "  "}, "input_error"), ({"mode": "search"}, "input_error"),
                        ({"mode": "expand", "ref": "msg-0000000000000000"}, "not_found"),
                        ({"mode": "expand", "ref": "msg-1", "budget_tokens": 10**9}, "input_error"),
@@ -121,3 +121,25 @@ def test_recall_reads_the_bound_session_store(project: Path, qwen3_env: Path, tm
     engine.bind_session_state(session_db=None, session_id="child")
     assert _call(engine, mode="search", query="INV-20931")["hits"] == []  # the in-process index never saw it
     assert engine.get_status()["recall"]["source"] == "in-process index"
+
+
+def test_an_embedder_in_config_ranks_a_paraphrase_after_compaction(project: Path, qwen3_env: Path) -> None:
+    """Through the engine as Hermes drives it: ``baton.embedder`` in config, a compaction queues the region's
+    vectors off the request path, status says hybrid, and a paraphrase finds the statement in one search."""
+    from batontest.embedding_standin import EmbeddingStandin
+
+    from baton_engine.recall import dense
+
+    with EmbeddingStandin() as server:
+        engine = started_engine(project, load_settings(hermes_block={
+            "fresh_tail_tokens": 600, "embedder": {"backend": "openai", "url": server.url, "model": "toy"}}))
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "Staging pgbouncer settled: DB_PORT=6543."},
+            *(m for n in range(6) for m in _round(n, f"Review note {n}: rename the helper in module {n}.")),
+            {"role": "user", "content": "Now fix the release pipeline."}]
+        engine.compress(messages, current_tokens=50_000)
+        dense.wait_idle()
+        assert server.requests, "the compaction queued the region's vectors"
+        assert engine.get_status()["recall"]["ranking"] == "hybrid (openai:toy)"
+        found = _call(engine, mode="search", query="which socket does the pre-production pooler listen on?")
+    assert "DB_PORT=6543" in found["hits"][0]["snippet"]

@@ -57,6 +57,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         extra["session_db"] = SessionDB()
     agent = AIAgent(
         base_url=spec["base_url"], api_key="sk-test", provider="custom", model=spec["model"],
+        api_mode=spec.get("api_mode"),  # None: Hermes picks it from the provider and URL (chat completions here)
         quiet_mode=True, skip_context_files=True, skip_memory=True,
         enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
         max_iterations=spec.get("max_iterations", 60), tool_delay=0.0, max_tokens=configured_max_tokens(),

@@ -38,10 +38,10 @@ NEEDLE_LINE = f"RELEASE CHECKSUM of bundle inventory-2.4.1: {NEEDLE} (verified b
 FINAL_ANSWER = "Done: the release checksum is recovered."
 
 
-def design_file(n: int, needle_in: int = 1) -> str:
+def design_file(n: int, needle_in: int = 1, needle_line: str = NEEDLE_LINE) -> str:
     body = filler_text(f"d{n:02d}", FILE_WORDS).split("\n")
     if n == needle_in:  # the needle sits in the middle of one file, nowhere else
-        body.insert(len(body) // 2, NEEDLE_LINE)
+        body.insert(len(body) // 2, needle_line)
     return f"DESIGN FILE d{n:02d} BEGIN\n" + "\n".join(body) + f"\nDESIGN FILE d{n:02d} END\n"
 
 
@@ -51,22 +51,24 @@ def last_tool_answer(body: dict[str, Any]) -> dict[str, Any]:
     return json.loads(tool["content"])
 
 
-def script(project: Path, files: int = FILES) -> ScriptedPolicy:
+def script(project: Path, files: int = FILES, recall: Sequence[Any] | None = None) -> ScriptedPolicy:
     steps: list[Any] = [Reply(content=f"Reading design file {n}.", tool_calls=(
         ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),)) for n in range(1, files + 1)]
-    steps += recall_steps(NEEDLE, budget_tokens=120)
+    steps += recall if recall is not None else recall_steps(NEEDLE, budget_tokens=120)
     return ScriptedPolicy(steps, final_answer=FINAL_ANSWER)
 
 
 def run(workdir: Path, *, in_place: bool, session_db: bool, files: int = FILES, trigger: int = TRIGGER,
         needle_in: int = 1, baton: dict[str, Any] | None = None,
         toolsets: Sequence[str] = ("file", "context_engine"),
-        system_prompt: str | None = None) -> tuple[dict[str, Any], ModelServer, Path]:
+        system_prompt: str | None = None, needle_line: str = NEEDLE_LINE,
+        recall: Sequence[Any] | None = None) -> tuple[dict[str, Any], ModelServer, Path]:
     require_hermes()
     project = git_project(workdir / "project", {
-        **PROJECT_FILES, **{f"docs/design_{n:02d}.md": design_file(n, needle_in) for n in range(1, files + 1)}})
+        **PROJECT_FILES,
+        **{f"docs/design_{n:02d}.md": design_file(n, needle_in, needle_line) for n in range(1, files + 1)}})
     baton_init(project)
-    with ModelServer(script(project, files), context_window=WINDOW) as server:
+    with ModelServer(script(project, files, recall), context_window=WINDOW) as server:
         config = hermes_config(base_url=server.base_url, model=MODEL, context_length=WINDOW, max_tokens=WINDOW,
                                baton={"fallback_token_threshold": trigger, "auto_checkpoint_on_end": False,
                                       **(baton or {})})
@@ -180,3 +182,28 @@ def test_settings_below_the_real_cli_prompt_are_raised_and_elide_nothing(tmp_pat
     assert NEEDLE not in json.dumps(main[search_at].messages)
     expanded = last_tool_answer({"messages": main[expand_at + 1].messages})
     assert any(line.split("|", 1)[-1] == NEEDLE_LINE for line in expanded["text"].split("\n")), expanded
+
+
+def test_a_paraphrased_question_is_answered_in_one_call_by_the_configured_embedder(tmp_path: Path) -> None:
+    """Issue 32 item 5, with the loopback embedder (``EmbeddingStandin``: real HTTP, a toy model) configured as
+    ``baton.embedder``: after two compactions the model asks in other words than the statement's, and the ONE
+    search answer carries the statement's line (the real vLLM-served model is the benchmark's, not this test's)."""
+    from batontest.embedding_standin import EmbeddingStandin
+
+    statement = "Staging pgbouncer settled: DB_PORT=6543 (agreed with ops)."
+    question = "which socket does the pre-production pooler listen on?"
+    asked = [Reply(content="Searching the compacted context.", tool_calls=(
+        ToolCall("baton_recall", {"mode": "search", "query": question}),))]
+    with EmbeddingStandin() as embeddings:
+        result, server, _project = run(tmp_path, in_place=False, session_db=True, needle_line=statement,
+                                       recall=asked, baton={"embedder": {"backend": "openai", "url": embeddings.url,
+                                                                         "model": "toy"}})
+    main = server.main_requests
+    assert not server.rejections and result["turns"][0]["final_response"] == FINAL_ANSWER
+    search_at = recall_call_request(main, "search")
+    assert len([b for b in compaction_boundaries(main) if b <= search_at]) >= 2
+    assert "DB_PORT=6543" not in json.dumps(main[search_at].messages), "the statement was still in the window"
+    found = last_tool_answer({"messages": main[search_at + 1].messages})
+    # the toy model's cosines are not MiniLM's (the floor is measured for that), so only the hit is asserted here
+    assert found["ok"] and any("DB_PORT=6543" in hit["snippet"] for hit in found["hits"]), found["hits"][:2]
+    assert embeddings.requests, "the engine embedded through the configured server"

@@ -1,0 +1,57 @@
+"""The embedder contract: ``embed(texts) -> one vector per text``, all of one dimension.
+
+Why so small: an operator usually already runs an embedding server (vLLM, llama.cpp ``--embedding``, Ollama) or
+has a model directory; a backend only turns texts into vectors. Batching, caching, when to embed and how to rank
+are recall's. A backend raises ``EmbedderError`` (a message without the texts) when it cannot answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+Vector = list[float]
+
+
+class EmbedderError(Exception):
+    """An embedder could not answer; the message names the cause, never the texts."""
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """``baton.embedder`` in config.yaml. ``backend``: ``openai`` (any ``/v1/embeddings`` server) or an installed
+    entry point's name; ``url`` and ``model`` for a server, ``path`` for a local model directory (never
+    downloaded); ``api_key_env``: the environment variable holding the server's key, if it needs one."""
+
+    backend: str
+    url: str | None = None
+    model: str | None = None
+    path: str | None = None
+    api_key_env: str | None = None
+    timeout_seconds: float = 30.0
+
+
+class Embedder(Protocol):
+    """Text to vectors. ``name`` says which model (a vector is only comparable with vectors of the same name)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+
+
+def checked_vectors(vectors: object, count: int) -> list[Vector]:
+    """``vectors`` if they are ``count`` non-empty lists of finite numbers of one dimension, else ``EmbedderError``."""
+    if not isinstance(vectors, list) or len(vectors) != count:
+        raise EmbedderError(f"the embedder answered {type(vectors).__name__} of the wrong length, not {count} vectors")
+    dimension = None
+    for vector in vectors:
+        if not isinstance(vector, list) or not vector or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
+            raise EmbedderError("the embedder answered a vector that is not a non-empty list of finite numbers")
+        if dimension is not None and len(vector) != dimension:
+            raise EmbedderError(f"the embedder answered vectors of {dimension} and {len(vector)} dimensions")
+        dimension = len(vector)
+    return [[float(x) for x in vector] for vector in vectors]

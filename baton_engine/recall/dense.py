@@ -1,0 +1,134 @@
+"""Vectors of a lineage's passages, computed off the request path, and cosine ranking over them.
+
+Why a background worker: embedding 400 passages takes seconds on a CPU model; a search must not wait for it.
+The compaction that takes a region out queues its passages (and a search that finds passages without vectors
+queues those); one worker thread embeds them in batches into a process cache, and a lineage's index takes its
+vectors from there: a search ranks by meaning over the passages embedded so far (the rest still rank lexically).
+Vectors live in memory only (numpy, normalised: at this scale a matrix product is enough;
+benchmarks/paraphrase_bench.py), keyed by the embedder's name so a changed model never mixes vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from cachetools import LRUCache
+
+from baton_engine.embedding import Embedder, EmbedderError
+from baton_engine.recall.passages import Passage
+
+LOGGER = logging.getLogger("baton_engine.recall")
+BATCH = 16
+# Vectors of passages by (embedder, message ref, first line): a compaction embeds the region it takes out before
+# any lineage index holds it (with Hermes' store bound, the rows reach the lineage only after the rotation), and a
+# lineage index takes its vectors from here. 50,000 vectors of 384 float32 are 77 MB.
+CACHE_VECTORS = 50_000
+_CACHE: LRUCache[tuple[str, str, int], Any] = LRUCache(maxsize=CACHE_VECTORS)
+_CACHE_LOCK = threading.Lock()
+_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-embed")
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        raise EmbedderError("ranking by meaning needs numpy: pip install 'baton-engine[embed]'") from None
+    return numpy
+
+
+def _key(name: str, passage: Passage) -> tuple[str, str, int]:
+    return name, passage.entry.ref, passage.first_line
+
+
+def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Any]]:
+    """(number, vector) of those of the numbered ``passages`` whose vector is cached."""
+    with _CACHE_LOCK:
+        found = [(number, _CACHE.get(_key(name, passage))) for number, passage in passages]
+    return [(number, vector) for number, vector in found if vector is not None]
+
+
+def embed_passages(passages: Sequence[Passage], embedder: Embedder) -> None:
+    """Embed the passages not cached yet, a batch at a time (the worker's job); stops at the first error."""
+    np = _numpy()
+    with _CACHE_LOCK:
+        missing = [p for p in passages if _key(embedder.name, p) not in _CACHE]
+    try:
+        for start in range(0, len(missing), BATCH):
+            batch = missing[start:start + BATCH]
+            vectors = np.asarray(embedder.embed([p.text for p in batch]), dtype=np.float32)
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            with _CACHE_LOCK:
+                for passage, vector in zip(batch, vectors, strict=True):
+                    _CACHE[_key(embedder.name, passage)] = vector
+    except EmbedderError as exc:
+        LOGGER.warning("recall: embedding stopped (%s); lexical ranking until the embedder answers", exc)
+
+
+def queue(passages: Sequence[Passage], embedder: Embedder) -> None:
+    """Embed ``passages`` in the background (a compaction's region: off the request path)."""
+    _WORKER.submit(embed_passages, list(passages), embedder)
+
+
+class Vectors:
+    """Normalised vectors of those of a lineage's passages that are embedded, for one embedder (from the cache)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._numbers: list[int] = []
+        self._rows: list[Any] = []
+        self._matrix: Any = None
+        self._lock = threading.Lock()
+        self._pending = False
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self._rows)
+
+    def update(self, passages: Sequence[Passage], embedder: Embedder) -> None:
+        """Take the cached vectors of the passages not held yet; queue the rest for the worker (once at a time)."""
+        with self._lock:
+            held = set(self._numbers)
+            wanted = [(number, p) for number, p in enumerate(passages) if number not in held]
+            self._take(_cached(self.name, wanted))
+            missing = len(self._rows) < len(passages) and not self._pending
+            if missing:
+                self._pending = True
+        if missing:
+            _WORKER.submit(self._fill, list(passages), embedder)
+
+    def _take(self, found: list[tuple[int, Any]]) -> None:
+        for number, vector in found:
+            self._numbers.append(number)
+            self._rows.append(vector)
+        if found:
+            self._matrix = None
+
+    def _fill(self, passages: Sequence[Passage], embedder: Embedder) -> None:
+        try:
+            embed_passages(passages, embedder)
+        finally:
+            with self._lock:
+                self._pending = False
+                held = set(self._numbers)
+                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
+
+    def cosine(self, query: Sequence[float]) -> dict[int, float]:
+        """Passage number -> cosine with the query, for every embedded passage."""
+        np = _numpy()
+        with self._lock:
+            if self._matrix is None:
+                self._matrix = np.vstack(self._rows) if self._rows else np.zeros((0, len(query)), np.float32)
+            matrix, numbers = self._matrix, list(self._numbers)
+        vector = np.asarray(query, dtype=np.float32)
+        scores = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
+        return dict(zip(numbers, scores.tolist(), strict=True))
+
+
+def wait_idle() -> None:
+    """Block until the worker has embedded everything queued so far (benchmarks and tests)."""
+    _WORKER.submit(lambda: None).result()

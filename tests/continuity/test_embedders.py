@@ -1,0 +1,91 @@
+"""Embedders (issue 32 item 2): the OpenAI-compatible backend over real HTTP, its errors and breaker, the kit's
+conformance check, the settings, and hybrid ranking that finds a paraphrase lexical ranking cannot."""
+
+from __future__ import annotations
+
+import pytest
+from batontest.embedding_standin import EmbeddingStandin, toy_vector
+
+from baton_engine.embedding import EmbedderBreaker, EmbedderConfig, EmbedderError, load_embedder
+from baton_engine.recall import MemoryIndex, dense, recall_tool
+from baton_engine.settings import SettingsError, load_settings
+from baton_engine.testing.embedder_conformance import check_embedder
+from baton_engine.tokens.rough import estimate_tokens_rough as rough
+
+
+def _config(url: str) -> EmbedderConfig:
+    return EmbedderConfig("openai", url, "toy", timeout_seconds=5)
+
+
+def test_the_openai_backend_batches_and_keeps_input_order() -> None:
+    with EmbeddingStandin() as server:
+        embedder = load_embedder(_config(server.url))
+        texts = [f"text number {n}" for n in range(70)]
+        assert embedder.embed(texts) == [pytest.approx(toy_vector(t)) for t in texts]
+        assert server.requests == [64, 6] and embedder.name == "openai:toy"
+
+
+@pytest.mark.parametrize(("fault", "words"), [("status", "HTTP 503"), ("malformed", "no OpenAI embeddings list")])
+def test_a_failing_server_is_a_clear_error_then_the_circuit_fails_fast(fault: str, words: str) -> None:
+    now = [0.0]
+    with EmbeddingStandin() as server:
+        if fault == "status":
+            server.fail_with = 503
+        else:
+            server.malformed = True
+        embedder = EmbedderBreaker(load_embedder(_config(server.url)).inner, clock=lambda: now[0])
+        with pytest.raises(EmbedderError, match=words):
+            embedder.embed(["a"])
+        with pytest.raises(EmbedderError, match="circuit open"):
+            embedder.embed(["a"])
+        assert server.requests == [1] and not embedder.healthy
+        server.fail_with, server.malformed = None, False
+        now[0] = 61.0  # after the cool-off one call probes, and success closes the circuit
+        assert embedder.embed(["a"]) and embedder.healthy
+
+
+def test_an_unknown_backend_or_missing_url_says_how_to_fix_it() -> None:
+    with pytest.raises(EmbedderError, match="installed: openai"):
+        load_embedder(EmbedderConfig("nope"))
+    with pytest.raises(EmbedderError, match="needs url"):
+        load_embedder(EmbedderConfig("openai", model="m"))
+
+
+def test_the_kit_passes_a_conformant_backend_and_fails_a_broken_one() -> None:
+    with EmbeddingStandin() as server:
+        report = check_embedder(load_embedder(_config(server.url)), semantic=False)
+    assert report.ok, report.text()
+
+    class Ragged:
+        name = "ragged"
+
+        def embed(self, texts):
+            return [[1.0] * (n + 1) for n, _ in enumerate(texts)]
+
+    assert check_embedder(Ragged()).check("shape").status == "fail"
+
+
+def test_baton_embedder_in_config_yaml() -> None:
+    settings = load_settings(env={}, hermes_block={"embedder": {"backend": "openai", "url": "http://127.0.0.1:8000",
+                                                                "model": "all-MiniLM-L6-v2"}})
+    assert settings.embedder == EmbedderConfig("openai", "http://127.0.0.1:8000", "all-MiniLM-L6-v2")
+    with pytest.raises(SettingsError, match="not an embedder key"):
+        load_settings(env={}, hermes_block={"embedder": {"backend": "openai", "urll": "http://x"}})
+    with pytest.raises(SettingsError, match="must be a mapping with a backend"):
+        load_settings(env={}, hermes_block={"embedder": "openai"})
+
+
+def test_hybrid_ranking_finds_the_paraphrase_lexical_ranking_cannot() -> None:
+    index = MemoryIndex()
+    index.add("k", [{"role": "user", "content": "Staging pgbouncer settled: DB_PORT=6543."},
+                    *({"role": "user", "content": f"Review note {n}: rename the helper in module {n}."}
+                      for n in range(30))])
+    question = {"mode": "search", "query": "which socket does the pre-production pooler listen on?"}
+    lexical = recall_tool(index.source("k"), question, rough)
+    assert all("6543" not in hit["snippet"] for hit in lexical["hits"])
+    with EmbeddingStandin() as server:
+        embedder = load_embedder(_config(server.url))
+        recall_tool(index.source("k"), question, rough, embedder)  # queues the vectors (off the request path)
+        dense.wait_idle()
+        hybrid = recall_tool(index.source("k"), question, rough, embedder)
+    assert "6543" in hybrid["hits"][0]["snippet"]
