@@ -25,7 +25,8 @@ def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: 
     results = json.loads((tmp_path / "results.json").read_text())
     report = (tmp_path / "REPORT.md").read_text()
     assert {p.name for p in tmp_path.glob("*.png")} == {
-        "latency_vs_size.png", "tokens_over_turns_16k.png", "tokens_over_turns_64k.png", "overhead_vs_history.png"}
+        "latency_vs_size.png", "tokens_over_turns_16k.png", "tokens_over_turns_64k.png", "overhead_vs_history.png",
+        "cap_near_limit.png"}
     assert results["store"]["p50_ms"] > 0 and "## should_compress with a large store" in report
     assert results["tokens"]["targets"] and "## Token counting (`benchmarks/tokens_bench.py`, same run)" in report
     baton = [r for r in results["sizes"] + results["long"] if r["arm"].startswith("baton")]
