@@ -32,6 +32,7 @@ def test_hermes_and_baton_import_together_and_settings_load() -> None:
     backend, selection = build_backend(settings.tokenizer)
     request = {"messages": [{"role": "user", "content": "hello from hermes"}]}
     count = TokenCounter(backend, fallback_margin_tokens=0).count_chat(request)
-    if selection.name == "rough":
-        assert count.tokens == model_metadata.estimate_request_tokens_rough(request["messages"])
+    if selection.name == "rough":  # Hermes' own estimate, plus the margin of the estimator's measured error
+        estimate = model_metadata.estimate_request_tokens_rough(request["messages"])
+        assert count.tokens == estimate + count.margin_tokens and count.margin_tokens > 0, (count, estimate)
     assert count.known
