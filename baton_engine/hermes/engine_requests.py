@@ -241,7 +241,15 @@ class RequestBudgeter:
                 counted: TokenCount) -> tuple[Decision, dict[str, Any] | None]:
         """``budget.decide`` for the request about to be sent, then the writer (None: leave it unchanged)."""
         return apply_output(request, counted, self.limits(counted.tokens), cap=view.cap,
-                            unconfirmed_margin=self.ledger.check.output_margin(counted))
+                            unconfirmed_margin=self.unconfirmed_margin(counted))
+
+    def unconfirmed_margin(self, counted: TokenCount) -> int:
+        """The room an output cap keeps for a count its provider has not confirmed (``RouteCheck.output_margin``);
+        none when the route's own server counted it: its /tokenize is the provider's count, and a ``/model`` to a
+        server that counts for itself would otherwise send its first, largest request with the smallest cap."""
+        if self.counting().counts_on(self.route.base_url):
+            return 0
+        return self.ledger.check.output_margin(counted)
 
     def request_only_compaction(self, shape: Shape, request: dict[str, Any], view: ProviderRequest,
                                 counted: TokenCount) -> tuple[dict[str, Any], ProviderRequest] | None:
@@ -257,7 +265,7 @@ class RequestBudgeter:
         limits = self.limits(counted.tokens)
         measure = self.ledger.measure(counted, view, self.counting())
         room = limits.window - limits.min_output_tokens - limits.fallback_margin_tokens
-        unconfirmed = self.ledger.check.output_margin(counted)
+        unconfirmed = self.unconfirmed_margin(counted)
         if unconfirmed and counted.tokens:  # an unconfirmed count keeps its share of the shortened prompt too
             room = int(room / (1 + unconfirmed / counted.tokens))
         budget = room - frame_tokens(view, measure)
@@ -301,7 +309,8 @@ class RequestBudgeter:
         settings = self.project.settings()
         limits = policy.Limits.of_window(window, settings.min_output_tokens, settings.fallback_margin_tokens)
         decision, rewritten = apply_output(request, counted, limits, cap=view.cap,
-                                           unconfirmed_margin=RouteCheck().output_margin(counted))
+                                           unconfirmed_margin=0 if counting.counts_on(base_url)
+                                           else RouteCheck().output_margin(counted))
         self.ledger.decided(decision, auxiliary=True)
         LOGGER.info("baton auxiliary output budget action=%s prompt=%s window=%s source=%s", decision.action,
                     counted.tokens, window, counted.source)

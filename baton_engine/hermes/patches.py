@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baton_engine.hermes.caller import calling_agent, engine_types
+from baton_engine.hermes.caller import calling_agent, engine_of, engine_types
 from baton_engine.hermes.runtime import get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -225,6 +225,8 @@ class Activation:
             Patch("agent.turn_context", "anchored_context_tokens", e.no_rough_anchor, optional=True),
             Patch("agent.turn_request_assembly", "anchored_context_tokens", e.no_rough_anchor, optional=True),
             Patch("agent.auxiliary_client", "_build_call_kwargs", self._auxiliary),
+            Patch("agent.conversation_compression", "check_compression_model_feasibility",
+                  self._no_summariser_check, optional=True),
         ]
         self.active = False
 
@@ -286,6 +288,20 @@ class Activation:
                 return built
 
         return build_call_kwargs_clamped
+
+
+    def _no_summariser_check(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Hermes checks, before an agent's first compaction and after ``/model``, that its auxiliary summariser's
+        window is at least its minimum (64,000 on 0.19) and raises out of ``run_conversation`` when it is not. Baton
+        compacts without a summariser, so for a Baton agent the check is skipped: a ``/model`` to a 32,768 window
+        otherwise ended the conversation at its first compaction (``test_model_switch_loop``)."""
+
+        def check_compression_model_feasibility_unless_baton(agent: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.active and engine_of(agent, engine_types()) is not None:
+                return None
+            return original(agent, *args, **kwargs)
+
+        return check_compression_model_feasibility_unless_baton
 
 
 def _signature(function: Callable[..., Any]) -> inspect.Signature | None:

@@ -36,7 +36,7 @@ from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
-from baton_engine.tokens.plugins import build_backend
+from baton_engine.tokens.plugins import build_backend, detect_server_backend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough, request_margin
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -46,6 +46,15 @@ PROJECT_SETTINGS_ENTRIES = 16  # projects a gateway's sessions work in, each wit
 
 def _utc_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def _server_root(url: str) -> str:
+    """A server's URL without its trailing slash, ``/v1`` or ``/tokenize`` (how a base URL and a tokenizer URL of
+    one server are compared)."""
+    root = url.strip().rstrip("/")
+    for suffix in ("/tokenize", "/v1"):
+        root = root.removesuffix(suffix)
+    return root
 
 
 def _remote(counter: TokenCounter | None) -> bool:
@@ -117,6 +126,14 @@ class RouteCounting:
             raise ValueError("no exact count")
         return counted.tokens
 
+    def counts_on(self, base_url: Any) -> bool:
+        """Whether this counting asks the server at ``base_url`` itself (its tokenizer URL is that server's): its
+        counts are that provider's own."""
+        url = self.config.url
+        if not url or not isinstance(base_url, str) or not base_url:
+            return False
+        return _server_root(url) == _server_root(base_url)
+
     def remote_tokenizer(self) -> bool:
         """True when every count is a network round trip (a tokenizer server), a fact of the backend."""
         return _remote(self.counter())
@@ -160,6 +177,7 @@ class BatonRuntime:
         self.embedder_error: str | None = None  # why the configured embedder could not be built (status says it)
         self._counters: dict[TokenizerConfig, TokenCounter] = {}
         self._errors: dict[TokenizerConfig, str] = {}
+        self._servers: dict[tuple[str, str | None], str | None] = {}  # (base URL, model) -> backend that asks it
         self._lock = threading.Lock()
         self.main = RouteCounting(self, settings.tokenizer, configured_by(settings))
 
@@ -209,9 +227,10 @@ class BatonRuntime:
                   settings: BatonSettings | None = None) -> RouteCounting:
         """The counting of a route under ``settings`` (a session's project settings, ``settings_for``; default
         the runtime's): the first ``tokenizer_routes`` entry that matches it; the configured tokenizer for the
-        main route (Hermes' configured model and server, or any route when they are unknown); else ``auto``
-        for the route's own model (tiktoken for OpenAI-family names, else rough, which the provider's usage
-        then anchors). Counters are shared per tokenizer configuration, whichever project configured it."""
+        main route (Hermes' configured model and server, or any route when they are unknown); else the route's
+        own server when it counts for itself (``server_backend``: a vLLM server's /tokenize); else ``auto`` for
+        the route's own model (tiktoken for OpenAI-family names, else rough + its measured margin, which the
+        provider's usage then anchors). Counters are shared per tokenizer configuration, whichever project configured it."""
         settings = settings if settings is not None else self.settings
         for entry in settings.tokenizer_routes:
             if entry.matches(model, base_url, provider):
@@ -221,8 +240,29 @@ class BatonRuntime:
             if settings.tokenizer == self.settings.tokenizer:
                 return self.main
             return RouteCounting(self, settings.tokenizer, configured_by(settings))
-        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=settings.tokenizer.timeout_seconds)
+        timeout = settings.tokenizer.timeout_seconds
+        server = self.server_backend(base_url, model, timeout) if base_url else None
+        if server is not None:
+            config = TokenizerConfig(backend=server, url=base_url, model=model, timeout_seconds=timeout)
+            return RouteCounting(self, config, f"auto for model {model!r}: its server counts for itself ({server})")
+        config = TokenizerConfig(backend="auto", model=model, timeout_seconds=timeout)
         return RouteCounting(self, config, f"auto for model {model!r} (not the configured model)")
+
+    def server_backend(self, base_url: str, model: str | None, timeout_seconds: float) -> str | None:
+        """The backend through which the server at ``base_url`` counts ``model``'s prompts for itself (a vLLM
+        server's /tokenize: ``plugins.detect_server_backend``), asked once per server and model for the process (a
+        "no" is kept too); None when it cannot. Not under the lock: one slow server must not hold
+        another agent's counting."""
+        key = (base_url.rstrip("/"), model)
+        with self._lock:
+            if key in self._servers:
+                return self._servers[key]
+        found = detect_server_backend(base_url, model, timeout_seconds)
+        with self._lock:
+            found = self._servers.setdefault(key, found)
+        LOGGER.info("baton asked a new route's server whether it counts for itself: %s",
+                    f"yes ({found})" if found else "no")
+        return found
 
     def _is_main(self, model: str | None, base_url: str | None, served: str | None) -> bool:
         main_model, main_url = self.view.model, self.view.base_url

@@ -168,10 +168,17 @@ class TokenizerBackend(ABC):
         """Release connections or other resources; the backend may be rebuilt afterwards."""
 
 
+# detect(url, model, timeout_seconds): whether the server at ``url`` (a route's base URL) counts prompts for
+# itself through this backend. One cheap request that carries no prompt and no credential; False when unsure.
+ServerDetector = Callable[[str, "str | None", float], bool]
+
+
 @dataclass(frozen=True)
 class BackendSpec:
-    """What a plugin offers: a name and a factory. Only the selected factory is ever called."""
+    """What a plugin offers: a name, a factory and, for a backend that asks a server, how to recognise one. Only
+    the selected factory is ever called; ``detect`` only for a route whose tokenizer nobody configured."""
 
     name: str
     factory: Callable[[TokenizerConfig], TokenizerBackend]
     description: str = ""
+    detect: ServerDetector | None = None

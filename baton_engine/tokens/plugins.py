@@ -174,6 +174,25 @@ def select_backend(config: TokenizerConfig, registry: Registry | None = None) ->
     return Selection(rough.ROUGH_SOURCE, f"auto: {why} -> {name}, but {problem}; using rough", requested)
 
 
+def detect_server_backend(url: str, model: str | None, timeout_seconds: float,
+                          registry: Registry | None = None) -> str | None:
+    """The first installed backend (by name) that recognises the server at ``url`` as one that counts for itself
+    (``BackendSpec.detect``); None when none does. Detection is plugin code: one that fails is skipped."""
+    if registry is None:
+        registry = discover()
+    for name, item in registry.backends.items():
+        detect = item.spec.detect
+        if detect is None:
+            continue
+        try:
+            if detect(url, model, timeout_seconds) is True:
+                return name
+        except Exception as exc:  # noqa: BLE001 - a broken detector is reported by type and never chosen
+            LOGGER.warning("tokenizer backend %r failed to probe a server (%s); not using it", name,
+                           type(exc).__name__)
+    return None
+
+
 def build_backend(
     config: TokenizerConfig, registry: Registry | None = None
 ) -> tuple[TokenizerBackend, Selection]:

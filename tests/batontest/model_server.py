@@ -271,6 +271,17 @@ class _Handler(JsonHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self.path == "/tokenize" and self.owner.tokenizer_server is not None:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                self.send_json(400, _error("request body must be a JSON object"))
+                return
+            self.owner.tokenize_requests += 1
+            self.send_json(*self.owner.tokenizer_server.tokenize(body))
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._record_other()
             self.send_json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
@@ -316,6 +327,8 @@ class ModelServer(LoopbackServer):
     a retryable ``server_error`` and waits ~2-3 s). The failed attempts are kept apart in
     ``injected_failures`` (status 500, ``index`` = the arrival ordinal) and are never part of
     ``requests``, ``main_requests`` or ``rejections``; ``on_request`` is called for them too.
+    ``counts_for_itself`` makes it a vLLM-like server: /tokenize answers as vLLM's does (``VllmStandin``'s
+    rendering of the same tokenizer) and /v1/models says ``owned_by: "vllm"``.
     """
 
     handler = _Handler
@@ -331,8 +344,17 @@ class ModelServer(LoopbackServer):
         prompt_inflation: int = 0,
         on_request: Callable[[RecordedRequest], None] | None = None,
         fail_main_requests: Iterable[int] = (),
+        counts_for_itself: bool = False,
+        call_id_tag: str = "",
     ) -> None:
         self.policy = policy
+        self.tokenizer_server = None
+        if counts_for_itself:
+            from batontest.vllm_standin import VllmStandin
+
+            self.tokenizer_server = VllmStandin(tokenizer_dir, model_name=model_name, max_model_len=context_window)
+        self.tokenize_requests = 0
+        self.call_id_tag = call_id_tag  # a second server in one conversation must not repeat the first's call ids
         self.fail_main_requests = frozenset(int(n) for n in fail_main_requests)
         self.injected_failures: list[RecordedRequest] = []
         self._main_arrivals = 0
@@ -409,9 +431,10 @@ class ModelServer(LoopbackServer):
             "total_tokens": record.prompt_tokens + self.prompt_inflation + completion_tokens,
         }
         completion_id = f"chatcmpl-{record.index}"
+        calls = f"{self.call_id_tag}{record.index}"  # tool-call ids: call_<tag><request index>_<n>
         if record.stream:
-            return 200, _stream_chunks(completion_id, self.model_name, record.index, record.reply, usage)
-        return 200, _completion(completion_id, self.model_name, record.index, record.reply, usage)
+            return 200, _stream_chunks(completion_id, self.model_name, calls, record.reply, usage)
+        return 200, _completion(completion_id, self.model_name, calls, record.reply, usage)
 
     def admit(self, body: dict[str, Any], record: RecordedRequest) -> tuple[int, dict[str, Any]] | None:
         """Judge one request: set ``record.prompt_tokens``; return the refusal (status, JSON body) or None."""
@@ -448,7 +471,8 @@ class ModelServer(LoopbackServer):
         return True
 
     def models(self) -> dict[str, Any]:
-        entry = {"id": self.model_name, "object": "model", "created": FIXED_CREATED, "owned_by": "baton-test",
+        owner = "vllm" if self.tokenizer_server is not None else "baton-test"
+        entry = {"id": self.model_name, "object": "model", "created": FIXED_CREATED, "owned_by": owner,
                  "max_model_len": self.context_window, "context_length": self.context_window}
         return {"object": "list", "data": [entry]}
 
@@ -488,7 +512,7 @@ def _reply_text(reply: Reply) -> str:
     return (reply.content or "") + calls
 
 
-def _tool_call_dicts(reply: Reply, request_index: int) -> list[dict[str, Any]]:
+def _tool_call_dicts(reply: Reply, request_index: int | str) -> list[dict[str, Any]]:
     return [
         {"id": f"call_{request_index}_{i}", "type": "function",
          "function": {"name": call.name, "arguments": json.dumps(call.arguments, sort_keys=True)}}
@@ -501,7 +525,7 @@ def _chunk(completion_id: str, model: str, choices: list[dict[str, Any]], **extr
             "choices": choices, **extra}
 
 
-def _stream_chunks(completion_id: str, model: str, index: int, reply: Reply,
+def _stream_chunks(completion_id: str, model: str, index: int | str, reply: Reply,
                    usage: dict[str, int]) -> list[dict[str, Any]]:
     """Role chunk, content deltas, tool-call deltas (header then arguments), finish, usage-only."""
 
@@ -525,7 +549,8 @@ def _stream_chunks(completion_id: str, model: str, index: int, reply: Reply,
     return chunks
 
 
-def _completion(completion_id: str, model: str, index: int, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+def _completion(completion_id: str, model: str, index: int | str, reply: Reply,
+                usage: dict[str, int]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = _tool_call_dicts(reply, index)

@@ -184,3 +184,36 @@ def baton_tokenizer_backends():
     registry = discover([plugin_modules("plug_hook_raises", [], source=source)])
     assert [(b.entry_point, b.error_type) for b in registry.broken] == [("plug_hook_raises", "RuntimeError")]
     assert list(registry.backends) == ["rough"]
+
+
+DETECTING_PLUGIN = '''
+from baton_engine.tokens.contract import BackendSpec
+from baton_engine.tokens.hookspecs import hookimpl
+from baton_engine.tokens.rough import RoughBackend
+
+ASKED = []
+
+def broken(url, model, timeout):
+    raise RuntimeError("a detector bug")
+
+def knows(url, model, timeout):
+    ASKED.append((url, model, timeout))
+    return url == "http://counting:1/v1"
+
+@hookimpl
+def baton_tokenizer_backends():
+    return [BackendSpec("a-broken", lambda config: RoughBackend(), detect=broken),
+            BackendSpec("b-knows", lambda config: RoughBackend(), detect=knows),
+            BackendSpec("c-silent", lambda config: RoughBackend())]
+'''
+
+
+def test_a_server_is_recognised_by_the_first_backend_that_detects_it_and_a_broken_detector_is_skipped(
+        plugin_modules, caplog: pytest.LogCaptureFixture) -> None:
+    from baton_engine.tokens.plugins import detect_server_backend
+
+    registry = discover([plugin_modules("detecting", [], DETECTING_PLUGIN)])
+    assert detect_server_backend("http://counting:1/v1", "m", 2.5, registry) == "b-knows"
+    assert detect_server_backend("http://other:1/v1", None, 2.5, registry) is None
+    assert sys.modules["detecting"].ASKED == [("http://counting:1/v1", "m", 2.5), ("http://other:1/v1", None, 2.5)]
+    assert "'a-broken' failed to probe a server (RuntimeError)" in caplog.text

@@ -77,3 +77,31 @@ def test_a_servers_max_model_len_is_the_window_of_its_own_routes_only() -> None:
 def test_bad_tokenizer_routes_say_what_is_wrong(routes: dict, message: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(message)):
         load_settings({}, {"tokenizer_routes": [routes]})
+
+
+def test_a_new_routes_vllm_server_is_asked_once_and_counts_for_itself() -> None:
+    """Issue 30 item 3: a route nobody configured (``/model``, a fallback provider) whose server is vLLM counts
+    exactly through its /tokenize, budgets against its max_model_len, and the server is asked once."""
+    with VllmStandin(max_model_len=32_768) as server:
+        runtime = runtime_with({"tokenizer": {"backend": "hf", "path": str(qwen3_dir())}})
+        url = server.url + "/v1"
+        routes = [runtime.for_route(server.model_name, url, "custom") for _ in range(3)]
+        assert server.requests_received["/v1/models"] == 1  # one probe, before any count
+        route = routes[-1]
+        assert "its server counts for itself (vllm)" in route.why and route.source() == "vllm:" + server.url.split("//")[1]
+        counted = route.count_chat(MESSAGES)
+        assert counted.exact and counted.tokens == server.tokenize({**MESSAGES, "model": server.model_name})[1]["count"]
+        assert route.server_window() == 32_768
+        # the same server does not serve another model: not asked to count it
+        assert "not the configured model" in runtime.for_route("another-model", url, "custom").why
+
+
+def test_a_server_that_cannot_count_keeps_the_estimate() -> None:
+    from batontest.model_server import ModelServer, ScriptedPolicy
+
+    runtime = runtime_with({"tokenizer": {"backend": "hf", "path": str(qwen3_dir())}})
+    with ModelServer(ScriptedPolicy([]), model_name="chat-only") as server:  # an OpenAI-compatible chat server
+        route = runtime.for_route("chat-only", server.base_url, "custom")
+    assert "not the configured model" in route.why and not route.count_chat(MESSAGES).exact
+    unreachable = runtime.for_route("nowhere", "http://127.0.0.1:9/v1", "custom")
+    assert "not the configured model" in unreachable.why

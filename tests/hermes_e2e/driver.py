@@ -66,7 +66,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     engine = agent.context_compressor
     history: list[dict[str, Any]] | None = None
     turns = []
-    for user_message in spec["turns"]:
+    switch = spec.get("switch")  # /model between two turns: {"before_turn", "model", "base_url", "provider"}
+    for number, user_message in enumerate(spec["turns"]):
+        if switch and number == switch["before_turn"]:
+            agent.switch_model(switch["model"], switch["provider"], api_key="sk-test", base_url=switch["base_url"])
         result = agent.run_conversation(user_message, conversation_history=history)
         history = result.get("messages")
         turns.append({"final_response": result.get("final_response"), "api_calls": result.get("api_calls"),

@@ -36,6 +36,19 @@ def parse_models_max_model_len(body: bytes, model: str | None) -> int | None:
     return _int_field(entries[0], "max_model_len", minimum=1, route="/v1/models")
 
 
+def serves_model(body: bytes, model: str | None) -> bool:
+    """Whether a GET /v1/models reply is vLLM's (``owned_by: "vllm"``) and lists ``model`` (any, when None)."""
+    try:
+        data = _json_object(body, "/v1/models")
+    except CannotCount:
+        return False
+    entries = data.get("data")
+    if not isinstance(entries, list):
+        return False
+    return any(isinstance(entry, dict) and entry.get("owned_by") == "vllm"
+               and (model is None or entry.get("id") == model) for entry in entries)
+
+
 def _json_object(body: bytes, route: str) -> dict[str, Any]:
     try:
         data = json.loads(body)

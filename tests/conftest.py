@@ -1,0 +1,17 @@
+"""Settings every test shares.
+
+Hypothesis: no per-example deadline (a property holds or not whatever the machine's load; a loaded CI machine made
+a 200 ms deadline fail a passing property: speed is measured by benchmarks, never by a test's clock), and under CI
+the examples are derived from each test's name, so the gate's verdict does not depend on the run's random seed.
+Locally each run explores new examples.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("baton", deadline=None)
+settings.register_profile("baton-ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("baton-ci" if os.environ.get("CI") else "baton")
