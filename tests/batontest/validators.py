@@ -60,18 +60,24 @@ def _consumed(value: Any) -> Any:
     return value
 
 
+# Per Responses content part type: the fields the API fills in itself that the SDK's param types require.
+PART_DEFAULTS = {
+    "output_text": {"annotations": []},  # a replayed assistant message's text (Hermes replays it without)
+    "input_image": {"detail": "auto"},  # an image (the API's documented default; Hermes sends none)
+}
+
+
 def _api_defaults(body: dict[str, Any]) -> dict[str, Any]:
-    """The Responses body with what the API fills in itself and the SDK's param types require: ``annotations`` of an
-    ``output_text`` part of a replayed assistant message (Hermes replays them without; the API accepts that)."""
+    """The Responses body with what the API fills in itself and the SDK's param types require (``PART_DEFAULTS``)."""
     items = body.get("input")
     if not isinstance(items, list):
         return body
 
     def filled(item: Any) -> Any:
-        if not (isinstance(item, Mapping) and item.get("type") == "message" and isinstance(item.get("content"), list)):
+        if not (isinstance(item, Mapping) and isinstance(item.get("content"), list)):
             return item
-        return {**item, "content": [{"annotations": [], **part} if isinstance(part, Mapping) and part.get(
-            "type") == "output_text" else part for part in item["content"]]}
+        return {**item, "content": [{**PART_DEFAULTS.get(part.get("type"), {}), **part}
+                                    if isinstance(part, Mapping) else part for part in item["content"]]}
 
     return {**body, "input": [filled(item) for item in items]}
 
