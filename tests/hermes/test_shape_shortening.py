@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from batontest.engines import started_engine
-from batontest.hermes_requests import BUILDERS, history, model_of
+from batontest.hermes_requests import BUILDERS, anthropic, history, model_of
 from batontest.validators import VALIDATORS
 
 from baton_engine.request import find_cap
@@ -52,3 +52,20 @@ def test_every_shape_is_valid_and_fits_at_every_size(qwen3_env: Path, project: P
                                                            "inferenceConfig", "thinking")}
         assert kept == {k: v for k, v in request.items() if k in kept} and set(kept) | {"messages", "input"} >= (
             set(request) - {"max_tokens", "max_output_tokens", "inferenceConfig", "thinking"})
+
+
+@pytest.mark.parametrize("window", (4096, 16_384))
+@pytest.mark.parametrize("size", (0.5, 1.2, 3.0))
+def test_extended_thinking_is_shortened_with_room_for_its_thinking(qwen3_env: Path, project: Path, window: int,
+                                                                   size: float) -> None:
+    """Hermes' extended thinking (budget 4,000 in 16,384) in a small window: the shortening leaves room for the
+    answer AND Anthropic's smallest thinking budget beside it. At 1eb3d6b it left a plain reply's room only, the
+    cap then had no room for 1,024 thinking tokens, and the request went out with Hermes' 16,384 cap over the
+    window (benchmarks/shapes_bench.py: 20 of 42 thinking requests at 4,096 and 16,384)."""
+    engine = started_engine(project, window=window)
+    request = anthropic(history(int(size * window), result_lines=max(2, window // 1000)), thinking=True)
+    sent = engine.on_request(request, api_mode="anthropic_messages", model=model_of(request)) or request
+    assert VALIDATORS["anthropic_messages"](sent) == []
+    cap = find_cap(sent)
+    assert cap is not None and 1024 <= sent["thinking"]["budget_tokens"] < cap.value
+    assert sent_size(engine, "anthropic_messages", sent) + cap.value <= window
