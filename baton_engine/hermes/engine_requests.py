@@ -260,8 +260,9 @@ class RequestBudgeter:
         reply = reply_room(limits, view.cap, find_thinking_budget(request))
         room = limits.window - reply - limits.fallback_margin_tokens
         unconfirmed = self.ledger.check.output_margin(counted)
-        if unconfirmed and counted.tokens:  # an unconfirmed count keeps its share of the shortened prompt too
-            room = int(room / (1 + unconfirmed / counted.tokens))
+        text = (counted.tokens or 0) - counted.media_tokens
+        if unconfirmed and text > 0:  # an unconfirmed count keeps its share of the shortened prompt's text too, and
+            room = int(room / (1 + unconfirmed / text))  # the shortened prompt may keep fewer images: all of it text
         budget = room - frame_tokens(view, measure)
         if budget <= 0:
             return None
