@@ -197,13 +197,27 @@ def _output(count: TokenCount, cap: OutputCap | None, limits: Limits, margins: M
     why = ", below the minimum reply (compaction is due)" if short else ""
     if thinking_budget is None:
         return Decision("lower_cap_to", f"{cap.field} {cap.value} -> {value}{why}: {numbers}", value, short)
-    answer = max(min(cap.value - thinking_budget, min_output_tokens), 1)  # the answer room beside the thinking
+    answer = _answer_room(cap, thinking_budget, min_output_tokens)
     thinking = min(thinking_budget, value - answer)
     if thinking < MIN_THINKING_BUDGET_TOKENS:
         return Decision("needs_compaction", f"needs compaction: {cap.field} {value} has no room for "
                         f"{MIN_THINKING_BUDGET_TOKENS} thinking tokens beside an answer of {answer}: {numbers}")
     return Decision("lower_cap_to", f"{cap.field} {cap.value} -> {value}, thinking budget "
                     f"{thinking_budget} -> {thinking}{why}: {numbers}", value, short, thinking)
+
+
+def _answer_room(cap: OutputCap, thinking_budget: int, min_output_tokens: int) -> int:
+    """The answer room extended thinking keeps beside its budget: what the caller left, at most the minimum reply."""
+    return max(min(cap.value - thinking_budget, min_output_tokens), 1)
+
+
+def reply_room(limits: Limits, cap: OutputCap | None, thinking_budget: int | None) -> int:
+    """The output a shortened request keeps room for: the minimum reply; with extended thinking, the answer room
+    plus Anthropic's smallest thinking budget (less is what ``decide`` calls needs_compaction: the request would
+    go out with the caller's cap)."""
+    if cap is None or thinking_budget is None:
+        return limits.min_output_tokens
+    return _answer_room(cap, thinking_budget, limits.min_output_tokens) + MIN_THINKING_BUDGET_TOKENS
 
 
 def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int,

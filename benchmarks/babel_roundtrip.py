@@ -7,7 +7,7 @@ and which kinds. Baton keeps a shape's items verbatim (``baton_engine/shapes/``)
 byte for byte could be read through it instead.
 
     .tox/hermes/bin/pip install llm-babel==0.3.0
-    PYTHONPATH=tests:tests/hermes .tox/hermes/bin/python benchmarks/babel_roundtrip.py
+    PYTHONPATH=tests .tox/hermes/bin/python benchmarks/babel_roundtrip.py
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from llm_transform import registry
-from test_shape_shortening import anthropic, bedrock, chat, history, responses
+from batontest.hermes_requests import anthropic, bedrock, chat, history, responses
 
 FORMATS = {"anthropic_messages": "anthropic-messages", "anthropic_thinking": "anthropic-messages",
            "codex_responses": "openai-responses", "bedrock_converse": "bedrock-converse",

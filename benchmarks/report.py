@@ -207,6 +207,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         import recall_bench
 
         targets += recall_bench.verdicts(results["recall"])
+    if "shapes" in results:
+        import shapes_bench
+
+        targets.append(shapes_bench.target(results["shapes"]))
     out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
@@ -370,6 +374,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         import cap_bench
 
         out += cap_bench.render(results["cap"])
+    if "shapes" in results:
+        import shapes_bench
+
+        out += shapes_bench.render(results["shapes"])
     if "estimators" in results:
         import estimator_bench
 

@@ -44,6 +44,7 @@ import loop_bench  # noqa: E402
 import memory_bench  # noqa: E402
 from percentiles import percentile  # noqa: E402
 import recall_bench  # noqa: E402
+import shapes_bench  # noqa: E402
 import store_bench  # noqa: E402
 import tokens_bench  # noqa: E402
 import arms  # noqa: E402
@@ -552,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         results["stub_requests"] = len(server.auxiliary_requests)
     results["budgets"] = bench_budgets(judge, long_session, 65536, 65536, 10 if args.quick else 60)
     results["cap"] = cap_bench.run()
+    results["shapes"] = shapes_bench.run(args.quick)
     results["estimators"] = estimator_bench.run()
     results["anchor"] = anchor_bench.run(args.quick)
     results["loop"] = loop_bench.run(args.quick)
@@ -568,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     import report
 
     report.write(results, args.out)
+    if shapes_bench.failed(results["shapes"]):
+        print(f"FAILED: {shapes_bench.target(results['shapes'])[2]} (REPORT.md, shapes section)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from baton_engine.budget import Decision, apply_output
+from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine import policy
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
@@ -23,7 +23,7 @@ from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
-from baton_engine.request import ProviderRequest
+from baton_engine.request import ProviderRequest, find_thinking_budget
 from baton_engine.shapes import Shape
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import RouteCheck
@@ -255,7 +255,8 @@ class RequestBudgeter:
                                 counted: TokenCount) -> tuple[dict[str, Any], ProviderRequest] | None:
         """This one request, shortened to fit when its prompt alone exceeds the window and Hermes did not compact
         before it (cooldown, stuck, a window learned only now): the most recent whole units of its conversation
-        (as its shape's adapter groups them) within the window less the minimum reply, behind a note the adapter
+        (as its shape's adapter groups them) within the window less the minimum reply (with extended thinking, the
+        answer room and the smallest thinking budget: ``budget.reply_room``), behind a note the adapter
         writes in the shape's own form. The conversation itself is unchanged: its next compaction is a handoff.
         Returns the shortened request and its view (the units' own chat messages: the request is not read again);
         None when nothing shorter can be built."""
@@ -264,10 +265,12 @@ class RequestBudgeter:
             return None
         limits = self.limits(counted.tokens)
         measure = self.ledger.measure(counted, view, self.counting())
-        room = limits.window - limits.min_output_tokens - limits.fallback_margin_tokens
+        reply = reply_room(limits, view.cap, find_thinking_budget(request))
+        room = limits.window - reply - limits.fallback_margin_tokens
         unconfirmed = self.unconfirmed_margin(counted)
-        if unconfirmed and counted.tokens:  # an unconfirmed count keeps its share of the shortened prompt too
-            room = int(room / (1 + unconfirmed / counted.tokens))
+        text = (counted.tokens or 0) - counted.media_tokens
+        if unconfirmed and text > 0:  # an unconfirmed count keeps its share of the shortened prompt's text too, and
+            room = int(room / (1 + unconfirmed / text))  # the shortened prompt may keep fewer images: all of it text
         budget = room - frame_tokens(view, measure)
         if budget <= 0:
             return None

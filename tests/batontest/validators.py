@@ -4,7 +4,8 @@ Structure from the providers' own SDK types: the ``anthropic`` and ``openai`` pa
 a pydantic ``TypeAdapter`` (their ``Iterable`` fields validate lazily: every one is consumed here), botocore's
 Converse service model through its ``ParamValidator``. Pairing rules from the providers' docs, which no type says:
 
-- Anthropic Messages: roles alternate from ``user``; every ``tool_result`` answers a ``tool_use`` of the message
+- Anthropic Messages: extended thinking's ``budget_tokens`` is at least 1,024 and less than ``max_tokens``; roles
+  alternate from ``user``; every ``tool_result`` answers a ``tool_use`` of the message
   just before and comes before any other block of its message; every ``tool_use`` of a message that is not the last
   is answered in the next one; with thinking enabled, when the request ends with tool results, the assistant message
   they answer starts with its (signed) thinking block (the API's "a final assistant message must start with a
@@ -60,18 +61,24 @@ def _consumed(value: Any) -> Any:
     return value
 
 
+# Per Responses content part type: the fields the API fills in itself that the SDK's param types require.
+PART_DEFAULTS = {
+    "output_text": {"annotations": []},  # a replayed assistant message's text (Hermes replays it without)
+    "input_image": {"detail": "auto"},  # an image (the API's documented default; Hermes sends none)
+}
+
+
 def _api_defaults(body: dict[str, Any]) -> dict[str, Any]:
-    """The Responses body with what the API fills in itself and the SDK's param types require: ``annotations`` of an
-    ``output_text`` part of a replayed assistant message (Hermes replays them without; the API accepts that)."""
+    """The Responses body with what the API fills in itself and the SDK's param types require (``PART_DEFAULTS``)."""
     items = body.get("input")
     if not isinstance(items, list):
         return body
 
     def filled(item: Any) -> Any:
-        if not (isinstance(item, Mapping) and item.get("type") == "message" and isinstance(item.get("content"), list)):
+        if not (isinstance(item, Mapping) and isinstance(item.get("content"), list)):
             return item
-        return {**item, "content": [{"annotations": [], **part} if isinstance(part, Mapping) and part.get(
-            "type") == "output_text" else part for part in item["content"]]}
+        return {**item, "content": [{**PART_DEFAULTS.get(part.get("type"), {}), **part}
+                                    if isinstance(part, Mapping) else part for part in item["content"]]}
 
     return {**body, "input": [filled(item) for item in items]}
 
@@ -132,10 +139,23 @@ def _alternating_pairs(messages: list[Mapping[str, Any]], use: Callable[[Mapping
     return problems
 
 
+def _thinking_budget_errors(request: Mapping[str, Any]) -> list[str]:
+    """Anthropic's rule for extended thinking's ``budget_tokens``: at least 1,024 and less than ``max_tokens``."""
+    thinking = request.get("thinking")
+    if not (isinstance(thinking, Mapping) and thinking.get("type") == "enabled"):
+        return []
+    budget, cap = thinking.get("budget_tokens"), request.get("max_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return [f"thinking.budget_tokens {budget!r} is below 1,024"]
+    if isinstance(cap, int) and budget >= cap:
+        return [f"thinking.budget_tokens {budget} is not less than max_tokens {cap}"]
+    return []
+
+
 def anthropic_errors(request: Mapping[str, Any]) -> list[str]:
     thinking = isinstance(request.get("thinking"), Mapping) and request["thinking"].get("type") in (
         "enabled", "adaptive")
-    return sdk_errors("anthropic_messages", request) + _alternating_pairs(
+    return sdk_errors("anthropic_messages", request) + _thinking_budget_errors(request) + _alternating_pairs(
         list(request.get("messages") or []),
         use=lambda b: b.get("id") if b.get("type") == "tool_use" else None,
         result=lambda b: b.get("tool_use_id") if b.get("type") == "tool_result" else None,

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from baton_engine.budget import (
+    MIN_THINKING_BUDGET_TOKENS,
     Decision,
     Margins,
     apply_output,
@@ -15,6 +16,7 @@ from baton_engine.budget import (
     compression_window,
     decide,
     margin_for,
+    reply_room,
     threshold_tokens,
     write_cap,
 )
@@ -318,6 +320,23 @@ def test_no_room_for_the_minimum_thinking_budget_is_needs_compaction() -> None:
     assert decision.action == "needs_compaction" and out is None and "thinking" in decision.reason
     decision, out = apply_output(thinking_request(8000), exact(100_000 - 4096 - 1024), Limits.of_window(100_000, 4096, 1024))
     assert out is not None and out["thinking"]["budget_tokens"] == 1024 and out["max_tokens"] == 4096 + 1024
+
+
+@given(window=st.sampled_from([4096, 16_384, 64_000, 200_000]), budget=st.integers(1024, 32_000),
+       answer=st.integers(1, 8192))
+def test_the_reply_room_a_shortening_keeps_is_what_a_thinking_request_needs(window: int, budget: int,
+                                                                            answer: int) -> None:
+    """A prompt that leaves ``reply_room`` is sent with a valid thinking budget; one token more needs compaction
+    (the room is no larger than needed). At 1eb3d6b the shortening kept the minimum reply only: Hermes' 4,000
+    thinking tokens in a 4,096 window then had no room, and the request went out with its 16,384 cap."""
+    request = thinking_request(budget, max_tokens=budget + answer)
+    limits = Limits.clamped(window, threshold=window, min_output_tokens=4096, fallback_margin_tokens=0)
+    prompt = window - reply_room(limits, find_cap(request), budget)
+    decision, out = apply_output(request, exact(prompt), limits)
+    assert decision.action != "needs_compaction"
+    sent = out if out is not None else request
+    assert MIN_THINKING_BUDGET_TOKENS <= sent["thinking"]["budget_tokens"] < sent["max_tokens"] <= window - prompt
+    assert apply_output(request, exact(prompt + 1), limits)[0].action == "needs_compaction"
 
 
 def test_adaptive_thinking_has_no_budget_to_lower() -> None:
