@@ -32,6 +32,12 @@ from dataclasses import dataclass, replace
 
 GROWTH_SHARE = 10  # after a compaction the next one needs trigger/10 tokens of real growth
 POST_COMPACTION_SHARE = 2  # the compacted request aims at half the trigger: the next compaction is many turns away
+# ...and at least this far below it, so a small window's compaction leaves room for several turns (below a trigger of
+# 18,432 the aim is lowered; 24K windows and above keep half). Measured with benchmarks/gap_bench.py at 16,384 (trigger
+# 12,288; benchmarks/FINDINGS.md): half the trigger leaves 6,144 tokens, three heavy turns of the workload: 93
+# compactions, fewest 3 turns apart; 7,168 -> 82 / 3, 8,192 -> 78 / 3, 9,216 -> 76 / 4, 10,240 the same as 9,216 (the
+# tail is at ``MIN_TAIL_TOKENS`` already).
+POST_COMPACTION_ROOM_TOKENS = 9216
 DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
 MIN_TAIL_TOKENS = 1024  # the verbatim tail a compaction keeps at least (the latest answered turns)
 MIN_UNANSWERED_TOKENS = 2048  # the share for results not yet answered never falls below this
@@ -128,6 +134,14 @@ class Limits:
                            fallback_margin_tokens=fallback_margin_tokens)
 
     @property
+    def post_compaction_aim(self) -> int:
+        """The size a compaction aims its request at (full-request scale): half the trigger, lowered so that at
+        least ``POST_COMPACTION_ROOM_TOKENS`` are left below the trigger. Large windows keep half (their half is
+        the larger room); a small window's aim leaves room for several turns instead of a long verbatim tail
+        (``tail_budgets`` still keeps ``MIN_TAIL_TOKENS``)."""
+        return max(min(self.trigger // POST_COMPACTION_SHARE, self.trigger - POST_COMPACTION_ROOM_TOKENS), 0)
+
+    @property
     def growth_needed(self) -> int:
         return max(self.trigger // GROWTH_SHARE, 1)
 
@@ -181,10 +195,10 @@ def tail_budgets(limits: Limits, *, fixed_tokens: int, inflight_tokens: int, blo
     The unanswered results (the ones that arrived in the request that triggered the compaction) are kept
     verbatim whenever the request can carry them: their room is what the window holds below the ceiling,
     never less than ``MIN_UNANSWERED_TOKENS``; eliding them would hide a result the model never saw. The
-    tail aims the rest at half the trigger: what is left after the unanswered results, at least
+    tail aims the rest at ``limits.post_compaction_aim``: what is left after the unanswered results, at least
     ``MIN_TAIL_TOKENS``, at most ``DEFAULT_TAIL_CAP``; a configured tail (``fresh_tail_tokens``) is used as
     it is."""
-    aim = limits.trigger // POST_COMPACTION_SHARE - fixed_tokens - block_tokens
+    aim = limits.post_compaction_aim - fixed_tokens - block_tokens
     tail = configured_tail if configured_tail is not None else \
         min(max(aim - inflight_tokens, MIN_TAIL_TOKENS), DEFAULT_TAIL_CAP)
     room = max(limits.ceiling - fixed_tokens - block_tokens - tail, MIN_UNANSWERED_TOKENS)

@@ -14,6 +14,7 @@ from baton_engine.policy import (
     MIN_TAIL_TOKENS,
     MIN_CAP_TOKENS,
     MIN_UNANSWERED_TOKENS,
+    POST_COMPACTION_ROOM_TOKENS,
     Limits,
     PolicyState,
     after_compaction,
@@ -111,6 +112,28 @@ def test_the_share_for_unanswered_results_is_never_zero(fixed: int, block: int, 
     assert kept_tail == tail if tail is not None else MIN_TAIL_TOKENS <= kept_tail <= DEFAULT_TAIL_CAP
     # unanswered results are kept whenever the window can carry them beside the fixed part, block and tail
     assert room >= min(inflight, limits.ceiling - fixed - block - kept_tail)
+
+
+@given(st.integers(1, 400_000))
+def test_the_post_compaction_aim_leaves_room_below_the_trigger(window: int) -> None:
+    """Half the trigger, lowered at small windows so at least ``POST_COMPACTION_ROOM_TOKENS`` (or the whole trigger)
+    stay free below it for the next turns: never more than half, never negative."""
+    limits = Limits.clamped(window, threshold=int(window * 0.75), min_output_tokens=4_096, fallback_margin_tokens=1_024)
+    aim = limits.post_compaction_aim
+    assert 0 <= aim <= limits.trigger // 2
+    assert limits.trigger - aim >= min(POST_COMPACTION_ROOM_TOKENS, limits.trigger)
+
+
+def test_a_small_window_keeps_the_minimum_tail_and_a_large_one_half_the_trigger() -> None:
+    """The benchmark's windows (gap_bench.py): at 16,384 (trigger 12,288) half the trigger left 6,144 tokens, three
+    heavy turns, so the aim is 3,072 and the default tail its minimum; at 65,536 (trigger 49,152) half stays."""
+    small = Limits.clamped(16_384, threshold=12_288, min_output_tokens=4_096, fallback_margin_tokens=1_024)
+    assert small.post_compaction_aim == 12_288 - POST_COMPACTION_ROOM_TOKENS == 3_072
+    assert tail_budgets(small, fixed_tokens=379, inflight_tokens=900, block_tokens=1_400)[1] == MIN_TAIL_TOKENS
+    large = Limits.clamped(65_536, threshold=49_152, min_output_tokens=4_096, fallback_margin_tokens=1_024)
+    assert large.post_compaction_aim == 24_576
+    assert tail_budgets(large, fixed_tokens=379, inflight_tokens=900, block_tokens=1_400)[1] == DEFAULT_TAIL_CAP
+    assert tail_budgets(large, fixed_tokens=16_300, inflight_tokens=2_500, block_tokens=1_400)[1] == 24_576 - 20_200
 
 
 def test_unanswered_results_get_the_window_not_half_the_trigger() -> None:
