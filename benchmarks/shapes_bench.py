@@ -134,7 +134,7 @@ def one(judge: Judge, runtime: Any, project: Path, kind: str, window: int, band:
             "fits": cap is not None and prompt + cap.value <= window}
 
 
-def run(quick: bool = False) -> dict[str, Any]:
+def run(quick: bool = False, bands: tuple[float, ...] | None = None) -> dict[str, Any]:
     """Every request kind x window x band x history, judged; ``rows`` one per request."""
     import logging
 
@@ -149,7 +149,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     judge = Judge()
     runtime = BatonRuntime(BatonSettings(tokenizer=judge.config))  # the route's counter, apart from the judge's
     project = initialised_project(Path(tempfile.mkdtemp(prefix="baton-shapes-project-")))
-    windows, bands = (QUICK_WINDOWS, QUICK_BANDS) if quick else (WINDOWS, BANDS)
+    windows, default_bands = (QUICK_WINDOWS, QUICK_BANDS) if quick else (WINDOWS, BANDS)
+    bands = bands or default_bands
     rows = []
     try:
         for kind in BUILDERS:
@@ -216,8 +217,9 @@ def failed(results: dict[str, Any]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two small windows and three bands")
+    parser.add_argument("--bands", type=float, nargs="*", help="sizes as multiples of the window (default: all)")
     args = parser.parse_args(argv)
-    results = run(args.quick)
+    results = run(args.quick, tuple(args.bands) if args.bands else None)
     print("\n".join(render(results)))
     return 1 if failed(results) else 0
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+QUICK_RUN_SECONDS = 900  # the whole quick run (every section, the shapes benchmark's 60 requests too)
 pytestmark = [
     pytest.mark.hermes,
+    pytest.mark.timeout(QUICK_RUN_SECONDS + 60),
     pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("agent", "incontext", "matplotlib")),
                        reason="needs hermes-agent, incontext and matplotlib (scripts/bench.sh builds that venv)"),
 ]
@@ -20,7 +22,7 @@ pytestmark = [
 
 def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=QUICK_RUN_SECONDS)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     report = (tmp_path / "REPORT.md").read_text()
@@ -52,3 +54,20 @@ def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: 
     assert "## Usage-anchored counting" in report
     assert "## Memory" in report and all(row["missing"] is None for row in results["memory"]["caches"])
     assert "## Soak" in report and "Soak figures: not run" in report  # the soak is a separate script
+    # issue 30 item 7: every request kind Hermes 0.19.0's transports build, at 4,096 and 16,384 windows and bands
+    # from half the window to three times it, text only and with images, leaves Baton valid and within the window
+    shapes = results["shapes"]
+    rows = shapes["rows"]
+    kinds = {"chat_completions", "anthropic_messages", "anthropic_thinking", "codex_responses", "bedrock_converse"}
+    assert {r["kind"] for r in rows} == kinds
+    assert len(rows) == len(kinds) * 2 * 3 * 2  # kinds x windows x bands x (text, images)
+    assert [r for r in rows if not (r["valid"] and r["fits"])] == []
+    assert shapes["invalid"] == 0 and shapes["over_window"] == 0
+    # the bands are the sizes they claim: Hermes' request is at 3x (within 15%) and far over the window is shortened
+    far = [r for r in rows if r["band"] == 3.0]
+    assert all(abs(r["before"] / r["window"] - 3.0) < 0.45 for r in far), [r["before"] for r in far]
+    assert all(r["shortened"] and r["prompt"] + r["cap"] <= r["window"] for r in far)
+    assert any(r["media"] > 0 for r in rows if r["images"]) and all(r["media"] == 0 for r in rows if not r["images"])
+    for kind in kinds:
+        assert f"| {kind} | 3.0x | 4 | 4 | 4 | 0 | 0 | 4 |" in report
+    assert f"{len(rows)} requests: 0 invalid, 0 over the window (0 and 0 required: met)." in report
