@@ -66,14 +66,17 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     engine = agent.context_compressor
     history: list[dict[str, Any]] | None = None
     turns = []
-    switch = spec.get("switch")  # /model between two turns: {"before_turn", "model", "base_url", "provider"}
+    # /model between two turns: {"before_turn", "model", "base_url", "provider"} each; the status after each turn
+    switches = {switch["before_turn"]: switch for switch in spec.get("switches") or []}
     for number, user_message in enumerate(spec["turns"]):
-        if switch and number == switch["before_turn"]:
+        if number in switches:
+            switch = switches[number]
             agent.switch_model(switch["model"], switch["provider"], api_key="sk-test", base_url=switch["base_url"])
         result = agent.run_conversation(user_message, conversation_history=history)
         history = result.get("messages")
         turns.append({"final_response": result.get("final_response"), "api_calls": result.get("api_calls"),
-                      "completed": result.get("completed"), "messages": len(history or [])})
+                      "completed": result.get("completed"), "messages": len(history or []),
+                      "status": engine.get_status() if switches and hasattr(engine, "get_status") else None})
     status = engine.get_status() if hasattr(engine, "get_status") else {}
     compression_count = engine.compression_count
     binding = getattr(engine, "recall_binding", None)  # None: Hermes' own compressor

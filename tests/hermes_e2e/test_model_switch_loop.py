@@ -1,13 +1,16 @@
-"""``/model`` to another server in the REAL Hermes loop: the new route's requests fit ITS window (issue 30).
+"""``/model`` to other servers in the REAL Hermes loop: each new route's requests fit ITS window (issue 30).
 
 The real ``AIAgent`` reads design files from a first server (the configured model, a 65,536 window, Baton's
-configured Qwen3 tokenizer), then ``AIAgent.switch_model`` moves it — as Hermes' ``/model`` handlers do — to a
-second server serving another model with a 32,768 window, and it reads more files there: the history it brings
-(~19k tokens) plus the new files overflow that window, and config.yaml's ``max_tokens`` still asks for 65,536.
-Baton's configured tokenizer is not this model's, so the route counts either through the server itself (it is
-vLLM-like: /tokenize and ``owned_by: "vllm"``) or, when the server cannot count, with the rough count and its
-measured margin. The second server judges every request with its own count of the prompt and refuses one whose
-prompt plus cap is above its window. At 9dba563 the rough count kept no margin and such requests left over it.
+configured Qwen3 tokenizer). Then ``AIAgent.switch_model`` moves it, as Hermes' ``/model`` handlers do, to a second
+server that serves another model with a 32,768 window and cannot count (an OpenAI-compatible chat server), and
+later to a third one with the same window that counts for itself (vLLM-like: /tokenize and ``owned_by: "vllm"``).
+It reads more files on each. The history it brings (~19k tokens) plus the new files overflow 32,768, and
+config.yaml's ``max_tokens`` still asks for 65,536. Baton's configured tokenizer is not these models', so the second
+route counts with the rough count and its measured margin, and the third through the server's own /tokenize
+(exact, with no unconfirmed room: it is the provider's count). Each server judges every request with its own
+count of the prompt and refuses one whose prompt plus cap is above its window. At 9dba563 the rough count kept no
+margin and such requests left over the window. Before Baton skipped Hermes' check of a summariser's window
+(``patches``), 0.19 ended the conversation at the first compaction on a 32,768 window.
 """
 
 from __future__ import annotations
@@ -17,56 +20,68 @@ from pathlib import Path
 import pytest
 
 from batontest.assets import qwen3_dir
-from batontest.hermes_run import MODEL
-from batontest.model_server import ModelServer, Reply, ScriptedPolicy, ToolCall
+from batontest.model_server import ModelServer, RecordedRequest, Reply, ScriptedPolicy, ToolCall
 from batontest.reading import files_never_seen, request_map, run_reading
 
 pytestmark = pytest.mark.hermes
 
-FIRST_WINDOW, SECOND_WINDOW = 65_536, 32_768
-SECOND_MODEL = "other-model"
-FILE_WORDS = 3_200  # ~6.1k Qwen3 tokens a file: 3 files before the switch (~19k), 3 after
-BEFORE, AFTER = (1, 2, 3), (4, 5, 6)
-TURNS = ("Read design files 1 to 3 under docs/ one by one.", "Now read design files 4 to 6 one by one.")
+FIRST_WINDOW, SMALL_WINDOW = 65_536, 32_768
+FILE_WORDS = 3_200  # ~6.1k Qwen3 tokens a file
+READS = ((1, 2, 3), (4, 5, 6), (7, 8))  # per server: ~19k tokens before the first switch
+FILES = 8
+TURNS = ("Read design files 1 to 3 under docs/ one by one.", "Now read design files 4 to 6 one by one.",
+         "Now read design files 7 and 8.")
 
 
-def reads(project: Path, numbers: tuple[int, ...], answer: str) -> ScriptedPolicy:
+def reads(project: Path, numbers: tuple[int, ...]) -> ScriptedPolicy:
     steps = [Reply(content=f"Reading design file {n}.",
                    tool_calls=(ToolCall("read_file", {"path": str(project / f"docs/design_{n:02d}.md")}),))
              for n in numbers]
-    return ScriptedPolicy(steps, final_answer=answer)
+    return ScriptedPolicy(steps, final_answer=f"Files {numbers[0]}-{numbers[-1]} read.")
 
 
-@pytest.mark.parametrize("second_server", ["counts for itself", "cannot count"])
-def test_after_a_model_switch_every_request_fits_the_new_window(tmp_path: Path, second_server: str) -> None:
+def fits(requests: list[RecordedRequest], window: int) -> bool:
+    return all(r.prompt_tokens is not None and r.prompt_tokens + r.output_budget <= window for r in requests)
+
+
+def test_after_each_model_switch_every_request_fits_the_new_window(tmp_path: Path) -> None:
     project = tmp_path / "project"
-    counts = second_server == "counts for itself"
-    with ModelServer(reads(project, BEFORE, "Files 1-3 read."), context_window=FIRST_WINDOW) as first, \
-            ModelServer(reads(project, AFTER, "Files 4-6 read."), context_window=SECOND_WINDOW,
-                        model_name=SECOND_MODEL, counts_for_itself=counts, call_id_tag="second") as second:
+    with ModelServer(reads(project, READS[0]), context_window=FIRST_WINDOW) as first, \
+            ModelServer(reads(project, READS[1]), context_window=SMALL_WINDOW, model_name="chat-only-model",
+                        call_id_tag="b") as estimated, \
+            ModelServer(reads(project, READS[2]), context_window=SMALL_WINDOW, model_name="counting-model",
+                        counts_for_itself=True, call_id_tag="c") as counting:
         result, _home, _wall = run_reading(
-            tmp_path, first, files=6, file_words=FILE_WORDS, context_length=FIRST_WINDOW, max_tokens=FIRST_WINDOW,
-            baton={"tokenizer": {"backend": "hf", "path": str(qwen3_dir())},
-                   "auto_checkpoint_on_end": False},
-            turns=TURNS, switch={"before_turn": 1, "model": SECOND_MODEL, "base_url": second.base_url,
-                                 "provider": "custom"})
-    figures = (f"[{second_server}] first:\n{request_map(first.requests, 6)}\nsecond:\n"
-               f"{request_map(second.requests, 6)}\nstatus={result['status'].get('tokenizer')} "
-               f"window={result['status'].get('window')} turns={[t['final_response'] for t in result['turns']]}")
+            tmp_path, first, files=FILES, file_words=FILE_WORDS, context_length=FIRST_WINDOW,
+            max_tokens=FIRST_WINDOW, baton={"tokenizer": {"backend": "hf", "path": str(qwen3_dir())},
+                                            "auto_checkpoint_on_end": False}, turns=TURNS,
+            hermes={"agent": {"minimum_tool_context_length": SMALL_WINDOW}},  # 0.22 refuses less than 64,000
+            switches=[{"before_turn": 1, "model": "chat-only-model", "base_url": estimated.base_url,
+                       "provider": "custom"},
+                      {"before_turn": 2, "model": "counting-model", "base_url": counting.base_url,
+                       "provider": "custom"}])
+    servers = (first, estimated, counting)
+    statuses = [turn["status"] for turn in result["turns"]]
+    figures = "\n".join(f"server {n}:\n{request_map(s.requests, FILES)}" for n, s in enumerate(servers)) + "".join(
+        f"\nafter turn {n}: tokenizer={s['tokenizer']} window={s['window']}" for n, s in enumerate(statuses))
     print(figures)
     assert result["engine_class"].startswith("baton_engine"), figures
-    assert [t["final_response"] for t in result["turns"]] == ["Files 1-3 read.", "Files 4-6 read."], figures
-    assert len(second.main_requests) >= len(AFTER) + 1, figures  # the second turn went to the second server
-    # the second server's own judgement: nothing refused, every prompt + cap within its window
-    assert second.rejections == [] and first.rejections == [], figures
-    assert all(r.prompt_tokens + r.output_budget <= SECOND_WINDOW for r in second.main_requests), figures
-    assert files_never_seen([*first.main_requests, *second.main_requests], 6) == [], figures
-    assert result["status"]["window"]["effective"] == SECOND_WINDOW, figures
-    tokenizer = result["status"]["tokenizer"]
-    if counts:  # asked the server: exact counts from its /tokenize
-        assert "its server counts for itself (vllm)" in tokenizer["chosen_by"], figures
-        assert second.tokenize_requests > 0 and tokenizer["counting"] == "exact", figures
-    else:
-        assert "not the configured model" in tokenizer["chosen_by"], figures
-        assert second.tokenize_requests == 0, figures
-    assert MODEL != SECOND_MODEL
+    assert [t["final_response"] for t in result["turns"]] == ["Files 1-3 read.", "Files 4-6 read.",
+                                                              "Files 7-8 read."], figures
+    assert all(len(s.main_requests) > len(numbers) for s, numbers in zip(servers, READS)), figures
+    # each server's own judgement: nothing refused, every prompt + cap within its window
+    assert [r for s in servers for r in s.rejections] == [], figures
+    assert fits(first.main_requests, FIRST_WINDOW) and fits(estimated.main_requests, SMALL_WINDOW) and \
+        fits(counting.main_requests, SMALL_WINDOW), figures
+    assert files_never_seen([r for s in servers for r in s.main_requests], FILES) == [], figures
+    # the history brought to each small window had to be compacted there
+    assert max(r.prompt_tokens for r in first.main_requests) > SMALL_WINDOW // 2, figures
+    assert [s["window"]["effective"] for s in statuses] == [FIRST_WINDOW, SMALL_WINDOW, SMALL_WINDOW], figures
+    assert statuses[0]["tokenizer"]["counting"] == "exact" and statuses[0]["tokenizer"]["source"] == "hf:qwen3"
+    # the chat-only server cannot count: estimates with their margin (anchored on its usage once it reported)
+    assert "not the configured model" in statuses[1]["tokenizer"]["chosen_by"], figures
+    assert statuses[1]["tokenizer"]["counting"] != "exact" and estimated.tokenize_requests == 0, figures
+    # the counting server was asked: exact counts from its /tokenize, its window from its max_model_len
+    assert "its server counts for itself (vllm)" in statuses[2]["tokenizer"]["chosen_by"], figures
+    assert statuses[2]["tokenizer"]["counting"] == "exact" and counting.tokenize_requests > 0, figures
+    assert statuses[2]["window"]["source"] == "server max_model_len", figures
