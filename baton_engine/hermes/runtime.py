@@ -230,7 +230,8 @@ class BatonRuntime:
         main route (Hermes' configured model and server, or any route when they are unknown); else the route's
         own server when it counts for itself (``server_backend``: a vLLM server's /tokenize); else ``auto`` for
         the route's own model (tiktoken for OpenAI-family names, else rough + its measured margin, which the
-        provider's usage then anchors). Counters are shared per tokenizer configuration, whichever project configured it."""
+        provider's usage then anchors). Counters are shared per tokenizer configuration, whichever project
+        configured it."""
         settings = settings if settings is not None else self.settings
         for entry in settings.tokenizer_routes:
             if entry.matches(model, base_url, provider):

@@ -90,7 +90,8 @@ def test_a_new_routes_vllm_server_is_asked_once_and_counts_for_itself() -> None:
         route = routes[-1]
         assert "its server counts for itself (vllm)" in route.why and route.source() == "vllm:" + server.url.split("//")[1]
         counted = route.count_chat(MESSAGES)
-        assert counted.exact and counted.tokens == server.tokenize({**MESSAGES, "model": server.model_name})[1]["count"]
+        expected = server.tokenize({**MESSAGES, "model": server.model_name})[1]["count"]
+        assert counted.exact and counted.tokens == expected
         assert route.server_window() == 32_768
         # the same server does not serve another model: not asked to count it
         assert "not the configured model" in runtime.for_route("another-model", url, "custom").why
