@@ -250,3 +250,20 @@ def test_a_provider_that_counts_more_calibrates_the_route_and_status_says_so(
         prompt * 1.3)
     assert "undercounts this server by 30%" in status["verification"]["advice"]
     assert sent_max_tokens(activation, agent) < first
+
+
+def test_status_names_the_media_share_of_the_last_count_as_an_estimate(
+        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+    """Issue 30 item 4: an image is its own term of a count, an estimate by the providers' published rules."""
+    from baton_engine.tokens.media import image_tokens
+    from batontest.images import data_url, png
+
+    activation, runtime = active
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, SMALL, "s")
+    picture = {"type": "image_url", "image_url": {"url": data_url(png(1024, 768))}}
+    with_image = [*MESSAGES[:-1], {"role": "user", "content": [{"type": "text", "text": "What is shown?"}, picture]}]
+    assert sent_max_tokens(activation, agent, with_image) is not None
+    tokenizer = agent.context_compressor.get_status()["tokenizer"]
+    assert tokenizer["media_tokens_estimated"] == image_tokens(1024, 768) > 0
+    assert sent_max_tokens(activation, agent) is not None  # a text-only request: no media term
+    assert agent.context_compressor.get_status()["tokenizer"]["media_tokens_estimated"] == 0
