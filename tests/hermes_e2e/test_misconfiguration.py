@@ -37,7 +37,9 @@ def _hermes_chat(workdir: Path, baton: dict[str, Any], extra_env: dict[str, str]
         home = write_hermes_home(workdir / "hermes-home", hermes_config(
             base_url=server.base_url, model="qwen3-local", context_length=WINDOW, max_tokens=WINDOW, baton=baton))
         project = git_project(workdir / "project", {"README.md": "# demo\n"})
-        env = hermes_env(home, {**(extra_env or {}), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+        # PYTHONFAULTHANDLER: a native crash reports itself on stderr (``exited`` reads that report)
+        env = hermes_env(home, {**(extra_env or {}), "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+                                "PYTHONFAULTHANDLER": "1"})
         done = subprocess.run([str(hermes), "chat", "-q", "Say hello"], cwd=project, env=env, capture_output=True,
                               text=True, timeout=240, stdin=subprocess.DEVNULL, check=False)
     return done, server
