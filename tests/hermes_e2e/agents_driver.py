@@ -109,4 +109,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from driver import leave  # this directory is the script's: past finalization, as driver.py leaves
+
+    leave(main())

@@ -112,5 +112,19 @@ def main() -> int:
     return 0
 
 
+def leave(code: int) -> None:
+    """Exit past the interpreter's finalization, as Hermes' own one-shot mode does (hermes-agent PR #67905): on
+    Hermes 0.22 a NeMo Relay native thread can fault while ``Py_FinalizeEx`` runs (SIGSEGV after the work is done
+    and the output written; a core dump showed it, and it failed a driver run of the load series). Everything this
+    process owes is written before; Baton registers no ``atexit`` work."""
+    import logging
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    leave(main())
