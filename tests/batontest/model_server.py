@@ -271,18 +271,8 @@ class _Handler(JsonHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if self.path == "/tokenize" and self.owner.tokenizer_server is not None:
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                body = None
-            if not isinstance(body, dict):
-                self.send_json(400, _error("request body must be a JSON object"))
-                return
-            self.owner.tokenize_requests += 1
-            self.send_json(*self.owner.tokenizer_server.tokenize(body))
-            return
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        tokenize = self.path == "/tokenize" and self.owner.tokenizer_server is not None
+        if not tokenize and self.path.rstrip("/") != "/v1/chat/completions":
             self._record_other()
             self.send_json(404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
             return
@@ -292,6 +282,11 @@ class _Handler(JsonHandler):
             body = None
         if not isinstance(body, dict):
             self.send_json(400, _error("request body must be a JSON object"))
+            return
+        if tokenize:
+            with self.owner._lock:
+                self.owner.tokenize_requests += 1
+            self.send_json(*self.owner.tokenizer_server.tokenize(body))
             return
         status, payload = self.owner.handle_chat(body, conversation=self.headers.get(CONVERSATION_HEADER))
         if isinstance(payload, list):
