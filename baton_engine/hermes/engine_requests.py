@@ -26,6 +26,7 @@ from baton_engine.metrics.log import MetricsLog
 from baton_engine.request import ProviderRequest, find_thinking_budget
 from baton_engine.shapes import Shape
 from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.media import MediaRule, rule_of
 from baton_engine.tokens.verify import RouteCheck
 
 if TYPE_CHECKING:
@@ -186,11 +187,17 @@ class RequestBudgeter:
 
     # ---- counting: one request view, one count ----------------------------------------------------
 
+    def media_rule(self) -> MediaRule:
+        """Whose published rule prices this route's images (Anthropic's, OpenAI's, else the larger of both)."""
+        route = self.route
+        return rule_of(provider=route.provider, base_url=route.base_url, model=route.model, api_mode=route.api_mode)
+
     def count(self, view: ProviderRequest) -> TokenCount:
         """The view's provider-visible size: exact, anchored on real usage, or rough + margin. A tokenizer
         server states its window with a count: the threshold fits it from here on."""
         counting = self.counting()
-        counted = self.ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES)
+        counted = self.ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES,
+                                    media_rule=self.media_rule())
         self.fit_window(counting)
         return counted
 

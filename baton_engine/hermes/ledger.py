@@ -22,6 +22,7 @@ from baton_engine.hermes import request_view
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
+from baton_engine.tokens.media import BOUND, MediaRule, priced
 from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
 from baton_engine.tokens.verify import RouteCheck, plausible
 
@@ -103,20 +104,23 @@ class Ledger:
     observed_request: int = 0  # the request (by number) whose reported size was last observed
     implausible_usage: int = 0  # reported sizes ignored as impossible for the request they would answer
 
-    def count(self, view: ProviderRequest, counting: Any, *, by_content: bool = False) -> TokenCount:
+    def count(self, view: ProviderRequest, counting: Any, *, by_content: bool = False,
+              media_rule: MediaRule = BOUND) -> TokenCount:
         """One count per distinct view, on the provider's scale (``RouteCheck.adjust``); the same view again
         (a retry) is answered from the memo. ``by_content``: on a route whose wire format is not chat messages
         (Responses, Converse, Anthropic), the transport's view of the request the estimator just counted is the
         same request (``ProviderRequest.content_key``), answered from the memo too; it then names the memo, so
-        the request sent pairs with its count."""
-        key = view.key
+        the request sent pairs with its count. ``media_rule``: whose published rule prices the view's images
+        (``tokens.media.rule_of`` the route)."""
+        request = priced(view.count_request(), media_rule)
+        key = view.key if request is view.count_request() or view.key is None else f"{view.key}:{media_rule}"
         content = view.content_key if by_content else None
         if self.memo is not None and ((key is not None and key == self.memo_key)
                                       or (content is not None and content == self.memo_content)):
             self.memo_hits += 1
             self.memo_key = key
             return self.check.adjust(self.memo)
-        counted = counting.count_chat(view.count_request(), anchor=self.anchor, key=key)
+        counted = counting.count_chat(request, anchor=self.anchor, key=key)
         self.counted += 1
         self.memo_key, self.memo_content, self.memo = key, content, counted
         return self.check.adjust(counted)

@@ -64,6 +64,7 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
             # images and documents in the last count: an estimate by the providers' published rules (tokens.media),
             # never a tokenizer's count; the route's verification learns its scale apart from the text's
             "media_tokens_estimated": last.media_tokens if last is not None else None,
+            "media_rule": requests.media_rule(),  # whose rule priced them: anthropic, openai, or bound (the larger)
             "fallbacks": stats.fallbacks if stats else 0,
             "last_fallback_reason": (last.fallback_reason if last is not None else None) or counting.counter_error,
             "error": counting.counter_error,  # the tokenizer cannot start: why, the setting, the fix

@@ -34,6 +34,54 @@ def test_an_image_costs_the_larger_of_the_published_formulas() -> None:
     assert media.image_tokens(8000, 6000) <= media.UNKNOWN_IMAGE_TOKENS == 1640  # scaled down: never above the bound
 
 
+def test_each_provider_is_priced_by_its_own_published_rule() -> None:
+    assert media.image_tokens(1092, 1092, "anthropic") == 1590  # Anthropic's table
+    assert media.image_tokens(1092, 1092, "openai") == 85 + 170 * 4  # 768 x 768 after scaling: 2 x 2 tiles
+    assert media.image_tokens(2048, 4096, "openai") == 85 + 170 * 6  # 1,024 x 2,048 -> 768 x 1,536: 2 x 3 tiles
+    assert media.image_tokens(200, 200, "anthropic") == 54
+    for rule in ("anthropic", "openai"):  # the bound is never below a provider's own figure
+        assert all(media.image_tokens(w, h, rule) <= media.image_tokens(w, h)
+                   for w, h in [(200, 200), (1092, 1092), (1920, 1080), (768, 2048), (8000, 6000)])
+    unreadable = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    assert media.part_tokens(unreadable, "openai") == 1445 and media.part_tokens(unreadable, "anthropic") == 1640
+
+
+@pytest.mark.parametrize(("route", "rule"), [
+    ({"api_mode": "anthropic_messages", "provider": "custom"}, "anthropic"),
+    ({"provider": "anthropic"}, "anthropic"),
+    ({"api_mode": "bedrock_converse", "model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}, "anthropic"),
+    ({"provider": "openrouter", "model": "anthropic/claude-opus-4.1"}, "anthropic"),
+    ({"provider": "openai", "model": "gpt-5"}, "openai"),
+    ({"base_url": "https://api.openai.com/v1", "provider": "custom"}, "openai"),
+    ({"api_mode": "codex_responses", "base_url": "https://chatgpt.com/backend-api/codex"}, "openai"),
+    ({"provider": "custom", "base_url": "http://127.0.0.1:8000/v1", "model": "Qwen/Qwen2.5-VL-7B"}, "bound"),
+    ({"api_mode": "bedrock_converse", "model": "amazon.nova-pro-v1:0"}, "bound"),
+    ({}, "bound"),
+])
+def test_the_route_says_whose_rule_prices_its_images(route: dict[str, str], rule: str) -> None:
+    assert media.rule_of(**route) == rule
+
+
+def test_low_detail_is_openai_s_flat_price_but_not_anthropic_s() -> None:
+    part = {"type": "image_url", "image_url": {"url": data_url(png(1092, 1092)), "detail": "low"}}
+    assert media.part_tokens(part) == media.part_tokens(part, "openai") == media.LOW_DETAIL_TOKENS
+    assert media.part_tokens(part, "anthropic") == 1590  # Anthropic has no detail setting: priced by its size
+
+
+def test_a_route_whose_provider_is_known_counts_its_images_by_that_rule() -> None:
+    backend = Counting()
+    counter = TokenCounter(backend)  # type: ignore[arg-type]
+    view = CHAT.read({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "two words"}, {"type": "image_url", "image_url": {"url": data_url(IMAGE)}}]}]})
+    request = view.count_request()
+    assert media.priced(request, "bound") is request  # no copy under the bound
+    assert media.priced({"messages": [{"role": "user", "content": "plain"}]}, "openai")["messages"][0]["content"] == \
+        "plain"
+    figures = {rule: counter.count_chat(media.priced(request, rule)).tokens for rule in ("bound", "anthropic", "openai")}
+    assert figures == {"bound": 2 + COST, "anthropic": 2 + 1049, "openai": 2 + 765}
+    assert request["messages"][0]["content"][1]["tokens"] == COST  # the view itself is never changed
+
+
 def test_a_300_kb_base64_image_is_not_counted_as_text() -> None:
     """The finding: a ~300 KB PNG counted as JSON text was ~75,000 tokens; its provider cost is ~1,600."""
     url = data_url(png(1920, 1080, payload=220_000))
@@ -80,7 +128,8 @@ def test_every_view_of_one_image_request_has_the_same_key() -> None:
     views = [estimate, chat, anthropic, responses, bedrock]
     assert all(view is not None for view in views)
     assert {view.key for view in views} == {estimate.key}
-    assert estimate.count_request()["messages"][0]["content"][1] == media.placeholder(COST)
+    assert estimate.count_request()["messages"][0]["content"][1] == media.placeholder(
+        COST, {"openai": media.image_tokens(1024, 768, "openai")})
     assert "base64" not in str(anthropic.count_request())
 
 

@@ -96,7 +96,8 @@ def test_an_image_request_is_one_key_for_the_estimate_and_hermes_anthropic_trans
                                           frame=transport.frame())
     assert transport is not None and transport.count_request() == estimate.count_request()
     assert transport.key == estimate.key
-    assert media.placeholder(media.image_tokens(1440, 900)) in transport.messages[1]["content"]
+    assert media.placeholder(media.image_tokens(1440, 900), {"openai": media.image_tokens(1440, 900, "openai")}) \
+        in transport.messages[1]["content"]
 
 
 def with_tool_calls(turns: int) -> list[dict[str, Any]]:

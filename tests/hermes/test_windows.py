@@ -39,10 +39,10 @@ def active(qwen3_env: Path) -> Iterator[tuple[Activation, BatonRuntime]]:
 
 
 def new_agent(registered: BatonContextEngine, model: str, window: int, session_id: str,
-              tools: list[dict[str, Any]] | None = None) -> LoopAgent:
+              tools: list[dict[str, Any]] | None = None, provider: str = "custom") -> LoopAgent:
     """What Hermes does per agent: deep-copy the registered engine, tell it the model, start the session."""
     engine = copy.deepcopy(registered)
-    engine.update_model(model, window, base_url=BASE_URL, provider="custom")
+    engine.update_model(model, window, base_url=BASE_URL, provider=provider)
     engine.on_session_start(session_id, platform="cli", model=model)
     return LoopAgent(engine, tools)
 
@@ -54,13 +54,13 @@ def exact(runtime: BatonRuntime, messages: list[dict[str, Any]], tools: list[dic
 
 
 def sent_max_tokens(activation: Activation, agent: LoopAgent | None, messages: list[dict[str, Any]] = MESSAGES,
-                    model: str = MODEL, **context: Any) -> int | None:
+                    model: str = MODEL, provider: str = "custom", **context: Any) -> int | None:
     request = {"model": model, "messages": messages, "max_tokens": ASKED}
     if agent is not None and agent.tools:
         request["tools"] = agent.tools
     call = (lambda: in_agent(agent, activation.llm_request, request=request, model=model, base_url=BASE_URL,
-                             provider="custom", **context)) if agent is not None else (
-        lambda: activation.llm_request(request=request, model=model, base_url=BASE_URL, provider="custom", **context))
+                             provider=provider, **context)) if agent is not None else (
+        lambda: activation.llm_request(request=request, model=model, base_url=BASE_URL, provider=provider, **context))
     answer = call()
     return None if answer is None else answer["request"]["max_tokens"]
 
@@ -252,18 +252,25 @@ def test_a_provider_that_counts_more_calibrates_the_route_and_status_says_so(
     assert sent_max_tokens(activation, agent) < first
 
 
+@pytest.mark.parametrize(("provider", "rule", "figure"), [
+    ("custom", "bound", 1049),  # a self-hosted server: the larger of the two rules (Anthropic's here)
+    ("anthropic", "anthropic", 1049),  # ceil(1024 * 768 / 750)
+    ("openai", "openai", 765),  # 768 x 576 after scaling: 2 x 2 tiles, 85 + 4 * 170
+])
 def test_status_names_the_media_share_of_the_last_count_as_an_estimate(
-        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
-    """Issue 30 item 4: an image is its own term of a count, an estimate by the providers' published rules."""
+        project: Path, active: tuple[Activation, BatonRuntime], provider: str, rule: str, figure: int) -> None:
+    """Issue 30 item 4: an image is its own term of a count, an estimate by the published rule of the route's
+    provider when it is known (the larger of Anthropic's and OpenAI's otherwise)."""
     from baton_engine.tokens.media import image_tokens
     from batontest.images import data_url, png
 
     activation, runtime = active
-    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, SMALL, "s")
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, SMALL, "s", provider=provider)
     picture = {"type": "image_url", "image_url": {"url": data_url(png(1024, 768))}}
     with_image = [*MESSAGES[:-1], {"role": "user", "content": [{"type": "text", "text": "What is shown?"}, picture]}]
-    assert sent_max_tokens(activation, agent, with_image) is not None
+    assert sent_max_tokens(activation, agent, with_image, provider=provider) is not None
     tokenizer = agent.context_compressor.get_status()["tokenizer"]
-    assert tokenizer["media_tokens_estimated"] == image_tokens(1024, 768) > 0
-    assert sent_max_tokens(activation, agent) is not None  # a text-only request: no media term
+    assert tokenizer["media_rule"] == rule
+    assert tokenizer["media_tokens_estimated"] == image_tokens(1024, 768, rule) == figure
+    assert sent_max_tokens(activation, agent, provider=provider) is not None  # a text-only request: no media term
     assert agent.context_compressor.get_status()["tokenizer"]["media_tokens_estimated"] == 0
