@@ -193,6 +193,26 @@ def detect_server_backend(url: str, model: str | None, timeout_seconds: float,
     return None
 
 
+def backend_window(url: str, model: str | None, timeout_seconds: float,
+                   registry: Registry | None = None) -> tuple[str, int] | None:
+    """``(backend name, window)`` from the first installed backend (by name) whose ``BackendSpec.window`` reads the
+    server at ``url``; None when none does. A probe is plugin code: one that fails is skipped."""
+    if registry is None:
+        registry = discover()
+    for name, item in registry.backends.items():
+        probe = item.spec.window
+        if probe is None:
+            continue
+        try:
+            found = probe(url, model, timeout_seconds)
+        except Exception as exc:  # noqa: BLE001 - a broken probe is reported by type and never believed
+            LOGGER.warning("tokenizer backend %r failed to read a server's window (%s)", name, type(exc).__name__)
+            continue
+        if type(found) is int and found > 0:
+            return name, found
+    return None
+
+
 def build_backend(
     config: TokenizerConfig, registry: Registry | None = None
 ) -> tuple[TokenizerBackend, Selection]:
