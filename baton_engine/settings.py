@@ -26,6 +26,7 @@ from baton_engine.embedding import EmbedderConfig
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.config import BatonConfig
 from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS
+from baton_engine.messages.markers import BATON_TOOLS
 from baton_engine.tokens.contract import TokenizerConfig
 
 # Environment variables cannot contain NUL, so this default can only mean "not set".
@@ -124,6 +125,9 @@ class BatonSettings:
     share_handoffs: bool = False
     # recall's ranking by meaning: an embedding server or a local model (docs/recall.md); None: lexical only
     embedder: EmbedderConfig | None = None
+    # Baton's tools the model is offered: every request carries their schemas (all four: 569 tokens with Qwen3,
+    # docs/hermes.md); a small window may leave out the optional ones, e.g. [recall, capture]
+    tools: tuple[str, ...] = BATON_TOOLS
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
     # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
@@ -186,6 +190,18 @@ def _bool(raw: Any, label: str) -> bool:
     return raw
 
 
+def _tools(raw: Any, label: str) -> tuple[str, ...]:
+    """A list of Baton's tool names (``recall`` or ``baton_recall``), in Baton's order; [] offers none."""
+    short = [name.removeprefix("baton_") for name in BATON_TOOLS]
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise SettingsError(f"{label} must be a list of Baton's tools, e.g. [{', '.join(short)}]")
+    wanted = {item.strip().lower().removeprefix("baton_") for item in raw}
+    unknown = sorted(wanted - set(short))
+    if unknown:
+        raise SettingsError(f"{label}: {unknown[0]} is not one of Baton's tools ({', '.join(short)})")
+    return tuple(name for name in BATON_TOOLS if name.removeprefix("baton_") in wanted)
+
+
 _TOKENIZER_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "backend": _backend_name,
     "url": _url,
@@ -209,6 +225,7 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "fresh_tail_tokens": _int(1),
     "share_handoffs": _bool,
     "embedder": lambda raw, label: _embedder(raw, label),
+    "tools": _tools,
 }
 EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
 
@@ -382,7 +399,8 @@ def describe(settings: BatonSettings) -> list[dict[str, str]]:
               **{key: getattr(settings, key) for key in (*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS)}}
     rows = []
     for name, value in values.items():
-        shown = "(set)" if name == "api_key" and value is not None else ("unset" if value is None else str(value))
+        shown = ("(set)" if name == "api_key" and value is not None else "unset" if value is None
+                 else ", ".join(value) if isinstance(value, tuple) else str(value))
         rows.append({"setting": name, "value": shown, "origin": origins.get(name, DEFAULT_ORIGIN)})
     routes = "; ".join(f"{route.describe()} -> {route.tokenizer.backend}" for route in settings.tokenizer_routes)
     rows.append({"setting": "tokenizer_routes", "value": routes or "none",

@@ -16,6 +16,7 @@ from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.patches import activation
 from baton_engine.hermes.runtime import get_runtime
+from baton_engine.hermes.tools import schema_tokens
 from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
 
@@ -89,6 +90,10 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
         "degradation": {"reason": compaction.degradation_reason, "detail": compaction.degradation_detail,
                         "count": compaction.degraded_count},
         "session_rotations": compaction.session_rotations,
+        # what Baton adds to every request: its tools' schemas (the ``tools`` setting), counted on this route
+        "tools": {"offered": list(settings.tools), "schema_tokens": schema_tokens(counting.count_chat, settings.tools),
+                  "counted_by": counting.source()},
+        "notices": requests.notices.lines(),  # what the terminal was told (window, calibration), once each
         "settings": describe(settings),  # this session's: each effective value and where it came from
         "settings_ignored": list(settings.ignored),  # unknown baton: keys (typos), each with a suggestion
     }
@@ -107,5 +112,7 @@ def agent_status(requests: RequestBudgeter, compaction: CompactionRunner, recall
                      "error": tokenizer["error"], "fallback_reason": tokenizer["last_fallback_reason"]},
         "trigger": {**full["trigger"], "stuck": cooldown["stuck"], "growth_needed": cooldown["growth_needed"],
                     "post_compaction_tokens": cooldown["post_compaction_tokens"]},
+        "tools": full["tools"],
+        "notices": full["notices"],
         "settings_ignored": full["settings_ignored"],
     }
