@@ -26,6 +26,7 @@ from baton_engine.hermes.config import (
     read_config_file,
 )
 from baton_engine.hermes.install import plugin_target
+from baton_engine.operations.context import effective_settings, project_config
 from baton_engine.hermes.minimum import HermesMinimum, compression_window, hermes_minimum
 from baton_engine.settings import describe_line
 from baton_engine.tokens.server_window import ServedWindow, server_window
@@ -85,8 +86,13 @@ def check_settings(home: Path, start: Path | None = None) -> dict[str, str]:
     if settings.ignored:
         return _check("hermes.settings", "fail", "; ".join(settings.ignored) + f". Fix the key(s) in "
                       f"{home / 'config.yaml'}: Baton starts without them, so the value you meant is not used")
-    return _check("hermes.settings", "pass",
-                  f"baton: block, BATON_* and project settings valid; in Hermes: {describe_line(settings)}")
+    line = describe_line(settings)
+    try:
+        same = start is not None and describe_line(effective_settings(project_config(start))) == line
+    except BatonError:
+        same = False
+    return _check("hermes.settings", "pass", "baton: block, BATON_* and project settings valid; in Hermes: "
+                  + ("the values of the settings row" if same else line))
 
 
 def check_tokenizer(home: Path, start: Path | None = None) -> dict[str, str]:

@@ -91,6 +91,9 @@ def test_agreeing_windows_pass(tmp_path: Path, project: Path) -> None:
     row = window_row(result)
     assert row["status"] == "pass", row
     assert "model.context_length 65,536; the server serves 65,536 (vllm server)" in row["detail"]
+    rows = {check["name"]: check for check in result["checks"]}  # the settings are listed once, not twice
+    assert "fresh_tail_tokens=" in rows["settings"]["detail"]
+    assert rows["hermes.settings"]["detail"].endswith("in Hermes: the values of the settings row")
 
 
 def test_a_small_window_with_hermes_022_s_setting_passes_only_there(tmp_path: Path, project: Path) -> None:
