@@ -72,6 +72,31 @@ def find_session(logs: list[SessionLog], ref: str | None) -> SessionLog | None:
     return prefixed[0] if len(prefixed) == 1 else None
 
 
+def missing(data_dir: Path, scope: Scope | None, ref: str | None) -> str:
+    """Why no log was found, true to what exists: the logs ``scope`` sees, else the ones it hides (their
+    platforms and latest names) and how to name one. Why: "none yet" beside another platform's logs misleads."""
+    seen = sessions(data_dir, scope)
+    what = "no session log" if ref is None else f"no single session log matches {ref!r}"
+    if scope is not None and not scope.project_wide:
+        what += " for " + " and ".join(part for part in (
+            f"platform {scope.platform!r}" if scope.platform else "",
+            "this session key" if scope.conversation_id is not None else "") if part)
+    where = f"{what} in {metrics_dir(data_dir)}"
+    if seen:
+        return f"{where}; latest sessions: {', '.join(log.name for log in seen[-5:])}"
+    hidden = sessions(data_dir) if scope is not None and not scope.project_wide else []
+    if not hidden:
+        return f"{where}; latest sessions: none yet (a session writes one as it runs)"
+    platforms: dict[str, int] = {}
+    for log in hidden:
+        name = log.owner.platform if log.owner is not None else "no owner"
+        platforms[name] = platforms.get(name, 0) + 1
+    counts = ", ".join(f"{name} {n}" for name, n in sorted(platforms.items()))
+    return (f"{where}; {len(hidden)} other session log(s) exist ({counts}): name one with `baton report NAME` "
+            f"without --platform/--session-key, or filter by its platform; latest: "
+            f"{', '.join(log.name for log in hidden[-5:])}")
+
+
 def events(log: SessionLog) -> tuple[list[dict[str, Any]], int]:
     """The session's events in order (the rotated segment first) and how many lines could not be read."""
     previous = log.path.with_name(log.path.name + PREVIOUS)

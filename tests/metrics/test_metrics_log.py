@@ -160,6 +160,23 @@ def test_report_without_any_session_says_where_it_looked(project: Path) -> None:
         report(project)
 
 
+def test_a_filter_that_hides_every_log_says_which_logs_exist_and_how_to_name_one(project: Path) -> None:
+    """Issue 31: ``--platform telegram --session-key KEY`` beside CLI logs said "none yet"; it names them."""
+    request(started(project, "cli-session"), 1)
+    key = metrics_log.session_key("cli-session")
+    answer = run_baton("report", "--platform", "telegram", "--session-key", "agent:main:telegram:dm:42", "--json",
+                       cwd=project)
+    message = answer.data["error"]["message"]
+    assert answer.code != 0 and "none yet" not in message
+    assert "no session log for platform 'telegram' and this session key" in message
+    assert "1 other session log(s) exist (cli 1)" in message and key in message
+    assert "agent:main:telegram:dm:42" not in message  # a session key is never echoed
+    named = run_baton("report", key, "--json", cwd=project)  # the advice works
+    assert named.code == 0 and named.data["session"] == key
+    by_platform = run_baton("report", "--platform", "cli", "--json", cwd=project)
+    assert by_platform.code == 0 and by_platform.data["session"] == key
+
+
 def test_cli_writes_the_page_and_prints_the_same_data(project: Path, tmp_path: Path) -> None:
     request(started(project), 100)
     page = tmp_path / "page.html"
