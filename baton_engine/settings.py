@@ -262,10 +262,15 @@ def _env_values(env: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:
     return found
 
 
-def unknown_key(prefix: str, key: str, known: Sequence[str]) -> str:
-    """The message for the unknown key ``prefix + key`` in config.yaml, with the nearest known key (difflib)."""
-    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f"did you mean {prefix}{near[0]}? " if near else ""
+def unknown_key(prefix: str, key: str, known: Sequence[str], nested: Sequence[str] = ()) -> str:
+    """The message for the unknown key ``prefix + key`` in config.yaml, with the nearest config key (difflib).
+
+    Why normalised: a key written as its variable (``BATON_FRESH_TAIL_TOKENS``), with dashes, or flattened
+    (``tokenizer_backend``) still names the config key to write; ``nested`` are the dotted keys (``tokenizer.url``)."""
+    candidates = {name.replace(".", "_"): name for name in (*known, *nested)}
+    plain = key.strip().lower().replace("-", "_").replace(".", "_").removeprefix("baton_")
+    near = difflib.get_close_matches(plain, list(candidates), n=1, cutoff=0.6)
+    hint = f"did you mean {prefix}{candidates[near[0]]}? " if near else ""
     return f"{prefix}{key} in config.yaml is not a setting (ignored); {hint}known: {', '.join(known)}"
 
 
@@ -294,7 +299,8 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> tuple[dict[str, tu
         elif key in CONFIG_KEYS:
             found[key] = (value, f"baton.{key} in config.yaml")
         else:
-            ignored.append(unknown_key("baton.", str(key), CONFIG_KEYS))
+            ignored.append(unknown_key("baton.", str(key), CONFIG_KEYS,
+                                       [f"tokenizer.{name}" for name in TOKENIZER_KEYS]))
     return found, ignored
 
 
@@ -384,7 +390,8 @@ def load_settings(
     if window is not None and reserve >= window:
         raise SettingsError(
             f"compression window ({window}) must exceed min output + fallback margin ({reserve}); "
-            "raise BATON_COMPRESSION_WINDOW_TOKENS or lower BATON_MIN_OUTPUT_TOKENS / BATON_FALLBACK_MARGIN_TOKENS"
+            "raise compression_window_tokens or lower min_output_tokens / fallback_margin_tokens (the baton: keys "
+            "in config.yaml, or their BATON_* variables)"
         )
     return BatonSettings(tokenizer=tokenizer, origins=tuple(origins), ignored=tuple(ignored), **values)
 
