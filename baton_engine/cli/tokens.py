@@ -101,9 +101,27 @@ def _build(backend: str) -> tuple[TokenizerBackend, Selection]:
         raise UserInputError(str(exc)) from None
 
 
+REFERENCE_EXAMPLE = "BATON_TOKENIZER_PATH=/models/yours baton tokens check NAME --reference hf"
+
+
+def _build_reference(name: str) -> tuple[TokenizerBackend, Selection]:
+    """The ``--reference`` backend, from the same settings; its errors say it is the reference and how its
+    settings reach it (the hf reference needs BATON_TOKENIZER_PATH: the advice must work as written)."""
+    installed = discover().backends
+    if name.strip().lower() not in installed:
+        extra = " (pip install 'baton-engine[hf]')" if name.strip().lower() == "hf" else ""
+        raise UserInputError(f"reference backend {name!r} is not installed{extra}; installed: "
+                             f"{', '.join(installed)}")
+    try:
+        return build_backend(_settings(name).tokenizer)
+    except BackendConfigError as exc:
+        raise UserInputError(f"the reference backend {name} cannot start: {exc}. It is built from the same "
+                             f"settings as the checked backend, e.g. `{REFERENCE_EXAMPLE}`") from None
+
+
 def check_backend(name: str, reference: str | None = None) -> dict[str, Any]:
     """The conformance kit against backend ``name`` (compared with backend ``reference`` when given)."""
-    other = _build(reference) if reference else None
+    other = _build_reference(reference) if reference else None
     try:
         tokenizer, selection = _build(name)
         report = run_checks(tokenizer, None if other is None else other[0])  # closes ``tokenizer`` last
