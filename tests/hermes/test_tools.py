@@ -97,6 +97,8 @@ def test_capture_parity_with_baton_record(project: Path, tmp_path: Path, kind: s
     cli = json.loads(baton_cli(project, "record", cli_kind, draft, "--input", str(item_file), "--json"))
     assert list(tool) == list(cli)
     assert tool["handoff"]["id"] == cli["handoff"]["id"] and tool["kind"] == cli["kind"] == kind
+    # the same item into the same draft: kept once (evidence may repeat), the answer names the item it has
+    assert (tool["already_recorded"], cli["already_recorded"]) == (False, kind != "evidence")
     volatile = ("id", "made_at", "recorded_at", "captured_at", "updated_at")
     assert _without(tool["item"], *volatile) == _without(cli["item"], *volatile)
     assert tool["redactions"] == cli["redactions"] == []
