@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from batontest.assets import hf_backend, qwen3_dir
 
@@ -10,6 +13,11 @@ from baton_engine.hermes.tools import TOOL_NAMES, schema_tokens
 from baton_engine.settings import SettingsError, load_settings
 
 BUDGET_TOKENS = 600  # docs/hermes.md, "What Baton adds to every request"
+REPO = Path(__file__).resolve().parents[2]
+# where the docs state the four schemas' cost: each must be this test's count, never a typed figure
+STATED = {"README.md": r"all four: ([\d,]+) tokens", "docs/hermes.md": r"\*\*([\d,]+) tokens\*\* for the four",
+          "docs/benchmarks.md": r"Qwen3 tokenizer and chat template by\s+`tests/counting/test_tool_schema_budget.py`: "
+                                r"\*\*([\d,]+) tokens\*\*"}
 
 
 def test_the_four_schemas_cost_at_most_the_budget_and_fewer_tools_cost_less() -> None:
@@ -29,3 +37,11 @@ def test_the_tools_setting_offers_a_subset_and_names_a_wrong_one() -> None:
     with pytest.raises(SettingsError, match=r"baton.tools in config.yaml: recal is not one of Baton's tools "
                                             r"\(capture, resume, status, recall\)"):
         load_settings(env={}, hermes_block={"tools": ["recal"]})
+
+
+def test_the_docs_state_the_measured_cost() -> None:
+    all_four = schema_tokens(hf_backend(qwen3_dir()).count_chat)
+    for doc, pattern in STATED.items():
+        found = re.search(pattern, (REPO / doc).read_text(encoding="utf-8"))
+        assert found is not None, f"{doc} no longer states the schemas' cost ({pattern})"
+        assert int(found.group(1).replace(",", "")) == all_four, (doc, found.group(1), all_four)

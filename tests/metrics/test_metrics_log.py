@@ -140,6 +140,23 @@ def test_report_data_joins_usage_and_derives_mode_and_breaker_changes(project: P
     assert summary["peak_prompt"] == 300 and summary["route_verdict"] == "confirmed"
 
 
+def test_a_state_is_logged_when_it_changes_and_the_report_shows_the_latest(project: Path) -> None:
+    log = started(project)
+    figure = {"offered": ["baton_recall"], "schema_tokens": 120, "counted_by": "hf:qwen3"}
+    assert log.emit_changed("tools", **figure) == 1 and log.emit_changed("tools", **figure) is None
+    request(log, 10)
+    assert log.emit_changed("tools", **{**figure, "schema_tokens": 130}) == 2
+    data = read.report_data(read.sessions(project / ".baton")[0])
+    assert data["tools"]["schema_tokens"] == 130 and data["summary"]["tool_schema_tokens"] == 130
+    assert [r["n"] for r in data["requests"]] == [1]
+    human = run_baton("report", cwd=project)
+    assert human.code == 0 and "Baton's tool schemas 130 tokens per request" in human.stdout
+    assert read.report_data(read.sessions(project / ".baton")[0])["summary"]["tool_schema_tokens"] == 130
+    without = started(project, "other")
+    request(without, 5)
+    assert report(project, "other")["summary"]["tool_schema_tokens"] is None  # not measured: said, not guessed
+
+
 def test_report_picks_sessions_by_name_prefix_raw_id_and_owner(project: Path) -> None:
     request(started(project, "local-session"), 1)
     gateway = {"platform": "telegram", "conversation_id": "sha256:aaaa"}
