@@ -26,6 +26,7 @@ from baton_engine.embedding import EmbedderConfig
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.config import BatonConfig
 from baton_engine.handoff.render import DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS
+from baton_engine.messages.markers import BATON_TOOLS
 from baton_engine.tokens.contract import TokenizerConfig
 
 # Environment variables cannot contain NUL, so this default can only mean "not set".
@@ -124,6 +125,9 @@ class BatonSettings:
     share_handoffs: bool = False
     # recall's ranking by meaning: an embedding server or a local model (docs/recall.md); None: lexical only
     embedder: EmbedderConfig | None = None
+    # Baton's tools the model is offered: every request carries their schemas (all four: 569 tokens with Qwen3,
+    # docs/hermes.md); a small window may leave out the optional ones, e.g. [recall, capture]
+    tools: tuple[str, ...] = BATON_TOOLS
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
     # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
@@ -186,6 +190,18 @@ def _bool(raw: Any, label: str) -> bool:
     return raw
 
 
+def _tools(raw: Any, label: str) -> tuple[str, ...]:
+    """A list of Baton's tool names (``recall`` or ``baton_recall``), in Baton's order; [] offers none."""
+    short = [name.removeprefix("baton_") for name in BATON_TOOLS]
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise SettingsError(f"{label} must be a list of Baton's tools, e.g. [{', '.join(short)}]")
+    wanted = {item.strip().lower().removeprefix("baton_") for item in raw}
+    unknown = sorted(wanted - set(short))
+    if unknown:
+        raise SettingsError(f"{label}: {unknown[0]} is not one of Baton's tools ({', '.join(short)})")
+    return tuple(name for name in BATON_TOOLS if name.removeprefix("baton_") in wanted)
+
+
 _TOKENIZER_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "backend": _backend_name,
     "url": _url,
@@ -209,6 +225,7 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "fresh_tail_tokens": _int(1),
     "share_handoffs": _bool,
     "embedder": lambda raw, label: _embedder(raw, label),
+    "tools": _tools,
 }
 EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
 
@@ -245,10 +262,15 @@ def _env_values(env: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:
     return found
 
 
-def unknown_key(prefix: str, key: str, known: Sequence[str]) -> str:
-    """The message for the unknown key ``prefix + key`` in config.yaml, with the nearest known key (difflib)."""
-    near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f"did you mean {prefix}{near[0]}? " if near else ""
+def unknown_key(prefix: str, key: str, known: Sequence[str], nested: Sequence[str] = ()) -> str:
+    """The message for the unknown key ``prefix + key`` in config.yaml, with the nearest config key (difflib).
+
+    Why normalised: a key written as its variable (``BATON_FRESH_TAIL_TOKENS``), with dashes, or flattened
+    (``tokenizer_backend``) still names the config key to write; ``nested`` are the dotted keys (``tokenizer.url``)."""
+    candidates = {name.replace(".", "_"): name for name in (*known, *nested)}
+    plain = key.strip().lower().replace("-", "_").replace(".", "_").removeprefix("baton_")
+    near = difflib.get_close_matches(plain, list(candidates), n=1, cutoff=0.6)
+    hint = f"did you mean {prefix}{candidates[near[0]]}? " if near else ""
     return f"{prefix}{key} in config.yaml is not a setting (ignored); {hint}known: {', '.join(known)}"
 
 
@@ -277,7 +299,8 @@ def _config_values(hermes_block: Mapping[str, Any] | None) -> tuple[dict[str, tu
         elif key in CONFIG_KEYS:
             found[key] = (value, f"baton.{key} in config.yaml")
         else:
-            ignored.append(unknown_key("baton.", str(key), CONFIG_KEYS))
+            ignored.append(unknown_key("baton.", str(key), CONFIG_KEYS,
+                                       [f"tokenizer.{name}" for name in TOKENIZER_KEYS]))
     return found, ignored
 
 
@@ -367,7 +390,8 @@ def load_settings(
     if window is not None and reserve >= window:
         raise SettingsError(
             f"compression window ({window}) must exceed min output + fallback margin ({reserve}); "
-            "raise BATON_COMPRESSION_WINDOW_TOKENS or lower BATON_MIN_OUTPUT_TOKENS / BATON_FALLBACK_MARGIN_TOKENS"
+            "raise compression_window_tokens or lower min_output_tokens / fallback_margin_tokens (the baton: keys "
+            "in config.yaml, or their BATON_* variables)"
         )
     return BatonSettings(tokenizer=tokenizer, origins=tuple(origins), ignored=tuple(ignored), **values)
 
@@ -382,7 +406,8 @@ def describe(settings: BatonSettings) -> list[dict[str, str]]:
               **{key: getattr(settings, key) for key in (*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS)}}
     rows = []
     for name, value in values.items():
-        shown = "(set)" if name == "api_key" and value is not None else ("unset" if value is None else str(value))
+        shown = ("(set)" if name == "api_key" and value is not None else "unset" if value is None
+                 else ", ".join(value) if isinstance(value, tuple) else str(value))
         rows.append({"setting": name, "value": shown, "origin": origins.get(name, DEFAULT_ORIGIN)})
     routes = "; ".join(f"{route.describe()} -> {route.tokenizer.backend}" for route in settings.tokenizer_routes)
     rows.append({"setting": "tokenizer_routes", "value": routes or "none",

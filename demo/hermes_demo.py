@@ -8,7 +8,8 @@ config.yaml) and counts with the hf backend on the same Qwen3 tokenizer. The dem
 model call, the prompt tokens the provider saw against the window and the output budget Baton
 clamped; each compaction with its handoff file; a ``baton_recall`` of a line from the first round,
 long compacted away (query, hit, the line back); and the resume brief a new session would get.
-Everything lives in a temporary directory that is removed at the end.
+Everything lives in a temporary directory that is removed at the end: the demo leaves nothing behind unless
+``--report PATH`` asks for the session's HTML report there.
 
 ``--compare`` then runs the same scripted session under Hermes' built-in compressor (``context.engine``
 left at its default, no Baton plugin, the same model stand-in answering its summary calls) in a second
@@ -59,8 +60,8 @@ MODEL = "qwen3-local"
 WINDOW = 65_536
 OUTPUT_DEFAULT = 65_536  # the custom-provider default that overflows without Baton's clamp
 HAND_CAP = 4_096  # --compare: the model.max_tokens a user sets by hand once the built-in's requests are refused
-THRESHOLD = 20_000  # baton.fallback_token_threshold: early, so the demo shows several cycles; above the floor of
-# this small frame (todo + Baton tools: twice frame + block + tail + unanswered share, ~16.5k; docs/compaction.md)
+THRESHOLD = 18_000  # baton.fallback_token_threshold: early, so the demo shows several cycles; above the floor of
+# this small frame (todo + Baton tools: twice frame + block + tail + unanswered share, ~14.2k; docs/compaction.md)
 ROUNDS = 20  # with the compacted request at half the trigger, a compaction every ~6 model calls
 REQUEST = "Audit the inventory service logs round by round and keep the task list current."
 FOLLOW_UP = "Thanks. What is left to do?"
@@ -330,8 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", action="store_true",
                         help="then run the same session under Hermes' built-in compressor and compare")
-    parser.add_argument("--report", type=Path, default=Path(tempfile.gettempdir()) / "baton-demo-report.html",
-                        help="where to write Baton's HTML session report (default: %(default)s)")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="also write Baton's HTML session report to this file (default: none; the demo leaves "
+                             "nothing behind)")
     parser.add_argument("--builtin-outcome", type=Path, help=argparse.SUPPRESS)  # the compare run's child
     parser.add_argument("--builtin-cap", type=int, default=OUTPUT_DEFAULT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -342,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 _code, outcome = run(Path(tmp), builtin=True, max_tokens=args.builtin_cap)
                 args.builtin_outcome.write_text(json.dumps(asdict(outcome)), encoding="utf-8")
                 return 0
-            code, outcome = run(Path(tmp), report=args.report.resolve())
+            code, outcome = run(Path(tmp), report=args.report.resolve() if args.report is not None else None)
             os.chdir(cwd)
             return (compare(outcome, Path(tmp)) if args.compare else 0) or code
         finally:

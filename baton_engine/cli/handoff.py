@@ -138,7 +138,8 @@ def _record(root: Path | None, as_json: bool, ref: str, kind: str, input_file: s
         return {**data, **given}
 
     def render(console: Console, result: dict[str, Any]) -> None:
-        _handoff_line(console, f"recorded {result['item']['id']} in", result["handoff"])
+        done = "already recorded as" if result["already_recorded"] else "recorded"
+        _handoff_line(console, f"{done} {result['item']['id']} in", result["handoff"])
         _show_redactions(console, result["redactions"])
 
     run(as_json, lambda: handoffs.record_item(root, ref, kind, item()), render)

@@ -32,7 +32,14 @@ from baton_engine.settings import SettingsError
 
 
 def _panel(console: Console, title: str, lines: list[str]) -> None:
-    console.print(Panel(Text("\n".join(lines)), title=title, expand=False))
+    """Lines in a titled box, wrapped inside it (the console's soft wrap would cut them at the box's edge)."""
+    console.print(Panel(Text("\n".join(lines), overflow="fold"), title=title, expand=False), soft_wrap=False)
+
+
+def _fields(result: dict[str, Any]) -> list[str]:
+    """``key: value`` lines of an answer, lists joined, empty values (``migrated`` when nothing moved) left out."""
+    return [f"{key}: {', '.join(map(str, value)) if isinstance(value, list) else value}"
+            for key, value in result.items() if key != "ok" and value not in (None, [], "")]
 
 
 @cli.command("init")
@@ -43,8 +50,7 @@ def init_command(root: Path | None, as_json: bool, migrate_legacy: bool) -> None
     """Create .baton/ in the project root (the current directory or --root)."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
-        lines = [f"{key}: {value}" for key, value in result.items() if key != "ok"]
-        _panel(console, "baton init", lines)
+        _panel(console, "baton init", _fields(result))
 
     run(as_json, lambda: handoffs.init(root, migrate_legacy=migrate_legacy), render)
 
@@ -184,6 +190,6 @@ def migrate_command(root: Path | None, as_json: bool, dry_run: bool) -> None:
     """Move a legacy .threadline/ project to .baton/ (rewrites only $schema)."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
-        _panel(console, "baton migrate", [f"{key}: {value}" for key, value in result.items() if key != "ok"])
+        _panel(console, "baton migrate", _fields(result))
 
     run(as_json, lambda: maintenance.migrate(root, dry_run=dry_run), render)

@@ -35,7 +35,9 @@ def report_command(session: str | None, html_path: Path | None, platform: str | 
                 if summary["peak_prompt"] is not None else "no counted prompt")
         console.print(Text(f"session {result['session']}: {summary['requests']} requests, "
                            f"{summary['compactions']} compactions, {peak}, counting {summary['counting_mode']}, "
-                           f"route {summary['route_verdict'] or 'unconfirmed'}, {summary['refusals']} refusals"))
+                           f"route {summary['route_verdict'] or 'unconfirmed'}, {summary['refusals']} refusals"
+                           + (f", Baton's tool schemas {summary['tool_schema_tokens']:,} tokens per request"
+                              if summary.get("tool_schema_tokens") is not None else "")))
         console.print(Text(f"report: {result['html']}"))
 
     scope = Scope.filter(platform, conversation_id)

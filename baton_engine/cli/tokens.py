@@ -59,11 +59,13 @@ def _settings(backend: str | None) -> BatonSettings:
     return replace(settings, tokenizer=replace(settings.tokenizer, backend=backend))
 
 
-def count_file(path: str, backend: str | None = None) -> dict[str, Any]:
+def count_file(path: str, backend: str | None = None, *, allow_estimate: bool = False) -> dict[str, Any]:
     """Count one chat request file exactly as Baton would count it inside the agent loop.
 
-    A configured tokenizer that cannot start gives the estimate the agent loop would then use, with the reason,
-    and ``ok: false`` (exit 1); a ``--backend`` that cannot start is a usage error (exit 2)."""
+    A configured tokenizer that cannot start, or that started and cannot count (its server down), gives the
+    estimate the agent loop would then use, with the reason, and ``ok: false`` (exit 1) unless ``allow_estimate``
+    (``--allow-estimate``) says an estimate is an answer; a ``--backend`` that cannot start is a usage error
+    (exit 2)."""
     request = _chat_request(load_json_file(path), path)
     settings = _settings(backend)
     failure = None
@@ -84,7 +86,7 @@ def count_file(path: str, backend: str | None = None) -> dict[str, Any]:
         selection = replace(selection, name=settings.tokenizer.backend,
                             reason="cannot start (see fallback_reason); counted with rough + margin")
     return {
-        "ok": failure is None,
+        "ok": allow_estimate or (failure is None and count.fallback_reason is None),
         "file": path,
         **asdict(count),
         "backend": {"name": selection.name, "reason": selection.reason},
@@ -99,9 +101,27 @@ def _build(backend: str) -> tuple[TokenizerBackend, Selection]:
         raise UserInputError(str(exc)) from None
 
 
+REFERENCE_EXAMPLE = "BATON_TOKENIZER_PATH=/models/yours baton tokens check NAME --reference hf"
+
+
+def _build_reference(name: str) -> tuple[TokenizerBackend, Selection]:
+    """The ``--reference`` backend, from the same settings; its errors say it is the reference and how its
+    settings reach it (the hf reference needs BATON_TOKENIZER_PATH: the advice must work as written)."""
+    installed = discover().backends
+    if name.strip().lower() not in installed:
+        extra = " (pip install 'baton-engine[hf]')" if name.strip().lower() == "hf" else ""
+        raise UserInputError(f"reference backend {name!r} is not installed{extra}; installed: "
+                             f"{', '.join(installed)}")
+    try:
+        return build_backend(_settings(name).tokenizer)
+    except BackendConfigError as exc:
+        raise UserInputError(f"the reference backend {name} cannot start: {exc}. It is built from the same "
+                             f"settings as the checked backend, e.g. `{REFERENCE_EXAMPLE}`") from None
+
+
 def check_backend(name: str, reference: str | None = None) -> dict[str, Any]:
     """The conformance kit against backend ``name`` (compared with backend ``reference`` when given)."""
-    other = _build(reference) if reference else None
+    other = _build_reference(reference) if reference else None
     try:
         tokenizer, selection = _build(name)
         report = run_checks(tokenizer, None if other is None else other[0])  # closes ``tokenizer`` last
@@ -139,10 +159,14 @@ def tokens_group() -> None:
 @tokens_group.command("count")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--backend", default=None, help="Backend name (overrides BATON_TOKENIZER_BACKEND); 'auto' selects.")
+@click.option("--allow-estimate", is_flag=True,
+              help="Exit 0 with the rough estimate when the configured tokenizer cannot count (default: exit 1).")
 @hermes_home_option
 @json_option
-def count_command(file: Path, backend: str | None, as_json: bool, hermes_home: Path | None) -> None:
-    """Count a chat request JSON file, or - for stdin (messages + tools + template kwargs)."""
+def count_command(file: Path, backend: str | None, allow_estimate: bool, as_json: bool,
+                  hermes_home: Path | None) -> None:
+    """Count a chat request JSON file, or - for stdin (messages + tools + template kwargs); exit 1 when the
+    configured tokenizer cannot count it exactly as configured (an estimate), unless --allow-estimate."""
 
     def render(console: Console, result: dict[str, Any]) -> None:
         table = Table(box=None, show_header=False, pad_edge=False)
@@ -157,7 +181,8 @@ def count_command(file: Path, backend: str | None, as_json: bool, hermes_home: P
             table.add_row(key, Text(value))
         console.print(table)
 
-    run(as_json, lambda: with_hermes_layer(hermes_home, lambda: count_file(str(file), backend)), render,
+    run(as_json, lambda: with_hermes_layer(hermes_home, lambda: count_file(str(file), backend,
+                                                                       allow_estimate=allow_estimate)), render,
         failed_exit_code=CHECK_FAILED_EXIT_CODE)
 
 

@@ -520,11 +520,38 @@ def _redacted_record(data: dict[str, Any], previous: list[Redaction],
     return record, found
 
 
+DEDUPLICATED: frozenset[str] = frozenset({"decision", "failed_attempt", "open_item"})  # evidence may repeat
+_NOT_CONTENT = frozenset({"id", "made_at", "recorded_at"})
+
+
+def _content(data: dict[str, Any]) -> dict[str, Any]:
+    """An item's content for the same-item test: no id or time, strings with their spacing and case folded."""
+    def fold(value: Any) -> Any:
+        if isinstance(value, str):
+            return " ".join(value.split()).casefold()
+        return [fold(v) for v in value] if isinstance(value, list) else value
+    return {key: fold(value) for key, value in data.items() if key not in _NOT_CONTENT}
+
+
+def same_item(record: HandoffRecord, kind: ItemKind, item: _Strict) -> Any | None:
+    """The record's item of ``kind`` with the content of ``item`` (spacing and case aside), if any. Why: an
+    agent re-records what it already recorded (and a continued draft inherits its parent's items), and a brief
+    listing D-001..D-005 with one text reads as a broken record; evidence may repeat (each run is evidence)."""
+    if kind not in DEDUPLICATED:
+        return None
+    wanted = _content(item.model_dump())
+    for existing in getattr(record, ITEM_FIELDS[kind]):
+        if _content({key: value for key, value in existing.model_dump().items() if key in wanted}) == wanted:
+            return existing
+    return None
+
+
 def add_item(
     record: HandoffRecord, kind: ItemKind, item: dict[str, Any], *, now: datetime | None = None,
     trusted: bool = False,
 ) -> HandoffRecord:
-    """A copy of a draft with one more decision/evidence/failed attempt/open item (id assigned, redacted).
+    """A copy of a draft with one more decision/evidence/failed attempt/open item (id assigned, redacted);
+    ``record`` itself when it already has that item (``same_item``).
 
     New redactions are appended to ``record.redactions`` (compare lengths to report them). ``trusted``:
     ``record`` is already redacted and ``item`` is Baton's own text, so the record is not scanned again.
@@ -535,6 +562,8 @@ def add_item(
             f"handoff {record.short_id} is {record.status} and immutable; "
             "record into a new draft instead (baton fork, or checkpoint create)")
     parsed = parse_item(kind, item)
+    if same_item(record, kind, parsed) is not None:
+        return record
     stamp = ids.format_timestamp(now)
     field = ITEM_FIELDS[kind]
     data = record.to_json_dict()

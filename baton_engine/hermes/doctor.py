@@ -26,7 +26,10 @@ from baton_engine.hermes.config import (
     read_config_file,
 )
 from baton_engine.hermes.install import plugin_target
+from baton_engine.operations.context import effective_settings, project_config
+from baton_engine.hermes.minimum import HermesMinimum, compression_window, hermes_minimum
 from baton_engine.settings import describe_line
+from baton_engine.tokens.server_window import ServedWindow, server_window
 
 FALLBACK = "Hermes silently falls back to its built-in compressor"
 
@@ -83,8 +86,13 @@ def check_settings(home: Path, start: Path | None = None) -> dict[str, str]:
     if settings.ignored:
         return _check("hermes.settings", "fail", "; ".join(settings.ignored) + f". Fix the key(s) in "
                       f"{home / 'config.yaml'}: Baton starts without them, so the value you meant is not used")
-    return _check("hermes.settings", "pass",
-                  f"baton: block, BATON_* and project settings valid; in Hermes: {describe_line(settings)}")
+    line = describe_line(settings)
+    try:
+        same = start is not None and describe_line(effective_settings(project_config(start))) == line
+    except BatonError:
+        same = False
+    return _check("hermes.settings", "pass", "baton: block, BATON_* and project settings valid; in Hermes: "
+                  + ("the values of the settings row" if same else line))
 
 
 def check_tokenizer(home: Path, start: Path | None = None) -> dict[str, str]:
@@ -97,6 +105,66 @@ def check_tokenizer(home: Path, start: Path | None = None) -> dict[str, str]:
     verdict = tokenizer_check.check_tokenizer(settings)
     status = {"exact": "pass", "estimate": "warn", "failing": "fail"}[verdict.verdict]
     return _check("hermes.tokenizer", status, f"{verdict.verdict}: {verdict.reason}")
+
+
+def _below_minimum(what: str, window: int, minimum: HermesMinimum, path: Path) -> str:
+    """What to change when ``window`` is below Hermes' floor: the floor's setting (0.22), else a larger window."""
+    if minimum.setting is not None:
+        return (f"{what} {window:,} is below Hermes {minimum.version}'s minimum {minimum.tokens:,}: set "
+                f"{minimum.setting}: {window} in {path} (or serve a window of at least {minimum.tokens:,})")
+    return (f"{what} {window:,} is below Hermes {minimum.version}'s fixed minimum {minimum.tokens:,} "
+            f"(MINIMUM_CONTEXT_LENGTH; Hermes refuses to start): serve at least {minimum.tokens:,} tokens and set "
+            f"model.context_length to it, or use Hermes 0.22+ with agent.minimum_tool_context_length: {window}")
+
+
+def window_problems(configured: int | None, served: ServedWindow | None, minimum: HermesMinimum | None,
+                    compression: tuple[int | None, str], path: Path) -> list[str]:
+    """Why this window cannot work, one clause each with what to change; empty when it can."""
+    problems = []
+    if configured is not None and served is not None and configured > served.tokens:
+        problems.append(f"model.context_length {configured:,} is larger than the window the server serves "
+                        f"({served.tokens:,}, {served.said_by}): set model.context_length: {served.tokens} in "
+                        f"{path}, or start the server with a window of {configured:,}")
+    windows = [w for w in (configured, served.tokens if served else None) if w is not None]
+    if minimum is not None and windows and min(windows) < minimum.tokens:
+        problems.append(_below_minimum("the window", min(windows), minimum, path))
+    compressed, where = compression
+    if (minimum is not None and compressed is not None and compressed < minimum.tokens
+            and (not windows or compressed != min(windows))):
+        problems.append(_below_minimum(f"the compression model's window ({where})", compressed, minimum, path))
+    return problems
+
+
+def check_window(home: Path, start: Path | None = None) -> dict[str, str]:
+    """config.yaml's ``model.context_length``, the window the model server states and the installed Hermes'
+    minimum (main and compression model), compared: a window that cannot work fails with what to change."""
+    try:
+        config = read_config_file(home)
+        settings, view = load_hermes_settings(home, project_dir=start)
+    except BatonError as exc:
+        return _check("hermes.window", "skipped", f"settings invalid ({exc})")
+    url = view.base_url or settings.tokenizer.url
+    if view.context_length is None and not url:
+        return _check("hermes.window", "skipped", f"no model.context_length and no model.base_url in {home}")
+    served = server_window(url, view.model, settings.tokenizer.timeout_seconds) if url else None
+    minimum = hermes_minimum(config)
+    main = view.context_length if served is None else min(view.context_length or served.tokens, served.tokens)
+    problems = window_problems(view.context_length, served, minimum, compression_window(config, main),
+                               home / "config.yaml")
+    if problems:
+        return _check("hermes.window", "fail", "; ".join(problems))
+    facts = [f"model.context_length {view.context_length:,}" if view.context_length
+             else "no model.context_length (Hermes asks the server)"]
+    if served is not None:
+        facts.append(f"the server serves {served.tokens:,} ({served.said_by})")
+    else:
+        facts.append(f"the server at {url} did not state its window (vLLM /v1/models, llama.cpp /props, Ollama "
+                     "/api/show num_ctx)" if url else "no model.base_url to ask")
+    facts.append("hermes-agent not installed here: its minimum unchecked" if minimum is None else
+                 f"Hermes {minimum.version}'s minimum {minimum.tokens:,}"
+                 + (f" ({minimum.setting})" if minimum.setting else " (fixed)"))
+    return _check("hermes.window", "pass" if served is not None and minimum is not None else "warn",
+                  "; ".join(facts))
 
 
 def check_engine_copy() -> dict[str, str]:
@@ -126,4 +194,5 @@ def checks(home: Path | None = None) -> tuple[Callable[[Path], dict[str, str]], 
         return hermes_home(home)
 
     return (lambda _start: check_selection(where()), lambda start: check_settings(where(), start),
-            lambda start: check_tokenizer(where(), start), lambda _start: check_engine_copy())
+            lambda start: check_tokenizer(where(), start), lambda start: check_window(where(), start),
+            lambda _start: check_engine_copy())

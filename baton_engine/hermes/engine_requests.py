@@ -20,6 +20,7 @@ from baton_engine.compaction.shortening import shorten
 from baton_engine.hermes import metrics, request_view
 from baton_engine.hermes.ledger import Ledger, Route, frame_tokens
 from baton_engine.hermes.memos import AgentMemos
+from baton_engine.hermes.notices import Notices
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
@@ -92,6 +93,7 @@ class RequestBudgeter:
         self.ledger = Ledger()
         self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
+        self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
 
     def counting(self) -> RouteCounting:
         """This agent's route's counting: the tokenizer that fits its model under this session's project
@@ -121,8 +123,16 @@ class RequestBudgeter:
 
     def fit_window(self, counting: RouteCounting | None = None) -> None:
         """The threshold fits the window this route budgets against, once something may have changed it (Hermes'
-        context length, a refusal, the route, a tokenizer server's ``max_model_len`` known after a count)."""
-        self.window.fit(self.window_source(counting)[0])
+        context length, a refusal, the route, a tokenizer server's ``max_model_len`` known after a count); a
+        window smaller than Hermes' context_length is said on the terminal once."""
+        window, source = self.window_source(counting)
+        self.window.fit(window)
+        configured = self.window.context_length
+        if window < configured:
+            self.notices.say(f"window {self.route.base_url} {window}",
+                             f"Hermes' context_length {configured:,} is larger than the window the server has "
+                             f"({window:,}, {source}); Baton budgets against {window:,}. Set model.context_length: "
+                             f"{window} in config.yaml (`baton doctor` compares them)")
 
     def window_source(self, counting: RouteCounting | None = None) -> tuple[int, str]:
         """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
@@ -164,14 +174,16 @@ class RequestBudgeter:
 
     def observe_reported(self, prompt_tokens: int) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
-        said once (a warning, then status and doctor) when it shows the counts are off."""
+        said once (the terminal, then status and doctor) when it shows the counts are off."""
         flipped = self.ledger.observe_usage(prompt_tokens)
         metrics.reported(self, prompt_tokens, flipped=flipped)
         if flipped:
-            check = self.ledger.check
-            LOGGER.warning("baton counts disagree with the provider: counted=%s reported=%s ratio=%.3f source=%s; "
-                           "budgets now use the provider's scale (calibrated)", check.last.counted if check.last
-                           else None, prompt_tokens, check.ratio, self.counting().source())
+            check, source = self.ledger.check, self.counting().source()
+            self.notices.say(f"calibrated {self.route.base_url} {self.route.model}",
+                             f"counts disagree with the provider (counted {check.last.counted if check.last else '?'}"
+                             f", reported {prompt_tokens}, ratio {check.ratio:.3f}, tokenizer {source}): the route is "
+                             f"calibrated, budgets use the provider's scale. {check.status(source)['advice'] or ''}"
+                             .rstrip())
 
     def observe_refusal(self, refusal: Refusal) -> None:
         """A provider refused a request as too long: its window and prompt size become this route's truth, so

@@ -26,9 +26,9 @@ class ToolHandler(tools.ToolHost):
         self.requests = requests
         self.recall_binding = recall
 
-    @staticmethod
-    def schemas() -> list[dict[str, Any]]:
-        return [dict(schema) for schema in tools.SCHEMAS]
+    def schemas(self) -> list[dict[str, Any]]:
+        """The schemas of the tools this session's settings offer (``tools``)."""
+        return tools.schemas(self.compaction.settings().tools)
 
     def handle(self, name: str, args: dict[str, Any], messages: Any) -> str:
         # baton_resume counts like the engine: this session's settings, its route's counter

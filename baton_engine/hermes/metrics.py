@@ -72,6 +72,18 @@ def reported(requests: Any, prompt_tokens: int, *, flipped: bool) -> None:
         LOGGER.warning("baton metrics usage failed type=%s", type(exc).__name__)
 
 
+def tools(requests: Any, figure: dict[str, Any]) -> None:
+    """What Baton's tool schemas add to every request (``offered``, ``schema_tokens``, ``counted_by``), as the
+    status just measured it: no count of its own (the request-count budget stays as it is); logged when it
+    first appears in a log and when it changes."""
+    try:
+        if figure.get("schema_tokens") is not None:
+            requests.metrics.emit_changed("tools", **figure)
+    # the metrics log's contract (see start): never raised into Hermes' agent loop
+    except Exception as exc:  # noqa: BLE001
+        LOGGER.warning("baton metrics tools failed type=%s", type(exc).__name__)
+
+
 def refusal(requests: Any, refused: Refusal) -> None:
     try:
         requests.metrics.emit("refusal", request=requests.metrics.seq.get("request", 0), kind=refused.kind,

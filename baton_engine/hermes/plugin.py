@@ -17,13 +17,13 @@ estimates, ``tokenizer_check``).
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.notices import tell
 from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
 from baton_engine.hermes.runtime import BatonRuntime, host_runtime, set_runtime
@@ -48,12 +48,6 @@ def _host_home() -> Path | None:
     # Baton reads it, never a failed plugin load
     except Exception:  # noqa: BLE001
         return None
-
-
-def tell(line: str) -> None:
-    """One line on the terminal (stderr) and in Hermes' logs: what the user must fix. Never prompt text."""
-    LOGGER.warning("%s", line)
-    print(f"baton: {line}", file=sys.stderr, flush=True)
 
 
 def register(ctx: Any) -> None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from baton_engine.hermes import metrics
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.patches import activation
 from baton_engine.hermes.runtime import get_runtime
+from baton_engine.hermes.tools import schema_tokens
 from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
 
@@ -36,6 +38,11 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
     current = activation()
     patches = current.patches if current is not None else []
     last = ledger.check.adjust(ledger.memo) if ledger.memo is not None else None  # on the provider's scale
+    # what Baton adds to every request: its tools' schemas (the ``tools`` setting), counted on this route (the
+    # counter's cache answers a repeat); the metrics log keeps the figure for ``baton report``
+    tools_figure = {"offered": list(settings.tools),
+                    "schema_tokens": schema_tokens(counting.count_chat, settings.tools), "counted_by": counting.source()}
+    metrics.tools(requests, tools_figure)
     return {
         "engine": ENGINE_NAME,
         "active": True,
@@ -90,6 +97,8 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
         "degradation": {"reason": compaction.degradation_reason, "detail": compaction.degradation_detail,
                         "count": compaction.degraded_count},
         "session_rotations": compaction.session_rotations,
+        "tools": tools_figure,
+        "notices": requests.notices.lines(),  # what the terminal was told (window, calibration), once each
         "settings": describe(settings),  # this session's: each effective value and where it came from
         "settings_ignored": list(settings.ignored),  # unknown baton: keys (typos), each with a suggestion
     }
@@ -108,5 +117,7 @@ def agent_status(requests: RequestBudgeter, compaction: CompactionRunner, recall
                      "error": tokenizer["error"], "fallback_reason": tokenizer["last_fallback_reason"]},
         "trigger": {**full["trigger"], "stuck": cooldown["stuck"], "growth_needed": cooldown["growth_needed"],
                     "post_compaction_tokens": cooldown["post_compaction_tokens"]},
+        "tools": full["tools"],
+        "notices": full["notices"],
         "settings_ignored": full["settings_ignored"],
     }

@@ -24,54 +24,81 @@ from baton_engine.handoff.redact import redact_text
 from baton_engine.messages.markers import BATON_TOOLS
 from baton_engine.operations import handoffs
 from baton_engine.recall import TOOL_SCHEMA as RECALL_SCHEMA
+from baton_engine.tokens.contract import TokenCount
 
 ITEM_KINDS = capture.ITEM_KINDS
 CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
 TOOL_NAMES = BATON_TOOLS
 _ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
 _CAPTURE_KEYS = ("kind", "item", "objective")
+# The fields the schema shows: each kind's main ones. Every request carries the schemas (docs/hermes.md, "What Baton
+# adds to every request": <= 600 tokens for the four), so the others (ids, timestamps, alternatives, blocked_by, ...)
+# are accepted without being shown; a wrong call's answer lists them all (``expected``).
+_SHOWN_FIELDS = ("decision", "rationale", "claim", "ref", "result", "attempt", "outcome", "description", "priority")
 _error = results.error_dict
+
+
+def _shown(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property as the schema shows it: its type and enum (the description says which kind it belongs to; the
+    models check the bounds)."""
+    return {key: prop[key] for key in ("type", "enum") if key in prop}
+
 
 SCHEMAS: list[dict[str, Any]] = [
     {
         "name": "baton_capture",
-        "description": (
-            "Record durable work state for the next Baton handoff (survives context compaction): a decision, "
-            "evidence, a failed attempt, an open item, or the session objective. Record facts, not chat."
-        ),
+        "description": ("Record work state for Baton's next handoff (survives compaction); facts, not chat. Fields "
+                        "by kind: decision: decision, rationale; evidence: claim, ref, result; failed_attempt: "
+                        "attempt, outcome; open_item: description, priority; objective: objective."),
         "parameters": {
             "type": "object",
             "properties": {
                 "kind": {"type": "string", "enum": list(CAPTURE_KINDS)},
-                "item": {"type": "object", "properties": _ITEM_PROPERTIES,
-                         "description": "The fields of one decision / evidence / failed_attempt / open_item "
-                                        "(they may also be given at the top level)."},
-                "objective": {"type": "string", "description": "kind=objective: what the work must achieve"},
-                **{name: prop for name, prop in _ITEM_PROPERTIES.items() if name not in _CAPTURE_KEYS},
+                **{name: _shown(_ITEM_PROPERTIES[name]) for name in _SHOWN_FIELDS},
+                "objective": {"type": "string"},
             },
             "required": ["kind"],
         },
     },
     {
         "name": "baton_resume",
-        "description": ("The resume brief of the latest ready Baton handoff of this conversation (or of `ref`), "
-                        "with a freshness check; this session then continues that handoff's lineage."),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "ref": {"type": "string", "description": "Handoff id or short id (default: latest ready)."},
-                "max_tokens": {"type": "integer", "minimum": 1, "description": "Brief token budget."},
-            },
-        },
+        "description": "The brief of the latest ready Baton handoff (or `ref`); this session continues it.",
+        "parameters": {"type": "object", "properties": {"ref": {"type": "string", "description": "handoff id"}}},
     },
     {
         "name": "baton_status",
-        "description": ("Baton status: record counts, latest ready and draft handoffs, problems, and under "
-                        "`engine` this session's route, window, counting mode and compaction trigger (stuck)."),
+        "description": "Baton's handoffs and this session's window, counting and trigger.",
         "parameters": {"type": "object", "properties": {}},
     },
     RECALL_SCHEMA,  # answered by recall.recall_tool over this session lineage (the engine picks the source)
 ]
+
+
+def schemas(offered: tuple[str, ...] = TOOL_NAMES) -> list[dict[str, Any]]:
+    """The schemas of the tools ``offered`` (the ``tools`` setting), each a fresh copy."""
+    return [dict(schema) for schema in SCHEMAS if schema["name"] in offered]
+
+
+# A request that already carries one tool, as every Hermes request carries Hermes' own: what Baton's schemas add to
+# it leaves out the chat template's once-per-request tools preamble, which Hermes' tools pay for anyway.
+_BASE_REQUEST: dict[str, Any] = {
+    "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"type": "function", "function": {
+        "name": "terminal", "description": "Run a shell command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}],
+}
+
+
+def schema_tokens(count_chat: Callable[[dict[str, Any]], TokenCount], offered: tuple[str, ...] = TOOL_NAMES,
+                  ) -> int | None:
+    """The tokens the schemas of the tools ``offered`` add to every request, counted with ``count_chat`` (a
+    route's counter: exact where its tokenizer is); None when it cannot count."""
+    base = count_chat(_BASE_REQUEST)
+    added = [{"type": "function", "function": schema} for schema in schemas(offered)]
+    full = count_chat({**_BASE_REQUEST, "tools": [*_BASE_REQUEST["tools"], *added]})
+    if base.tokens is None or full.tokens is None:
+        return None
+    return full.tokens - base.tokens
 
 
 def redacted(value: Any) -> Any:

@@ -103,6 +103,8 @@ def _cards(summary: dict[str, Any]) -> str:
              ("counting", summary.get("counting_mode"), f"{summary['mode_changes']} changes"),
              ("route", summary.get("route_verdict") or "unconfirmed",
               f"ratio {_n(summary.get('route_ratio'))}" if summary.get("route_ratio") else "no usage reported"),
+             ("Baton's tool schemas", summary.get("tool_schema_tokens"),
+              "tokens on every request" if summary.get("tool_schema_tokens") is not None else "not measured"),
              ("refusals", summary["refusals"], f"{summary['breaker_events']} breaker events"),
              ("duration", f"{summary['duration_seconds']:.0f}s", f"{summary['caps_lowered']} caps lowered")]
     return '<div class="cards">' + "".join(

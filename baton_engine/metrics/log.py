@@ -59,6 +59,7 @@ class MetricsLog:
         self.seq: dict[str, int] = {}  # events emitted per kind: the request / compaction numbers
         self.dropped = 0  # events that could not be written
         self._warned = False
+        self._last: dict[str, dict[str, Any]] = {}  # emit_changed: the fields last emitted per kind
 
     @classmethod
     def start(cls, project_dir: Path, *, session_id: str | None, header: dict[str, Any],
@@ -99,6 +100,14 @@ class MetricsLog:
                 self._warned = True
                 LOGGER.warning("baton metrics event dropped event=%s type=%s", event, type(exc).__name__)
         return number
+
+    def emit_changed(self, event: str, **fields: Any) -> int | None:
+        """``emit`` a state (not an occurrence) only when it differs from the last one of its kind in this log:
+        a figure read off many times is logged once. Returns the event's number, None when unchanged."""
+        if self._last.get(event) == fields:
+            return None
+        self._last[event] = dict(fields)
+        return self.emit(event, **fields)
 
     def _append(self, path: Path, line: bytes) -> None:
         """Append under the project's ``.baton/`` only: a symlinked directory or file is refused, never followed

@@ -72,6 +72,31 @@ def find_session(logs: list[SessionLog], ref: str | None) -> SessionLog | None:
     return prefixed[0] if len(prefixed) == 1 else None
 
 
+def missing(data_dir: Path, scope: Scope | None, ref: str | None) -> str:
+    """Why no log was found, true to what exists: the logs ``scope`` sees, else the ones it hides (their
+    platforms and latest names) and how to name one. Why: "none yet" beside another platform's logs misleads."""
+    seen = sessions(data_dir, scope)
+    what = "no session log" if ref is None else f"no single session log matches {ref!r}"
+    if scope is not None and not scope.project_wide:
+        what += " for " + " and ".join(part for part in (
+            f"platform {scope.platform!r}" if scope.platform else "",
+            "this session key" if scope.conversation_id is not None else "") if part)
+    where = f"{what} in {metrics_dir(data_dir)}"
+    if seen:
+        return f"{where}; latest sessions: {', '.join(log.name for log in seen[-5:])}"
+    hidden = sessions(data_dir) if scope is not None and not scope.project_wide else []
+    if not hidden:
+        return f"{where}; latest sessions: none yet (a session writes one as it runs)"
+    platforms: dict[str, int] = {}
+    for log in hidden:
+        name = log.owner.platform if log.owner is not None else "no owner"
+        platforms[name] = platforms.get(name, 0) + 1
+    counts = ", ".join(f"{name} {n}" for name, n in sorted(platforms.items()))
+    return (f"{where}; {len(hidden)} other session log(s) exist ({counts}): name one with `baton report NAME` "
+            f"without --platform/--session-key, or filter by its platform; latest: "
+            f"{', '.join(log.name for log in hidden[-5:])}")
+
+
 def events(log: SessionLog) -> tuple[list[dict[str, Any]], int]:
     """The session's events in order (the rotated segment first) and how many lines could not be read."""
     previous = log.path.with_name(log.path.name + PREVIOUS)
@@ -100,6 +125,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
 
 REQUEST_FIELDS = ("n", "t", "prompt", "mode", "source", "fallback", "window", "window_source", "cap_asked",
                   "cap_sent", "action", "short", "shortened", "breaker", "ms")
+TOOLS_FIELDS = ("offered", "schema_tokens", "counted_by")  # what Baton's tool schemas add to every request
 COMPACTION_FIELDS = ("n", "t", "request", "before", "after", "mode", "kept", "stubbed", "recallable", "compacted",
                      "handoff", "short_id", "status", "validation", "degraded", "brief_tokens", "ms")
 
@@ -110,6 +136,7 @@ def report_data(log: SessionLog) -> dict[str, Any]:
     requests: list[dict[str, Any]] = []
     by_number: dict[int, dict[str, Any]] = {}
     auxiliary, compactions, refusals, checks = [], [], [], []
+    tools: dict[str, Any] | None = None
     for event in lines:
         kind = event.get("ev")
         if kind == "request":
@@ -127,13 +154,15 @@ def report_data(log: SessionLog) -> dict[str, Any]:
             compactions.append({key: event.get(key) for key in COMPACTION_FIELDS})
         elif kind == "refusal":
             refusals.append({key: event.get(key) for key in ("request", "t", "kind", "window", "prompt")})
+        elif kind == "tools":  # the latest figure the session's status measured
+            tools = {key: event.get(key) for key in TOOLS_FIELDS}
     first = requests[0]["n"] if requests else None
     data = {
         "session": log.header.get("session"), "log": str(log.path), "header": log.header,
         "requests": requests, "auxiliary_requests": auxiliary, "compactions": compactions,
         "mode_changes": _changes(requests, "mode", reason="fallback"),
         "breaker_events": _changes(requests, "breaker"),
-        "refusals": refusals, "route_check": checks[-1] if checks else None,
+        "refusals": refusals, "route_check": checks[-1] if checks else None, "tools": tools,
         "earlier_requests_rotated_out": (first - 1) if isinstance(first, int) and first > 1 else 0,
         "unreadable_lines": unreadable,
     }
@@ -178,6 +207,7 @@ def _summary(data: dict[str, Any]) -> dict[str, Any]:
         "refusals": len(data["refusals"]), "reported_requests": len(compared),
         "largest_count_gap": (worst["reported"] - worst["prompt"]) if worst else None,
         "route_verdict": check.get("verdict"), "route_ratio": check.get("ratio"),
+        "tool_schema_tokens": (data["tools"] or {}).get("schema_tokens"),
         "duration_seconds": round(times[-1] - times[0], 1) if len(times) > 1 else 0.0,
     }
 

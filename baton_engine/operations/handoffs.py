@@ -95,6 +95,11 @@ def record_item(start: Path | str | None, ref: str, kind: str, item: dict[str, A
     with handoffs.locked():  # load-modify-save as one step: two writers must not drop each other's items
         record = handoffs.load(ref)
         updated = capture.add_item(record, kind, item)  # type: ignore[arg-type]
+        if updated is record:  # already recorded: the record stays as it is, the answer names the item
+            known = capture.same_item(record, kind, capture.parse_item(kind, item))  # type: ignore[arg-type]
+            return {"ok": True, "handoff": summary_of(record), "kind": kind,
+                    "item": known.model_dump(mode="json") if known is not None else None,
+                    "already_recorded": True, "redactions": []}
         if updated.status == "validated":  # new content: the earlier validation no longer speaks for it
             updated = transition(updated, "draft", reason=f"{kind} recorded")
         handoffs.save(updated)
@@ -104,6 +109,7 @@ def record_item(start: Path | str | None, ref: str, kind: str, item: dict[str, A
         "handoff": summary_of(updated),
         "kind": kind,
         "item": added,
+        "already_recorded": False,
         "redactions": redactions_of(updated.redactions[len(record.redactions):]),
     }
 

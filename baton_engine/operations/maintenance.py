@@ -103,9 +103,7 @@ def report(start: Path | str | None = None, session: str | None = None, *, html:
     logs = read_metrics.sessions(paths.data_dir, scope)
     log = read_metrics.find_session(logs, session)
     if log is None:
-        known = ", ".join(entry.name for entry in logs[-5:]) or "none yet (a session writes one as it runs)"
-        what = "no session log" if session is None else f"no single session log matches {session!r}"
-        raise NotFoundError(f"{what} in {paths.data_dir / 'metrics'}; latest sessions: {known}")
+        raise NotFoundError(read_metrics.missing(paths.data_dir, scope, session))
     data = read_metrics.report_data(log)
     target = Path(html) if html is not None else log.path.with_suffix(".html")
     try:

@@ -29,31 +29,28 @@ MAX_OFFSET = MAX_LIMIT - 1
 SEARCH_BUDGET_TOKENS = 600
 EXPAND_BUDGET_TOKENS = 2000
 TOOL_DESCRIPTION = (
-    "Search what was compacted out of THIS conversation and page it back in. mode=search: ask in your own words "
-    "(a question, identifiers, paths, \"quoted phrases\"); the answer costs at most budget_tokens (default "
-    f"{SEARCH_BUDGET_TOKENS}) and each hit carries the matching lines of its message (snippet, first_line..last_line), "
-    "its ref and the token cost of the whole message. found=false means every hit is weak (probably not there); "
-    "next_offset pages on to the next hits. mode=expand: the message `ref` in full if it fits budget_tokens "
-    f"(default {EXPAND_BUDGET_TOKENS}), else the lines around `around` (or around the first match of `query`)."
+    "Find what compaction took out of this conversation and page it back. mode=search: `query` in your own words; "
+    "hits carry matching lines, a ref and the message's cost; found=false: probably not there. mode=expand: the "
+    "message `ref` (or its lines `around` one)."
 )
 
 
 class RecallArgs(BaseModel):
-    """The arguments of ``baton_recall``."""
+    """The arguments of ``baton_recall``. The descriptions are short on purpose: the schema goes out with every
+    request (docs/hermes.md, "What Baton adds to every request"); the bounds are checked here, not shown."""
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["search", "expand"] = Field(description="search: find messages; expand: page one back in")
-    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS,
-                              description="search (required) / expand (optional): what to look for")
-    limit: int = Field(default=8, ge=1, le=MAX_LIMIT, description="search: at most this many hits")
-    offset: int = Field(default=0, ge=0, le=MAX_OFFSET,
-                        description="search: skip this many hits (a previous answer's next_offset)")
-    ref: str | None = Field(default=None, max_length=MAX_REF_CHARS, description="expand: a hit's ref")
-    budget_tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS, description=(
-        f"the most tokens the answer (search, default {SEARCH_BUDGET_TOKENS}) or the returned text (expand, default "
-        f"{EXPAND_BUDGET_TOKENS}) may cost"))
-    around: int | None = Field(default=None, ge=1, description="expand: centre on this line (a hit's line)")
+    mode: Literal["search", "expand"]
+    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
+    limit: int = Field(default=8, ge=1, le=MAX_LIMIT)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="a previous next_offset")
+    ref: str | None = Field(default=None, max_length=MAX_REF_CHARS)
+    budget_tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS, description="answer size in tokens")
+    around: int | None = Field(default=None, ge=1, description="a hit's line")
+
+
+_SHOWN = ("type", "enum", "description", "properties", "required")  # what a tool schema needs to be called right
 
 
 class _ToolSchema(GenerateJsonSchema):
@@ -73,10 +70,12 @@ class _ToolSchema(GenerateJsonSchema):
 
 
 def parameters_schema() -> dict[str, Any]:
+    """The arguments' JSON schema for tool calling: types, enums and the short descriptions (no bounds, no
+    defaults: ``RecallArgs`` checks them and an error answer says which one a call broke)."""
     schema = RecallArgs.model_json_schema(schema_generator=_ToolSchema)
-    schema.pop("title", None)
-    schema.pop("description", None)
-    return schema
+    properties = {name: {key: prop[key] for key in _SHOWN if key in prop}
+                  for name, prop in schema["properties"].items()}
+    return {"type": "object", "properties": properties, "required": schema["required"]}
 
 
 TOOL_SCHEMA: dict[str, Any] = {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": parameters_schema()}

@@ -90,7 +90,8 @@ from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, T
 _TOKEN = re.compile(r"\\w+|[^\\w\\s]")
 # exact=True promises a count is what the provider's own tokenizer and chat template give. The words-and-
 # punctuation tokenizer below is no model's, so it says False; set True once _tokenize and _render are your
-# model's (then `baton tokens check $name --reference hf` compares the counts with its Hugging Face tokenizer).
+# model's (then `BATON_TOKENIZER_PATH=/your/model/dir baton tokens check $name --reference hf` compares the
+# counts with its Hugging Face tokenizer, read from that directory).
 EXACT = False
 _UNSAFE_IN_SOURCE = re.compile(r"[^A-Za-z0-9._/-]")
 
@@ -189,7 +190,8 @@ entry-point group `baton_engine.tokenizers`. In the venv that has baton-engine, 
 python -m pip install -e '.[test]'       # pip fetches hatchling (the build backend) and pytest
 baton tokens backends                    # lists $name
 BATON_TOKENIZER_BACKEND=$name baton tokens count chat.json
-baton tokens check $name                 # Baton's conformance kit (add --reference hf to compare counts)
+baton tokens check $name                 # Baton's conformance kit
+BATON_TOKENIZER_PATH=/your/model/dir baton tokens check $name --reference hf   # counts equal to the model's HF tokenizer?
 python -m pytest -q                      # the same kit from tests/test_conformance.py, with this venv's pytest
 ```
 

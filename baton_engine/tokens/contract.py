@@ -172,13 +172,20 @@ class TokenizerBackend(ABC):
 # itself through this backend. One cheap request that carries no prompt and no credential; False when unsure.
 ServerDetector = Callable[[str, "str | None", float], bool]
 
+# window(url, model, timeout_seconds): the window (prompt + reply, in tokens) the server at ``url`` serves ``model``
+# with, as the server itself states it (vLLM's max_model_len); None when it is not this backend's server or does not
+# say. One cheap request that carries no prompt and no credential. ``baton doctor`` compares it with config.yaml.
+ServerWindow = Callable[[str, "str | None", float], "int | None"]
+
 
 @dataclass(frozen=True)
 class BackendSpec:
     """What a plugin offers: a name, a factory and, for a backend that asks a server, how to recognise one. Only
-    the selected factory is ever called; ``detect`` only for a route whose tokenizer nobody configured."""
+    the selected factory is ever called; ``detect`` only for a route whose tokenizer nobody configured; ``window``
+    only by ``baton doctor``."""
 
     name: str
     factory: Callable[[TokenizerConfig], TokenizerBackend]
     description: str = ""
     detect: ServerDetector | None = None
+    window: ServerWindow | None = None

@@ -8,6 +8,7 @@ message that says how to fix them; a plugin that fails to import is skipped and 
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Iterable
@@ -157,9 +158,13 @@ def select_backend(config: TokenizerConfig, registry: Registry | None = None) ->
         if requested not in installed:
             names = ", ".join(installed)
             failed = "".join(f"; plugin that failed to import: {item.describe()}" for item in registry.broken)
+            near = difflib.get_close_matches(requested, [*installed, AUTO], n=1, cutoff=0.6)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            # both places the name can be set: a typo in config.yaml must not be told to set a variable
             raise BackendConfigError(
-                f"tokenizer backend {requested!r} is not installed (installed: {names}{failed}); set "
-                "BATON_TOKENIZER_BACKEND to one of them or to 'auto', or install the backend's distribution"
+                f"tokenizer backend {requested!r} is not installed (installed: {names}{failed}); {hint}set the "
+                "backend (baton.tokenizer.backend in config.yaml, or BATON_TOKENIZER_BACKEND) to one of them or "
+                "to 'auto', or install the backend's distribution"
             )
         return Selection(requested, "chosen explicitly (backend setting)", requested)
     name, why = _auto_choice(config)
@@ -190,6 +195,26 @@ def detect_server_backend(url: str, model: str | None, timeout_seconds: float,
         except Exception as exc:  # noqa: BLE001 - a broken detector is reported by type and never chosen
             LOGGER.warning("tokenizer backend %r failed to probe a server (%s); not using it", name,
                            type(exc).__name__)
+    return None
+
+
+def backend_window(url: str, model: str | None, timeout_seconds: float,
+                   registry: Registry | None = None) -> tuple[str, int] | None:
+    """``(backend name, window)`` from the first installed backend (by name) whose ``BackendSpec.window`` reads the
+    server at ``url``; None when none does. A probe is plugin code: one that fails is skipped."""
+    if registry is None:
+        registry = discover()
+    for name, item in registry.backends.items():
+        probe = item.spec.window
+        if probe is None:
+            continue
+        try:
+            found = probe(url, model, timeout_seconds)
+        except Exception as exc:  # noqa: BLE001 - a broken probe is reported by type and never believed
+            LOGGER.warning("tokenizer backend %r failed to read a server's window (%s)", name, type(exc).__name__)
+            continue
+        if type(found) is int and found > 0:
+            return name, found
     return None
 
 

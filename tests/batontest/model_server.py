@@ -163,11 +163,20 @@ def todo_round(round_no: int, *, items: int = 3, words_per_item: int = 160, plan
     return Reply(content=content, tool_calls=(ToolCall("todo", {"todos": todos, "merge": False}),))
 
 
-def capture_call(round_no: int) -> Reply:
-    """Two parallel ``baton_capture`` calls (a decision and an open item), as an agent would record them."""
-    decision = {"kind": "decision", "item": {
-        "decision": f"Round {round_no}: keep the parser cache keyed by request hash",
-        "rationale": "the hash is stable across retries"}}
+DECISIONS = (  # a different decision each capture: one text five times read as a broken brief (issue 31)
+    ("keep the parser cache keyed by request hash", "the hash is stable across retries"),
+    ("retry the loader twice before failing the batch", "its timeouts are transient"),
+    ("log worker queue timeouts at warning level", "they are expected under load"),
+    ("pin the index migration to the release branch", "main has an unreviewed column change"),
+    ("split the deploy metric by queue", "one busy queue hid the others' latency"),
+)
+
+
+def capture_call(round_no: int, nth: int = 0) -> Reply:
+    """Two parallel ``baton_capture`` calls (a decision and an open item), as an agent would record them;
+    ``nth``: the how-manyth capture of the session (picks the decision)."""
+    decided, why = DECISIONS[nth % len(DECISIONS)]
+    decision = {"kind": "decision", "item": {"decision": f"Round {round_no}: {decided}", "rationale": why}}
     open_item = {"kind": "open_item", "item": {
         "description": f"Round {round_no}: re-run the latency benchmark after the patch",
         "priority": "medium", "suggested_action": "run the benchmark script",
@@ -185,7 +194,7 @@ def tool_heavy_script(rounds: int, *, planted: Sequence[str] = (), capture_every
         secret = planted[(n - 1) % len(planted)] if planted else None
         steps.append(todo_round(n, planted=secret, words_per_item=words_per_item))
         if capture_every and n % capture_every == 0:
-            steps.append(capture_call(n))
+            steps.append(capture_call(n, n // capture_every - 1))
     return steps
 
 

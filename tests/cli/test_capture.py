@@ -118,6 +118,24 @@ def test_add_item_assigns_next_id_and_redacts(git_project: Path) -> None:
     assert record.decisions[-1].id == "D-007"  # the input record is not mutated
 
 
+def test_an_item_already_recorded_is_not_added_again(git_project: Path) -> None:
+    """Issue 31 item 5: a brief listing D-001..D-005 with one text. The same decision (spacing and case aside)
+    leaves the record as it is; a different one, an open item with the same words, and evidence are added."""
+    record, _ = capture.build_draft(payload(decisions=[{"decision": "Keep the parser cache", "rationale": "stable"}]),
+                                    git_project)
+    again = capture.add_item(record, "decision", {"decision": "keep the  parser cache", "rationale": "Stable"})
+    assert again is record and [d.id for d in again.decisions] == ["D-001"]
+    other_reason = capture.add_item(record, "decision", {"decision": "Keep the parser cache", "rationale": "fast"})
+    assert [d.decision for d in other_reason.decisions] == ["Keep the parser cache"] * 2  # a second reason is news
+    assert len(capture.add_item(record, "open_item", {"description": "Keep the parser cache"}).open_items) == 1
+    run = {"type": "command", "ref": "pytest -q", "claim": "the tests pass", "result": "3 passed"}
+    twice = capture.add_item(capture.add_item(record, "evidence", run), "evidence", run)
+    assert len(twice.evidence) == 2  # each run is evidence of its own
+    item = capture.add_item(record, "open_item", {"description": "rerun the benchmark", "priority": "high"})
+    assert capture.add_item(item, "open_item", {"description": "Rerun the benchmark", "priority": "high"}) is item
+    assert len(capture.add_item(item, "open_item", {"description": "rerun the benchmark"}).open_items) == 2
+
+
 def test_add_item_refuses_ready_records(git_project: Path) -> None:
     record, _ = capture.build_draft(payload(), git_project)
     ready = record.model_copy(update={"status": "ready"})

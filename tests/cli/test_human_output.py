@@ -77,3 +77,14 @@ def test_migrate_and_init_panels(baton, git_project: Path) -> None:
     assert dry.code == 0 and "dry_run: True" in dry.stdout
     moved = baton("init", "--migrate-legacy", cwd=git_project)
     assert moved.code == 0 and (git_project / ".baton" / "handoffs").is_dir()
+
+
+def test_the_init_panel_wraps_long_lines_and_leaves_out_empty_fields(baton, git_project: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: the panel cut `created: [...]` at its edge and printed `migrated: None`."""
+    monkeypatch.setenv("COLUMNS", "50")
+    done = baton("init", cwd=git_project)
+    assert done.code == 0 and "None" not in done.stdout
+    text = "".join(line.strip("│ ").strip() for line in done.stdout.splitlines())
+    for path in (".baton/handoffs", ".baton/cache", ".baton/config.json", ".baton/.gitignore"):
+        assert path in text, done.stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from baton_engine.errors import ConflictError
 from baton_engine.handoff.checkpoint import checkpoint_create
-from baton_engine.operations.handoffs import init, show_handoff, status
+from baton_engine.operations.handoffs import init, record_item, show_handoff, status
 from baton_engine.results import INTERNAL_ERROR_EXIT_CODE, call, error_result
 
 
@@ -45,3 +45,17 @@ def test_operations_and_cli_print_the_same_json(baton, git_project: Path) -> Non
     assert via_cli.code == 0
     assert json.loads(via_cli.stdout) == direct
     assert via_cli.stdout == json.dumps(direct, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_recording_a_decision_twice_keeps_one_and_the_brief_lists_it_once(git_project: Path) -> None:
+    """Issue 31 item 5: an agent that records the same decision again gets the item it has, not a D-002."""
+    init(git_project)
+    short = checkpoint_create(git_project, {"title": "T", "objective": "O", "state": "S"})["handoff"]["short_id"]
+    decision = {"decision": "keep the parser cache keyed by request hash", "rationale": "stable across retries"}
+    first = record_item(git_project, short, "decision", decision)
+    second = record_item(git_project, short, "decision", {**decision, "decision": decision["decision"].upper()})
+    assert (first["already_recorded"], second["already_recorded"]) == (False, True)
+    assert second["item"] == first["item"] and second["handoff"] == first["handoff"]
+    brief = show_handoff(git_project, short, format="prompt")
+    text = json.dumps(brief)
+    assert text.count("keep the parser cache keyed by request hash") == 1 and "D-002" not in text

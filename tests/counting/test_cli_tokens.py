@@ -55,14 +55,20 @@ def test_count_accepts_a_bare_message_list_and_prints_a_table(tmp_path: Path) ->
     assert "tokens" in result.output and "rough+margin" in result.output and "auto:" in result.output
 
 
-def test_unreachable_server_falls_back_and_says_why(request_file: Path) -> None:
+def test_unreachable_server_fails_with_the_estimate_unless_an_estimate_is_allowed(request_file: Path) -> None:
+    """The configured tokenizer cannot count (its server is down): not an answer (exit 1, ok false, as doctor
+    fails), the estimate and its reason shown; ``--allow-estimate`` takes the estimate as the answer."""
     pytest.importorskip("baton_vllm")
-    result = invoke("tokens", "count", str(request_file), "--json",
-                    BATON_TOKENIZER_URL=f"http://127.0.0.1:{closed_port()}", BATON_TOKENIZER_TIMEOUT_SECONDS="2")
-    assert result.exit_code == 0, result.output
+    down = {"BATON_TOKENIZER_URL": f"http://127.0.0.1:{closed_port()}", "BATON_TOKENIZER_TIMEOUT_SECONDS": "2"}
+    result = invoke("tokens", "count", str(request_file), "--json", **down)
+    assert result.exit_code == 1, result.output
     data = json.loads(result.output)
+    assert data["ok"] is False
     assert data["backend"]["name"] == "vllm" and data["source"] == "rough+margin" and data["exact"] is False
     assert data["fallback_reason"].startswith("vllm") and "CannotCount" in data["fallback_reason"]
+    allowed = invoke("tokens", "count", str(request_file), "--json", "--allow-estimate", **down)
+    assert allowed.exit_code == 0, allowed.output
+    assert json.loads(allowed.output) == {**data, "ok": True}
 
 
 @pytest.mark.parametrize(

@@ -147,6 +147,13 @@ def test_bad_hermes_block_names_the_key(block: object, expected: str) -> None:
         ({"tokenizer": {"uri": "x"}}, "baton.tokenizer.uri in config.yaml is not a setting (ignored); "
                                       "did you mean baton.tokenizer.url?"),
         ({"colour": "blue"}, "baton.colour in config.yaml is not a setting (ignored); known: "),
+        # written as its variable, with dashes or flattened: still the config key to write (issue 31 item 5)
+        ({"BATON_FRESH_TAIL_TOKENS": 6000}, "baton.BATON_FRESH_TAIL_TOKENS in config.yaml is not a setting "
+                                            "(ignored); did you mean baton.fresh_tail_tokens?"),
+        ({"fresh-tail-tokens": 6000}, "baton.fresh-tail-tokens in config.yaml is not a setting (ignored); "
+                                      "did you mean baton.fresh_tail_tokens?"),
+        ({"tokenizer_backend": "hf"}, "baton.tokenizer_backend in config.yaml is not a setting (ignored); "
+                                      "did you mean baton.tokenizer.backend?"),
     ],
 )
 def test_an_unknown_key_is_ignored_and_named_with_the_nearest_known_one(block: dict, expected: str) -> None:

@@ -30,6 +30,15 @@ def test_an_unknown_backend_name_fails_naming_the_variable() -> None:
     assert "set by BATON_TOKENIZER_BACKEND" in verdict.reason and "'nosuch' is not installed" in verdict.reason
 
 
+def test_a_backend_typo_in_config_yaml_names_the_config_key_and_the_nearest_backend() -> None:
+    """Issue 31 item 5: a typo in config.yaml was told to set BATON_TOKENIZER_BACKEND."""
+    pytest.importorskip("baton_hf")
+    verdict = check_tokenizer(load_settings({}, hermes_block={"tokenizer": {"backend": "hff"}}))
+    assert verdict.verdict == "failing" and "set by baton.tokenizer.backend in config.yaml" in verdict.reason
+    assert "'hff' is not installed" in verdict.reason and "did you mean 'hf'?" in verdict.reason
+    assert "set the backend (baton.tokenizer.backend in config.yaml, or BATON_TOKENIZER_BACKEND)" in verdict.reason
+
+
 def test_the_real_tokenizer_is_exact_and_counts_what_the_counter_counts() -> None:
     pytest.importorskip("baton_hf")
     settings = load_settings({"BATON_TOKENIZER_BACKEND": "hf", "BATON_TOKENIZER_PATH": str(assets.qwen3_dir())})

@@ -174,3 +174,31 @@ def test_every_baton_block_shown_in_yaml_is_a_valid_setting() -> None:
     for page, block in baton_blocks:
         settings = load_settings(env={}, hermes_block=block)
         assert settings.tokenizer.backend == block["tokenizer"]["backend"], page
+
+
+@pytest.mark.hermes
+def test_the_readme_configs_run_on_the_hermes_versions_they_name() -> None:
+    """Each config.yaml in the README names the Hermes lines it is for (its first line, ``# Hermes 0.19 and 0.22``);
+    on the installed Hermes, every one naming it clears that Hermes' own minimum (read from Hermes' code, as doctor
+    reads it) for the main and the compression model, and one naming only another line does not (it says why)."""
+    from baton_engine.hermes.config import installed_hermes_version
+    from baton_engine.hermes.doctor import window_problems
+    from baton_engine.hermes.minimum import compression_window, hermes_minimum
+
+    version = installed_hermes_version()
+    assert version is not None
+    line = ".".join(version.split(".")[:2])
+    configs = [(match.group(2).splitlines()[0], yaml.safe_load(match.group(2)))
+               for match in FENCE.finditer(_text(REPO / "README.md")) if match.group(1) == "yaml"]
+    configs = [(header, config) for header, config in configs if isinstance(config, dict) and "model" in config]
+    assert all(header.startswith("# Hermes ") for header, _config in configs), [h for h, _c in configs]
+    verdicts = {}
+    for header, config in configs:
+        window = config["model"]["context_length"]
+        minimum = hermes_minimum(config)
+        assert minimum is not None
+        verdicts[header] = window_problems(window, None, minimum, compression_window(config, window),
+                                           Path("config.yaml"))
+    assert any(line in header for header in verdicts), f"no README config names Hermes {line}"
+    for header, problems in verdicts.items():
+        assert (not problems) == (line in header), (header, problems)

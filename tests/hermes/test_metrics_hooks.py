@@ -45,3 +45,20 @@ def test_an_unwritable_log_changes_nothing_the_agent_gets(project: Path, tmp_pat
     assert budget(engine) == expected and expected["max_tokens"] < 250000
     engine.update_from_response({"prompt_tokens": 100, "completion_tokens": 5})
     assert engine.requests.metrics.dropped == 2 and engine.compaction.turns == 1
+
+
+def test_the_tool_schemas_figure_status_measured_reaches_the_report_once(project: Path, qwen3_env: Path) -> None:
+    """Issue 31 item 4: what Baton's tool schemas add to every request, in the log and ``baton report``, taken
+    from the status that measured it (no count of its own), logged once however often status is read."""
+    from baton_engine.operations.maintenance import report
+
+    engine = started_engine(project)
+    budget(engine)
+    figure = engine.get_status()["tools"]
+    assert engine.get_status()["tools"] == figure
+    log = read.sessions(project / ".baton")[0]
+    assert [e["ev"] for e in read.events(log)[0]].count("tools") == 1
+    assert figure["schema_tokens"] == 569 and figure["counted_by"] == "hf:qwen3"  # docs/hermes.md, Qwen3
+    data = report(project)
+    assert data["tools"] == figure and data["summary"]["tool_schema_tokens"] == 569
+    assert "<span>Baton&#x27;s tool schemas</span><b>569</b>" in Path(data["html"]).read_text(encoding="utf-8")

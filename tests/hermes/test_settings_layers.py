@@ -74,9 +74,10 @@ def test_the_projects_tokenizer_and_brief_budget_are_the_engines(hermes_home: Pa
     doctor = run_baton("doctor", "--json", cwd=project).data
     tokenizer = next(check for check in doctor["checks"] if check["name"] == "tokenizer")
     assert tokenizer["detail"].startswith("estimate: tiktoken:cl100k_base runs")  # the engine's tokenizer
-    hermes = check_settings(hermes_home, project)
-    assert hermes["status"] == "pass"
-    assert "backend=tiktoken (tokenizer.backend in .baton/config.json)" in hermes["detail"]
+    settings = next(check for check in doctor["checks"] if check["name"] == "settings")
+    assert "backend=tiktoken (tokenizer.backend in .baton/config.json)" in settings["detail"]
+    hermes = check_settings(hermes_home, project)  # the same values: said once, in the settings row
+    assert hermes["status"] == "pass" and hermes["detail"].endswith("in Hermes: the values of the settings row")
 
 
 def test_config_yaml_beats_the_project_and_the_environment_beats_both(hermes_home: Path, project: Path,

@@ -44,7 +44,7 @@ def test_status_parity(project: Path) -> None:
     answer = json.loads(engine.handle_tool_call("baton_status", {}))
     engine_part = answer.pop("engine")
     assert answer == json.loads(baton_cli(project, "status", "--json"))
-    assert set(engine_part) == {"route", "window", "counting", "trigger", "settings_ignored"}
+    assert set(engine_part) == {"route", "window", "counting", "trigger", "tools", "notices", "settings_ignored"}
 
 
 def test_status_answers_route_window_counting_and_trigger(project: Path) -> None:
@@ -97,6 +97,8 @@ def test_capture_parity_with_baton_record(project: Path, tmp_path: Path, kind: s
     cli = json.loads(baton_cli(project, "record", cli_kind, draft, "--input", str(item_file), "--json"))
     assert list(tool) == list(cli)
     assert tool["handoff"]["id"] == cli["handoff"]["id"] and tool["kind"] == cli["kind"] == kind
+    # the same item into the same draft: kept once (evidence may repeat), the answer names the item it has
+    assert (tool["already_recorded"], cli["already_recorded"]) == (False, kind != "evidence")
     volatile = ("id", "made_at", "recorded_at", "captured_at", "updated_at")
     assert _without(tool["item"], *volatile) == _without(cli["item"], *volatile)
     assert tool["redactions"] == cli["redactions"] == []
@@ -154,17 +156,35 @@ def test_capture_error_shows_the_expected_shape(project: Path, kind: str) -> Non
     assert any(value.endswith("(required)") for value in expected.values())
 
 
-def test_capture_schema_is_generated_from_the_item_models() -> None:
+def test_capture_schema_shows_each_kinds_main_fields_from_the_item_models() -> None:
+    """Short (every request carries it): each kind's required field and its main ones, typed by the item models;
+    the description names each shown field under its kind."""
     from baton_engine.handoff import capture
     from baton_engine.hermes.tools import SCHEMAS
 
-    params = next(schema for schema in SCHEMAS if schema["name"] == "baton_capture")["parameters"]
+    schema = next(schema for schema in SCHEMAS if schema["name"] == "baton_capture")
+    params = schema["parameters"]
     fields = {name for model in capture.ITEM_MODELS.values() for name in model.model_fields}
-    assert set(params["properties"]["item"]["properties"]) == fields
-    assert fields <= set(params["properties"])  # the same fields accepted at the top level
-    assert params["properties"]["evidence_ids"]["type"] == "array"
+    shown = set(params["properties"]) - {"kind", "objective"}
+    assert shown <= fields
+    for kind, model in capture.ITEM_MODELS.items():
+        required = set(model.model_json_schema()["required"])
+        assert required <= shown, kind
+        assert all(name in schema["description"] for name in required | {kind})
     assert params["properties"]["priority"]["enum"] == ["high", "medium", "low"]
     assert "anyOf" not in json.dumps(params) and "$ref" not in json.dumps(params)
+
+
+def test_fields_the_schema_does_not_show_are_still_recorded(project: Path) -> None:
+    engine = _engine(project)
+    engine.handle_tool_call("baton_capture", {"kind": "objective", "objective": "ship the retry"})
+    answer = json.loads(engine.handle_tool_call("baton_capture", {
+        "kind": "open_item", "description": "wire the retry", "acceptance_check": "the test passes",
+        "blocked_by": ["D-001"]}))
+    assert answer["ok"] is True, answer
+    shown = json.loads(baton_cli(project, "handoff", "show", answer["handoff"]["id"], "--json"))
+    item = shown["content"]["open_items"][0]
+    assert (item["acceptance_check"], item["blocked_by"]) == ("the test passes", ["D-001"])
 
 
 def test_resume_inside_hermes_counts_with_the_engines_settings_and_counter(project: Path,

@@ -208,10 +208,11 @@ def test_eight_concurrent_agents_never_see_each_others_state(project: Path,
     assert [len(frame.tools) for frame in frames] == list(range(1, 9))
 
 
-def test_a_refusal_states_the_window_and_the_next_request_fits(project: Path,
-                                                               active: tuple[Activation, BatonRuntime]) -> None:
+def test_a_refusal_states_the_window_and_the_next_request_fits(project: Path, active: tuple[Activation, BatonRuntime],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """config.yaml says LARGE, the server serves SMALL: its refusal's window becomes this route's, and a later
-    update_model with Hermes' own (larger or no) number does not undo it; another route starts over."""
+    update_model with Hermes' own (larger or no) number does not undo it; another route starts over. The terminal
+    is told once (not only errors.log), and status lists the line."""
     from baton_engine.refusal import parse_refusal
 
     activation, runtime = active
@@ -230,12 +231,17 @@ def test_a_refusal_states_the_window_and_the_next_request_fits(project: Path,
     assert status["window"]["effective"] == SMALL and status["window"]["source"] == "provider refusal"
     assert status["verification"]["refusals"] == 1 and status["verification"]["verdict"] == "confirmed"
     assert engine.threshold_tokens <= SMALL
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("baton: Hermes' context_length")]
+    assert said == [f"baton: Hermes' context_length {LARGE:,} is larger than the window the server has ({SMALL:,}, "
+                    f"provider refusal); Baton budgets against {SMALL:,}. Set model.context_length: {SMALL} in "
+                    "config.yaml (`baton doctor` compares them)"]
+    assert status["notices"] == [said[0].removeprefix("baton: ")]
     engine.update_model("other-model", LARGE, base_url="http://127.0.0.1:11/v1", provider="custom")
     assert engine.get_status()["window"]["effective"] == LARGE  # another server: what it refused says nothing
 
 
 def test_a_provider_that_counts_more_calibrates_the_route_and_status_says_so(
-        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+        project: Path, active: tuple[Activation, BatonRuntime], capsys: pytest.CaptureFixture[str]) -> None:
     """The response reports 30% more than Baton counted for the request it answers: the route is calibrated,
     status says so in ``tokenizer.counting`` and ``verification``, and the next cap is on the provider's scale."""
     activation, runtime = active
@@ -250,6 +256,11 @@ def test_a_provider_that_counts_more_calibrates_the_route_and_status_says_so(
         prompt * 1.3)
     assert "undercounts this server by 30%" in status["verification"]["advice"]
     assert sent_max_tokens(activation, agent) < first
+    engine.update_from_response({"prompt_tokens": int(prompt * 1.3), "completion_tokens": 5, "total_tokens": 0})
+    said = [line for line in capsys.readouterr().err.splitlines() if "calibrated" in line]
+    assert len(said) == 1 and said[0].startswith("baton: counts disagree with the provider") and \
+        "undercounts this server by 30%" in said[0]  # on the terminal once, not only in errors.log
+    assert engine.get_status()["notices"] == [said[0].removeprefix("baton: ")]
 
 
 @pytest.mark.parametrize(("provider", "rule", "figure"), [

@@ -82,6 +82,25 @@ def test_check_with_a_reference_built_from_the_same_settings() -> None:
     assert agreement["status"] == "pass" and "equal to hf:qwen3" in agreement["detail"]
 
 
+def test_the_reference_advice_works_as_written(tmp_path: Path) -> None:
+    """Issue 31 item 5: the generated README's ``--reference hf`` failed without its tokenizer's path (it said
+    only "needs a tokenizer"); the advice now names the path, the failure says it is the reference's."""
+    pytest.importorskip("baton_hf")
+    assert invoke("tokens", "new-backend", "my-tok", "--dir", str(tmp_path / "pkg")).exit_code == 0
+    advice = next(line for line in (tmp_path / "pkg" / "README.md").read_text().splitlines()
+                  if "--reference hf" in line)
+    assert advice.startswith("BATON_TOKENIZER_PATH=/your/model/dir baton tokens check my-tok --reference hf")
+    # as written (with the model's directory), against a backend that counts as hf does: the agreement passes
+    result = invoke("tokens", "check", "hf", "--reference", "hf", "--json", BATON_TOKENIZER_PATH=str(qwen3_dir()))
+    assert result.exit_code == 0, result.output
+    agreement = next(c for c in json.loads(result.output)["checks"] if c["name"] == "agreement")
+    assert agreement["status"] == "pass"
+    missing = CliRunner().invoke(cli, ["tokens", "check", "rough", "--reference", "hf", "--json"], env=CLEAN_ENV)
+    message = json.loads(missing.output)["error"]["message"]
+    assert missing.exit_code == 2 and message.startswith("the reference backend hf cannot start: ")
+    assert "BATON_TOKENIZER_PATH=/models/yours baton tokens check NAME --reference hf" in message
+
+
 def test_a_failed_check_exits_1_with_how_to_fix(leaky_installed: None) -> None:
     result = invoke("tokens", "check", "leaky")
     assert result.exit_code == 1, result.output
@@ -98,7 +117,8 @@ def test_unknown_backend_is_a_usage_error(args: tuple[str, ...]) -> None:
     result = CliRunner().invoke(cli, [*args, "--json"], env=CLEAN_ENV)
     assert result.exit_code == 2
     error = json.loads(result.output)["error"]
-    assert error["kind"] == "input_error" and "'sentencepiece' is not installed (installed: " in error["message"]
+    assert error["kind"] == "input_error" and "'sentencepiece' is not installed" in error["message"]
+    assert "installed: " in error["message"]
 
 
 def test_missing_name_is_a_usage_error() -> None:

@@ -140,6 +140,23 @@ def test_report_data_joins_usage_and_derives_mode_and_breaker_changes(project: P
     assert summary["peak_prompt"] == 300 and summary["route_verdict"] == "confirmed"
 
 
+def test_a_state_is_logged_when_it_changes_and_the_report_shows_the_latest(project: Path) -> None:
+    log = started(project)
+    figure = {"offered": ["baton_recall"], "schema_tokens": 120, "counted_by": "hf:qwen3"}
+    assert log.emit_changed("tools", **figure) == 1 and log.emit_changed("tools", **figure) is None
+    request(log, 10)
+    assert log.emit_changed("tools", **{**figure, "schema_tokens": 130}) == 2
+    data = read.report_data(read.sessions(project / ".baton")[0])
+    assert data["tools"]["schema_tokens"] == 130 and data["summary"]["tool_schema_tokens"] == 130
+    assert [r["n"] for r in data["requests"]] == [1]
+    human = run_baton("report", cwd=project)
+    assert human.code == 0 and "Baton's tool schemas 130 tokens per request" in human.stdout
+    assert read.report_data(read.sessions(project / ".baton")[0])["summary"]["tool_schema_tokens"] == 130
+    without = started(project, "other")
+    request(without, 5)
+    assert report(project, "other")["summary"]["tool_schema_tokens"] is None  # not measured: said, not guessed
+
+
 def test_report_picks_sessions_by_name_prefix_raw_id_and_owner(project: Path) -> None:
     request(started(project, "local-session"), 1)
     gateway = {"platform": "telegram", "conversation_id": "sha256:aaaa"}
@@ -158,6 +175,23 @@ def test_report_picks_sessions_by_name_prefix_raw_id_and_owner(project: Path) ->
 def test_report_without_any_session_says_where_it_looked(project: Path) -> None:
     with pytest.raises(NotFoundError, match=r"no session log in .*metrics.*a session writes one as it runs"):
         report(project)
+
+
+def test_a_filter_that_hides_every_log_says_which_logs_exist_and_how_to_name_one(project: Path) -> None:
+    """Issue 31: ``--platform telegram --session-key KEY`` beside CLI logs said "none yet"; it names them."""
+    request(started(project, "cli-session"), 1)
+    key = metrics_log.session_key("cli-session")
+    answer = run_baton("report", "--platform", "telegram", "--session-key", "agent:main:telegram:dm:42", "--json",
+                       cwd=project)
+    message = answer.data["error"]["message"]
+    assert answer.code != 0 and "none yet" not in message
+    assert "no session log for platform 'telegram' and this session key" in message
+    assert "1 other session log(s) exist (cli 1)" in message and key in message
+    assert "agent:main:telegram:dm:42" not in message  # a session key is never echoed
+    named = run_baton("report", key, "--json", cwd=project)  # the advice works
+    assert named.code == 0 and named.data["session"] == key
+    by_platform = run_baton("report", "--platform", "cli", "--json", cwd=project)
+    assert by_platform.code == 0 and by_platform.data["session"] == key
 
 
 def test_cli_writes_the_page_and_prints_the_same_data(project: Path, tmp_path: Path) -> None:
