@@ -23,8 +23,7 @@ EMBED, HEADS, KV_HEADS, HEAD_DIM, FFN, LAYERS = 64, 2, 1, 32, 128, 2
 def tiny_qwen3_gguf() -> Path:
     """The model file, written once into the tokenizer cache (``batontest.assets.cache_root``) and reused."""
     target = cache_root() / "qwen3-tiny-gguf"
-    with assets._lock:
-        assets._build_once(target, lambda tmp: write_tiny_qwen3_gguf(tmp / "model.gguf"))
+    assets._build_once(target, lambda tmp: write_tiny_qwen3_gguf(tmp / "model.gguf"))  # atomic: a rename
     return target / "model.gguf"
 
 
