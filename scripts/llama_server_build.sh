@@ -30,7 +30,7 @@ python3 -m pip download -q --disable-pip-version-check --no-binary :all: --no-de
 tar -xzf "$DIR/sdist/llama_cpp_python-$VERSION.tar.gz" -C "$DIR/sdist"
 SOURCE="$DIR/sdist/llama_cpp_python-$VERSION/vendor/llama.cpp"
 fetched=$(date +%s)
-cmake -S "$SOURCE" -B "$DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$SOURCE" -B "$DIR/build" -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
   -DBUILD_SHARED_LIBS=OFF -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$(cd "$DIR" && pwd)/build/bin" >&2
