@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv-demo
 # one pip call, so the backends' baton-engine requirement and the [all] extra resolve to this checkout
 .venv-demo/bin/python -m pip install -q --disable-pip-version-check \
-    -e ".[all]" -e backends/tiktoken -e backends/hf -e backends/vllm "hermes-agent==0.19.0"
+    -e ".[all]" -e backends/tiktoken -e backends/hf -e backends/vllm -e backends/llamacpp "hermes-agent==0.19.0"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false TRANSFORMERS_VERBOSITY=error
 exec .venv-demo/bin/python demo/hermes_demo.py "$@"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BACKENDS = ("hf", "tiktoken", "vllm")
+BACKENDS = ("hf", "tiktoken", "vllm", "llamacpp")
 LINT = "import sys\nfrom importlinter.cli import lint_imports\nsys.exit(lint_imports(no_cache=True, no_logo=True))"
 LAYERS = "baton_engine's rooms import only the rooms below them"
 HERMES = "Only baton_engine.hermes imports Hermes"

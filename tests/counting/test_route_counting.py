@@ -9,6 +9,7 @@ import pytest
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.settings import SettingsError, load_settings
+from baton_engine.tokens.plugins import installed_backends
 from batontest.assets import qwen3_dir
 from batontest.vllm_standin import VllmStandin
 
@@ -86,7 +87,10 @@ def test_a_new_routes_vllm_server_is_asked_once_and_counts_for_itself() -> None:
         runtime = runtime_with({"tokenizer": {"backend": "hf", "path": str(qwen3_dir())}})
         url = server.url + "/v1"
         routes = [runtime.for_route(server.model_name, url, "custom") for _ in range(3)]
-        assert server.requests_received["/v1/models"] == 1  # one probe, before any count
+        detectors = [name for name, spec in installed_backends().items() if spec.detect is not None]
+        assert detectors == ["llamacpp", "vllm"]
+        # one probe per detector (llamacpp's answers no, vllm's yes), once for the server, before any count
+        assert server.requests_received["/v1/models"] == len(detectors)
         route = routes[-1]
         assert "its server counts for itself (vllm)" in route.why and route.source() == "vllm:" + server.url.split("//")[1]
         counted = route.count_chat(MESSAGES)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from baton_llamacpp import LlamaCppBackend
 from baton_tiktoken.backend import TiktokenBackend
 from baton_vllm import VllmBackend
 from batontest.assets import hf_backend, mistral_nemo_dir, qwen3_dir
+from batontest.llama_standin import LlamaStandin
 from batontest.vllm_standin import VllmStandin
 
 from baton_engine.testing import assert_conformant
@@ -29,6 +31,12 @@ def test_vllm_against_the_standin_with_hf_as_reference() -> None:
     with VllmStandin(qwen3_dir()) as server:
         backend = VllmBackend(TokenizerConfig(url=server.url, model=server.model_name))
         report = assert_conformant(backend, reference=hf_backend(qwen3_dir()))
+    assert report.check("agreement").detail == "equal to hf:qwen3 on 14 of 14 corpus items"
+
+
+def test_llamacpp_against_the_standin_with_hf_as_reference() -> None:
+    with LlamaStandin(qwen3_dir()) as server:
+        report = assert_conformant(LlamaCppBackend(TokenizerConfig(url=server.url)), reference=hf_backend(qwen3_dir()))
     assert report.check("agreement").detail == "equal to hf:qwen3 on 14 of 14 corpus items"
 
 
