@@ -32,6 +32,23 @@ from baton_engine.tokens.contract import TokenCount
 MIN_THINKING_BUDGET_TOKENS = 1024
 
 
+# Below this window, the room Hermes' percentage keeps free above its threshold shrinks in proportion to the window
+# (``small_window_threshold``). Why: the percentage keeps room for Hermes' own compressor (an LLM call, counts by
+# characters / 4); Baton needs only the minimum reply and the margin above its trigger (exact counts, a clamped cap,
+# a request that does not fit shortened for itself), and at 16,384 the 75% default compacted every 3 turns in the
+# benchmark's heaviest stretches (benchmarks/gap_bench.py, benchmarks/FINDINGS.md). 32K and above keep the percentage.
+SMALL_WINDOW_TOKENS = 32768
+
+
+def small_window_threshold(context_length: int, threshold_percent: float) -> int:
+    """Hermes' threshold, its reserve (``1 - threshold_percent`` of the window) scaled by ``context_length /
+    SMALL_WINDOW_TOKENS`` below that window: 16,384 at 75% -> 14,336 (then lowered to the ceiling less the
+    margin by ``compression_window``), 32,768 and above unchanged. Never below Hermes' own threshold."""
+    share = min(1.0, context_length / SMALL_WINDOW_TOKENS)
+    return max(context_length - int(context_length * (1 - threshold_percent) * share),
+               threshold_tokens(context_length, threshold_percent))
+
+
 def threshold_tokens(context_length: int, threshold_percent: float) -> int:
     """Hermes' compaction threshold: ``int(context_length * threshold_percent)``."""
     if context_length <= 0:
@@ -48,14 +65,15 @@ def compression_window(
     reserved_output_tokens: int = 0,
     override: int | None = None,
 ) -> int:
-    """W: the override when set, else the threshold, lowered so the reserved output still fits the context."""
+    """W: the override when set, else the threshold (``small_window_threshold``), lowered so the reserved output still
+    fits the context."""
     if override is not None:
         if override <= 0:
             raise ValueError("compression window override must be positive")
         return override
     if reserved_output_tokens < 0:
         raise ValueError("reserved_output_tokens must not be negative")
-    window = min(threshold_tokens(context_length, threshold_percent), context_length - reserved_output_tokens)
+    window = min(small_window_threshold(context_length, threshold_percent), context_length - reserved_output_tokens)
     if window <= 0:
         raise ValueError("reserved_output_tokens leaves no room for a prompt in the context")
     return window

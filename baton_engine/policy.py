@@ -33,13 +33,13 @@ from dataclasses import dataclass, replace
 GROWTH_SHARE = 10  # after a compaction the next one needs trigger/10 tokens of real growth
 POST_COMPACTION_SHARE = 2  # the compacted request aims at half the trigger: the next compaction is many turns away
 # ...and at least this far below it, so a small window's compaction leaves room for several turns (below a trigger of
-# 18,432 the aim is lowered; 24K windows and above keep half). Measured with benchmarks/gap_bench.py at 16,384 (trigger
-# 12,288; benchmarks/FINDINGS.md): half the trigger leaves 6,144 tokens, three heavy turns of the workload: 93
-# compactions, fewest 3 turns apart; 7,168 -> 82 / 3, 8,192 -> 78 / 3, 9,216 -> 76 / 4, 10,240 the same as 9,216 (the
-# tail is at ``MIN_TAIL_TOKENS`` already).
-POST_COMPACTION_ROOM_TOKENS = 9216
+# 22,936 the aim is lowered; 32K windows and above keep half). The figure is the benchmark workload's largest growth
+# over 4 consecutive turns (Qwen3 tokens: 11,468; p99 9,807): a compaction before the heaviest stretch still leaves
+# 5 turns. Measured with benchmarks/gap_bench.py at 16,384 (benchmarks/FINDINGS.md): 9,216 kept the fewest turns
+# between two compactions at 4, 11,468 (with no minimum tail) at 5.
+POST_COMPACTION_ROOM_TOKENS = 11468
 DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger
-MIN_TAIL_TOKENS = 1024  # the verbatim tail a compaction keeps at least (the latest answered turns)
+MIN_TAIL_TOKENS = 1024  # the verbatim tail the trigger floor makes room for (the latest answered turns)
 MIN_UNANSWERED_TOKENS = 2048  # the share for results not yet answered never falls below this
 DEFAULT_TAIL_SHARE = 4  # a degraded compaction keeps at most a quarter of the compaction window
 # The minimum reply and the fallback margin as shares of the window at most: 4K keeps 512 + 128, 8K 1,024 + 256,
@@ -195,12 +195,13 @@ def tail_budgets(limits: Limits, *, fixed_tokens: int, inflight_tokens: int, blo
     The unanswered results (the ones that arrived in the request that triggered the compaction) are kept
     verbatim whenever the request can carry them: their room is what the window holds below the ceiling,
     never less than ``MIN_UNANSWERED_TOKENS``; eliding them would hide a result the model never saw. The
-    tail aims the rest at ``limits.post_compaction_aim``: what is left after the unanswered results, at least
-    ``MIN_TAIL_TOKENS``, at most ``DEFAULT_TAIL_CAP``; a configured tail (``fresh_tail_tokens``) is used as
-    it is."""
+    tail aims the rest at ``limits.post_compaction_aim``: what is left after the unanswered results, at most
+    ``DEFAULT_TAIL_CAP``, none when they fill the aim (a small window's verbatim tail would take the next turns'
+    room: at 16,384 a 1,024-token minimum kept the fewest turns between compactions at 4, none at 5;
+    benchmarks/FINDINGS.md); a configured tail (``fresh_tail_tokens``) is used as it is."""
     aim = limits.post_compaction_aim - fixed_tokens - block_tokens
     tail = configured_tail if configured_tail is not None else \
-        min(max(aim - inflight_tokens, MIN_TAIL_TOKENS), DEFAULT_TAIL_CAP)
+        min(max(aim - inflight_tokens, 0), DEFAULT_TAIL_CAP)
     room = max(limits.ceiling - fixed_tokens - block_tokens - tail, MIN_UNANSWERED_TOKENS)
     return room, tail
 

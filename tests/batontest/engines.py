@@ -41,6 +41,20 @@ def activated() -> Iterator[Any]:
         activation.deactivate()
 
 
+@contextmanager
+def active_runtime(model: str, base_url: str, context_length: int) -> Iterator[tuple[Any, Any]]:
+    """``(activation, runtime)``: a runtime for Hermes' configured ``model`` at ``base_url`` with ``context_length``
+    (the environment's settings) installed, and the plugin activated, for the block."""
+    from baton_engine.hermes.config import HermesView
+    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+
+    runtime = BatonRuntime(load_settings(), HermesView(engine="baton", model=model, base_url=base_url,
+                                                       context_length=context_length))
+    set_runtime(runtime)
+    with activated() as activation:
+        yield activation, runtime
+
+
 def unconfirmed_cap(window: int, prompt: int) -> int:
     """The output cap Baton sends for an exact ``prompt`` on a route whose provider has not reported a prompt
     size yet: the window less the prompt less the room kept for an unconfirmed count (``tokens.verify``)."""

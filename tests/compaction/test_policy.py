@@ -109,7 +109,7 @@ def test_the_share_for_unanswered_results_is_never_zero(fixed: int, block: int, 
     room, kept_tail = tail_budgets(limits, fixed_tokens=fixed, inflight_tokens=inflight, block_tokens=block,
                                    configured_tail=tail)
     assert room >= MIN_UNANSWERED_TOKENS
-    assert kept_tail == tail if tail is not None else MIN_TAIL_TOKENS <= kept_tail <= DEFAULT_TAIL_CAP
+    assert kept_tail == tail if tail is not None else 0 <= kept_tail <= DEFAULT_TAIL_CAP
     # unanswered results are kept whenever the window can carry them beside the fixed part, block and tail
     assert room >= min(inflight, limits.ceiling - fixed - block - kept_tail)
 
@@ -124,12 +124,17 @@ def test_the_post_compaction_aim_leaves_room_below_the_trigger(window: int) -> N
     assert limits.trigger - aim >= min(POST_COMPACTION_ROOM_TOKENS, limits.trigger)
 
 
-def test_a_small_window_keeps_the_minimum_tail_and_a_large_one_half_the_trigger() -> None:
-    """The benchmark's windows (gap_bench.py): at 16,384 (trigger 12,288) half the trigger left 6,144 tokens, three
-    heavy turns, so the aim is 3,072 and the default tail its minimum; at 65,536 (trigger 49,152) half stays."""
-    small = Limits.clamped(16_384, threshold=12_288, min_output_tokens=4_096, fallback_margin_tokens=1_024)
-    assert small.post_compaction_aim == 12_288 - POST_COMPACTION_ROOM_TOKENS == 3_072
-    assert tail_budgets(small, fixed_tokens=379, inflight_tokens=900, block_tokens=1_400)[1] == MIN_TAIL_TOKENS
+def test_a_small_window_leaves_room_for_five_heavy_turns_and_a_large_one_half_the_trigger() -> None:
+    """The benchmark's windows (gap_bench.py): at 16,384 Hermes' 75% becomes the ceiling less the margin (13,824,
+    ``budget.small_window_threshold``) and the aim leaves the workload's largest 4-turn growth free below it; the
+    verbatim tail is what the aim leaves after the unanswered results, none when they fill it. At 65,536 (trigger
+    49,152) half the trigger stays and the tail is capped."""
+    threshold = budget.compression_window(16_384, 0.75,
+                                          reserved_output_tokens=reserved_tokens(16_384, 4_096, 1_024))
+    small = Limits.clamped(16_384, threshold=threshold, min_output_tokens=4_096, fallback_margin_tokens=1_024)
+    assert small.trigger == 13_824 and small.post_compaction_aim == 13_824 - POST_COMPACTION_ROOM_TOKENS == 2_356
+    assert tail_budgets(small, fixed_tokens=379, inflight_tokens=0, block_tokens=1_400)[1] == 2_356 - 1_779
+    assert tail_budgets(small, fixed_tokens=379, inflight_tokens=900, block_tokens=1_400)[1] == 0
     large = Limits.clamped(65_536, threshold=49_152, min_output_tokens=4_096, fallback_margin_tokens=1_024)
     assert large.post_compaction_aim == 24_576
     assert tail_budgets(large, fixed_tokens=379, inflight_tokens=900, block_tokens=1_400)[1] == DEFAULT_TAIL_CAP

@@ -17,6 +17,7 @@ from baton_engine.budget import (
     decide,
     margin_for,
     reply_room,
+    small_window_threshold,
     threshold_tokens,
     write_cap,
 )
@@ -52,6 +53,18 @@ def budget(request: dict, count: TokenCount, window: int = 100_000, reserve: int
 def test_threshold_matches_hermes_default() -> None:
     assert threshold_tokens(131072, 0.75) == 98304
     assert threshold_tokens(200_000, 0.5) == 100_000
+
+
+@pytest.mark.parametrize(("window", "expected"), [(4_096, 3_968), (8_192, 7_680), (16_384, 14_336),
+                                                   (24_576, 19_968), (32_768, 24_576), (131_072, 98_304)])
+def test_a_small_window_keeps_less_of_hermes_reserve(window: int, expected: int) -> None:
+    """Below 32,768 the room Hermes' 75% keeps free shrinks with the window; from 32,768 up it is Hermes' own."""
+    assert small_window_threshold(window, 0.75) == expected >= threshold_tokens(window, 0.75)
+
+
+@given(st.integers(1, 500_000), st.floats(0.01, 1.0))
+def test_the_small_window_threshold_is_never_below_hermes_own(window: int, percent: float) -> None:
+    assert threshold_tokens(window, percent) <= small_window_threshold(window, percent) <= window
 
 
 def test_window_reserves_output_override_wins() -> None:

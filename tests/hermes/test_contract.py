@@ -32,8 +32,10 @@ def test_host_attributes_are_ints_and_the_threshold_reserves_output() -> None:
     # 0.75 * 131072 = 98304 fits below 131072 - (4096 + 1024)
     assert engine.threshold_tokens == 98304
     engine.update_model("m", 8192)  # below Hermes' 64K floor: Hermes refuses, the engine itself must not
-    # the reply and margin it reserves are clamped to the window (1,024 + 256 at 8K; docs/compaction.md)
-    assert engine.threshold_tokens == min(int(0.75 * 8192), 8192 - 1024 - 256) == 6144
+    # the reply and margin it reserves are clamped to the window (1,024 + 256 at 8K), and below 32K the room Hermes'
+    # 75% keeps free shrinks with the window (8192 - 8192 * 0.25 * 8192 / 32768 = 7,680): the ceiling less the
+    # margin is the lower (docs/compaction.md)
+    assert engine.threshold_tokens == min(7680, 8192 - 1024 - 256) == 6912
 
 
 def test_compress_accepts_every_host_keyword_and_unknown_ones() -> None:

@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engines import activated
+from batontest.engines import active_runtime
 
-from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.policy import MIN_CAP_TOKENS
 from baton_engine.refusal import parse_refusal
-from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
 MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 64_000
@@ -31,11 +29,8 @@ CONVERSATION = [{"role": "system", "content": "You are Hermes, a coding agent."}
 
 @pytest.fixture
 def active(qwen3_env: Path) -> Iterator[tuple[Activation, BatonRuntime]]:
-    runtime = BatonRuntime(load_settings(), HermesView(engine="baton", model=MODEL, base_url=BASE_URL,
-                                                       context_length=CONFIGURED))
-    set_runtime(runtime)
-    with activated() as activation:
-        yield activation, runtime
+    with active_runtime(MODEL, BASE_URL, CONFIGURED) as both:
+        yield both
 
 
 def server_states(engine: BatonContextEngine, window: int) -> None:

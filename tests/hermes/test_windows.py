@@ -11,15 +11,13 @@ from typing import Any
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engines import activated, unconfirmed_cap
+from batontest.engines import active_runtime, unconfirmed_cap
 from batontest.threads import run_in_threads
 
-from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
+from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
-from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
 MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 131072
@@ -31,11 +29,8 @@ MESSAGES = [{"role": "system", "content": "You are Hermes."}, {"role": "user", "
 
 @pytest.fixture
 def active(qwen3_env: Path) -> Iterator[tuple[Activation, BatonRuntime]]:
-    runtime = BatonRuntime(load_settings(), HermesView(engine="baton", model=MODEL, base_url=BASE_URL,
-                                                       context_length=CONFIGURED))
-    set_runtime(runtime)
-    with activated() as activation:
-        yield activation, runtime
+    with active_runtime(MODEL, BASE_URL, CONFIGURED) as both:
+        yield both
 
 
 def new_agent(registered: BatonContextEngine, model: str, window: int, session_id: str,
