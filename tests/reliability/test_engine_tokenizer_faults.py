@@ -59,7 +59,7 @@ def tokenizer_url(fault: str) -> Iterator[str]:
     if fault == "refused":
         yield refused_url()
         return
-    kind, delay = {"slow": ("ok", 3.0), "dribble": ("dribble", 0.2)}.get(fault, (fault, 0.0))
+    kind, delay = {"slow": ("ok", 10.0), "dribble": ("dribble", 0.2)}.get(fault, (fault, 0.0))
     with FaultyServer(kind, delay=delay) as server:  # type: ignore[arg-type]
         yield server.url
 
@@ -215,7 +215,7 @@ def concurrent_turns(project: Path, url: str, timeout: float, agents: int = 8) -
 
 
 def test_slow_server_beyond_the_timeout_under_concurrent_agents(project: Path) -> None:
-    with FaultyServer("ok", delay=3.0) as server:
+    with FaultyServer("ok", delay=10.0) as server:
         turns = concurrent_turns(project, server.url, TIMEOUT, agents=8)
     for index, turn in enumerate(turns):
         assert turn["seconds"] < TIMEOUT + SLACK_SECONDS
