@@ -1,9 +1,9 @@
-"""A loopback stand-in for an Ollama server's model routes: GET /api/version, GET /api/ps, POST /api/show.
+"""A loopback stand-in for an Ollama server's model routes: GET /api/ps, POST /api/show.
 
 No Ollama server can be installed here (it ships as a Go binary, on no package index this machine reaches), so its
 replies are Ollama's own documented bodies, copied from ollama/ollama at fb30760 (v0.33 line): docs/openapi.yaml's
 ``/api/ps`` and ``/api/show`` examples (gemma4, ``context_length: 4096``, ``parameters: "temperature 0.7\\nnum_ctx
-2048"``, ``gemma4.context_length: 131072``) and docs/api.md's ``/api/version``; a test changes the figures it needs.
+2048"``, ``gemma4.context_length: 131072``); a test changes the figures it needs.
 Every other route answers 404 as Ollama does (``404 page not found``).
 """
 
@@ -16,7 +16,6 @@ from typing import Any
 from batontest.loopback import JsonHandler, LoopbackServer
 
 MODEL = "gemma4"
-VERSION = {"version": "0.5.1"}  # docs/api.md, "Version"
 PS = {"models": [{  # docs/openapi.yaml, /api/ps example
     "name": "gemma4", "model": "gemma4", "size": 6591830464,
     "digest": "c6eb396dbd5992bbe3f5cdb947e8bbc0ee413d7c17e2beaae69f5d569cf982eb",
@@ -38,8 +37,7 @@ class _Handler(JsonHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         self.owner.asked.append(("GET", self.path, None))
-        replies = {"/api/version": VERSION, "/api/ps": self.owner.ps}
-        self._answer(replies.get(self.path))
+        self._answer(self.owner.ps if self.path == "/api/ps" else None)
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
