@@ -6,8 +6,9 @@ An installed backend that knows its server says it (``BackendSpec.window``: vLLM
 per-slot ``n_ctx``). Ollama has no backend (it exposes no tokenizer route), so its read is here:
 
 - GET /api/ps: ``context_length`` of each loaded model (Ollama 0.9.7+), what the runner was started with: a
-  Modelfile's ``num_ctx``, else ``OLLAMA_CONTEXT_LENGTH``, else Ollama's own default (since 0.15.5: 4,096 below 24 GiB of
-  VRAM, 32,768 below 48 GiB, 262,144 above, its docs/context-length.mdx; 4,096 from 0.6.7, 2,048 before), capped at the model's trained length;
+  Modelfile's ``num_ctx``, else ``OLLAMA_CONTEXT_LENGTH``, else Ollama's own default (since 0.15.5: 4,096 below
+  24 GiB of VRAM, 32,768 below 48 GiB, 262,144 above, its docs/context-length.mdx; 4,096 from 0.6.7, 2,048
+  before), capped at the model's trained length;
 - else POST /api/show: the Modelfile's ``num_ctx`` (``parameters``), capped at ``model_info["<arch>.context_length"]``
   as Ollama caps it (llm/server.go). The trained length alone is NOT what Ollama serves: without ``num_ctx`` it
   serves its default, which /api/show does not state.
