@@ -159,7 +159,7 @@ def check_window(home: Path, start: Path | None = None) -> dict[str, str]:
         facts.append(f"the server serves {served.tokens:,} ({served.said_by})")
     else:
         facts.append(f"the server at {url} did not state its window (vLLM /v1/models, llama.cpp /props, Ollama "
-                     "/api/show num_ctx)" if url else "no model.base_url to ask")
+                     "/api/ps or a Modelfile num_ctx in /api/show)" if url else "no model.base_url to ask")
     facts.append("hermes-agent not installed here: its minimum unchecked" if minimum is None else
                  f"Hermes {minimum.version}'s minimum {minimum.tokens:,}"
                  + (f" ({minimum.setting})" if minimum.setting else " (fixed)"))

@@ -28,7 +28,8 @@ from baton_engine.request import ProviderRequest, find_thinking_budget
 from baton_engine.shapes import Shape
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.media import MediaRule, rule_of
-from baton_engine.tokens.verify import RouteCheck
+from baton_engine.tokens.server_window import OLLAMA_FIX, ServedWindow, server_window
+from baton_engine.tokens.verify import RouteCheck, below, truncated
 
 if TYPE_CHECKING:
     from baton_engine.refusal import Refusal
@@ -140,6 +141,8 @@ class RequestBudgeter:
         candidates = []  # on a tie the provider's own statement names the source (Hermes may copy its number)
         if self.ledger.learned_window is not None:
             candidates.append((self.ledger.learned_window, "provider refusal"))
+        if self.ledger.served is not None:
+            candidates.append((self.ledger.served.tokens, self.ledger.served.said_by))
         server = (counting or self.counting()).server_window()
         if server is not None:
             candidates.append((server, "server max_model_len"))
@@ -174,7 +177,23 @@ class RequestBudgeter:
 
     def observe_reported(self, prompt_tokens: int) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
-        said once (the terminal, then status and doctor) when it shows the counts are off."""
+        said once (the terminal, then status and doctor) when it shows the counts are off, or that the server
+        cut the prompt to a smaller window (``cut_by``): then no calibration, the server's window from now on."""
+        served = self.cut_by(prompt_tokens)
+        if served is not None:
+            counted = self.ledger.sent_count.tokens if self.ledger.sent_count is not None else "?"
+            self.ledger.observe_truncation(prompt_tokens, served)
+            metrics.reported(self, prompt_tokens, flipped=False)
+            self.fit_window()
+            fix = OLLAMA_FIX if served.ollama else "raise the server's window"
+            self.notices.say(f"truncated {self.route.base_url} {self.route.model}",
+                             f"the server cut the prompt to its window without an error: Baton counted {counted:,} "
+                             f"tokens, the server reported {prompt_tokens:,} and serves {served.tokens:,} "
+                             f"({served.said_by}), so the model did not see the whole conversation. This is no "
+                             f"tokenizer error (counts are not calibrated down); Baton budgets against "
+                             f"{served.tokens:,} from now on. To use a larger window, {fix}; then set "
+                             f"model.context_length to it")
+            return
         flipped = self.ledger.observe_usage(prompt_tokens)
         metrics.reported(self, prompt_tokens, flipped=flipped)
         if flipped:
@@ -184,6 +203,24 @@ class RequestBudgeter:
                              f", reported {prompt_tokens}, ratio {check.ratio:.3f}, tokenizer {source}): the route is "
                              f"calibrated, budgets use the provider's scale. {check.status(source)['advice'] or ''}"
                              .rstrip())
+
+    def cut_by(self, prompt_tokens: int) -> ServedWindow | None:
+        """The window the server cut the last request to, when its reported size lies below Baton's count and the
+        count is above a window the server states (``verify.truncated``): a refusal's or its tokenizer server's,
+        else the server asked once per route (``server_window``: vLLM, llama.cpp, Ollama's /api/ps). None for an
+        ordinary report (or a repeated one)."""
+        ledger = self.ledger
+        if ledger.sent is None or ledger.usage_observed() or not below(ledger.sent_count, prompt_tokens):
+            return None
+        known = [ServedWindow(window, source) for window, source in [self.window_source()]
+                 if source != "hermes context_length"]
+        if not ledger.served_asked and self.route.base_url:
+            ledger.served_asked = True
+            ledger.served = server_window(self.route.base_url, self.route.model,
+                                          self.project.settings().tokenizer.timeout_seconds)
+        if ledger.served is not None:
+            known.append(ledger.served)
+        return next((served for served in known if truncated(ledger.sent_count, prompt_tokens, served.tokens)), None)
 
     def observe_refusal(self, refusal: Refusal) -> None:
         """A provider refused a request as too long: its window and prompt size become this route's truth, so

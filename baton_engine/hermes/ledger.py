@@ -24,6 +24,7 @@ from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.media import BOUND, MediaRule, priced
 from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
+from baton_engine.tokens.server_window import ServedWindow
 from baton_engine.tokens.verify import RouteCheck, plausible
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class Ledger:
     counted: int = 0  # views counted (memo misses)
     memo_hits: int = 0
     learned_window: int | None = None  # the window a refusal stated
+    served: ServedWindow | None = None  # the window the route's server stated when asked (a cut prompt's check)
+    served_asked: bool = False  # the server was asked (once per route)
     refusals: int = 0  # context-length refusals seen on this route
     request_compactions: int = 0  # requests shortened for themselves (their prompt alone did not fit)
     short_caps: int = 0  # caps lowered below the minimum reply (no room was left; compaction was due)
@@ -154,6 +157,14 @@ class Ledger:
         self.observed_request = self.sent_requests
         self.anchor.observe_exact(self.sent, prompt_tokens)
         return self.check.observe(self.sent_count, prompt_tokens)
+
+    def observe_truncation(self, prompt_tokens: int, served: ServedWindow) -> None:
+        """The provider cut the last request sent to its window ``served`` (``verify.truncated``): its size is no
+        anchor and no check of the counts; the route budgets against ``served`` from now on."""
+        self.observed_request = self.sent_requests
+        self.served = served
+        if self.sent_count is not None:
+            self.check.note_truncation(self.sent_count, prompt_tokens, served.tokens)
 
     def usage_observed(self) -> bool:
         """True when the last request sent already had its reported size observed."""

@@ -60,6 +60,7 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
         "window": {
             "hermes_context_length": context_length, "server_max_model_len": server,
             "refusal_window": ledger.learned_window, "effective": window, "source": window_source,
+            "server_stated": ledger.served.tokens if ledger.served is not None else None,  # asked after a cut
             "mismatch": (f"{window_source} {window} < Hermes context_length {context_length}; "
                          f"budgeting against {window}") if window != context_length else None,
         },

@@ -115,6 +115,12 @@ def _check_route(start: Path) -> dict[str, str]:
         return _check("route", "skipped", "no session has reported a prompt size yet (run one, then doctor again)")
     seen = (f"session {check.get('session')}: {check.get('requests_seen')} response(s), last counted "
             f"{check.get('last_counted')} vs reported {check.get('last_reported')} (ratio {check.get('ratio')})")
+    cut = check.get("last_truncation")
+    if check.get("truncations") and isinstance(cut, dict):
+        return _check("route", "warn", f"the server cut {check['truncations']} prompt(s) to its window without an "
+                      f"error (last: counted {cut.get('counted')}, reported {cut.get('reported')}, window "
+                      f"{cut.get('window')}): raise the server's window (Ollama: PARAMETER num_ctx in a Modelfile or "
+                      f"OLLAMA_CONTEXT_LENGTH) and set model.context_length to it; {seen}")
     if check.get("verdict") == "calibrated":
         return _check("route", "warn", f"calibrated: {check.get('advice') or 'counts differ from the provider'}; "
                       f"{seen}")

@@ -90,6 +90,27 @@ def within_tolerance(counted: int, reported: int) -> bool:
     return abs(reported - counted) <= max(TOLERANCE_TOKENS, math.ceil(TOLERANCE_SHARE * counted))
 
 
+def below(counted: TokenCount | None, reported: int) -> bool:
+    """Whether a tokenizer count of a request lies above the provider's size of it beyond the tolerance (what
+    would calibrate the route down)."""
+    if counted is None or counted.tokens is None or reported <= 0 or not _from_tokenizer(counted):
+        return False
+    tokens = raw_tokens(counted)
+    return tokens > reported and not within_tolerance(tokens, reported)
+
+
+def truncated(counted: TokenCount | None, reported: int, window: int) -> bool:
+    """Whether a reported size below the count is the server cutting the prompt to its window, not a wrong
+    tokenizer: the count is above the window the server states, the report at or under it. Ollama cuts with
+    HTTP 200 (it drops the oldest messages until the prompt fits its num_ctx, server/prompt.go; one still too long
+    is cut to about half the window, llm/llama_server.go), so the report may sit well under the window.
+    Calibrating down on such a report makes every later count too small, the worst case; taking an overcounting
+    tokenizer for a cut is the safe mistake (counts stay high, the window is the server's own)."""
+    if counted is None or window <= 0 or not below(counted, reported):
+        return False
+    return raw_tokens(counted) > window >= reported
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One response: what Baton counted for the request and what the provider reported."""
@@ -116,6 +137,8 @@ class RouteCheck:
         self.media_ratio: float | None = None  # the provider's media cost per estimated media token (learned)
         self.media_requests = 0
         self._media_seen: tuple[int, int, int] | None = None  # (text, media, reported) of the last media request
+        self.truncations = 0  # responses whose prompt the server cut to its window (``truncated``)
+        self.truncation: tuple[int, int, int] | None = None  # (counted, reported, window) of the last one
 
     def observe(self, counted: TokenCount | None, reported: int) -> bool:
         """Compare a response's reported size with the count of the request it answers; True when this
@@ -130,6 +153,11 @@ class RouteCheck:
         if counted.media_tokens > 0:
             return self._observe_media(tokenizer_tokens - counted.media_tokens, counted.media_tokens, reported)
         return self._compare(tokenizer_tokens, reported)
+
+    def note_truncation(self, counted: TokenCount, reported: int, window: int) -> None:
+        """A response whose prompt the server cut to ``window`` (``truncated``): no comparison, no calibration."""
+        self.truncations += 1
+        self.truncation = (raw_tokens(counted), reported, window)
 
     def _observe_media(self, text: int, media: int, reported: int) -> bool:
         """A request with ``media`` estimated media tokens beside ``text`` tokenizer tokens: the text's scale only
@@ -213,6 +241,9 @@ class RouteCheck:
         return {"verdict": self.verdict, "requests_seen": self.requests_seen, "mismatches": self.mismatches,
                 "last_counted": last.counted if last else None, "last_reported": last.reported if last else None,
                 "ratio": round(self.ratio, 4), "calibrated_after_requests": self.calibrated_at, "advice": advice,
+                "truncations": self.truncations,
+                "last_truncation": None if self.truncation is None else dict(
+                    zip(("counted", "reported", "window"), self.truncation, strict=True)),
                 "media_requests": self.media_requests,
                 "media_ratio": None if self.media_ratio is None else round(self.media_ratio, 4)}
 

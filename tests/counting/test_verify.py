@@ -19,6 +19,7 @@ from baton_engine.tokens.verify import (
     RouteCheck,
     raw_tokens,
     reported_prompt_tokens,
+    truncated,
     within_tolerance,
 )
 
@@ -123,3 +124,14 @@ def test_a_check_copies_independently() -> None:
 ])
 def test_reported_prompt_size_from_every_usage_shape(usage: dict, expected: int) -> None:
     assert reported_prompt_tokens(usage) == expected
+
+
+def test_a_cut_needs_a_count_above_the_servers_window_and_a_report_at_or_under_it() -> None:
+    """Ollama's two cuts: to exactly its num_ctx (the old runners), or well under it (oldest messages dropped);
+    a lower report while the count fits the window is a wrong tokenizer; estimates are never taken for a cut."""
+    assert truncated(exact(6000), 4096, 4096) and truncated(exact(6000), 2300, 4096)
+    assert not truncated(exact(4000), 3000, 4096)  # the count fits: nothing was cut
+    assert not truncated(exact(6000), 5000, 4096)  # more than the window reached the model: no cut to it
+    assert not truncated(exact(6000), 6000, 4096) and not truncated(None, 3000, 4096)
+    assert not truncated(TokenCount(6000, False, "rough", margin_tokens=500), 3000, 4096)
+    assert not truncated(exact(6000), 3000, 0)

@@ -17,6 +17,8 @@ import pytest
 import yaml
 from batontest.hermes_home import hermes_config
 from batontest.model_server import ModelServer, ScriptedPolicy
+from batontest.ollama_standin import MODEL as OLLAMA_MODEL
+from batontest.ollama_standin import OllamaStandin
 
 from baton_engine.hermes.minimum import hermes_minimum
 
@@ -69,6 +71,22 @@ def test_config_larger_than_the_server_fails_with_what_to_set(tmp_path: Path, pr
     assert "model.context_length 32,768 is larger than the window the server serves (16,384, vllm server)" \
         in row["detail"]
     assert "set model.context_length: 16384" in row["detail"]
+
+
+def test_an_ollama_that_runs_the_model_with_its_default_window_fails_with_the_figure(tmp_path: Path,
+                                                                                    project: Path) -> None:
+    """config.yaml says 65,536 (what Hermes' ollama_num_ctx asks over /v1, which Ollama ignores); Ollama's /api/ps
+    says the loaded model runs with 4,096: doctor fails with both figures."""
+    home = tmp_path / "home"
+    with OllamaStandin() as server:
+        config = hermes_config(base_url=server.base_url, model=OLLAMA_MODEL, context_length=65_536)
+        home.mkdir()
+        (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        code, result = doctor(home, project)
+    row = window_row(result)
+    assert code != 0 and row["status"] == "fail"
+    assert ("model.context_length 65,536 is larger than the window the server serves (4,096, Ollama (context_length "
+            "of the loaded model, /api/ps))") in row["detail"]
 
 
 def test_a_window_below_hermes_minimum_fails_and_says_how_this_version_lowers_it(tmp_path: Path,

@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 
 import pytest
 from baton_llamacpp import LlamaCppBackend
-from baton_llamacpp.detect import detect_llamacpp
+from baton_llamacpp.detect import detect_llamacpp, llamacpp_window
 from baton_llamacpp.endpoint import parse_endpoint
 from baton_llamacpp.reply import parse_slot_window, parse_token_count, serves_model
 from batontest.faulty_servers import FaultyServer, elapsed, refused_url
@@ -257,9 +257,21 @@ def test_detection_tells_llama_server_from_vllm_and_nothing() -> None:
     assert detect_llamacpp("not a url", None, 0.5) is False
 
 
+def test_the_window_is_the_per_slot_n_ctx_of_llama_server_only() -> None:
+    """``BackendSpec.window`` (what ``baton doctor`` compares with config.yaml): /props' per-slot n_ctx of a
+    llama-server, nothing from another server or a /props that says no window."""
+    with LlamaStandin(n_ctx=4096) as llama, VllmStandin() as vllm:
+        assert llamacpp_window(llama.url + "/v1", "whatever-hermes-calls-it", 2.0) == 4096
+        assert llama.requests_received == {"/v1/models": 1, "/props": 1}
+        assert llamacpp_window(vllm.url, None, 2.0) is None
+        llama.props_status = 404
+        assert llamacpp_window(llama.url, None, 2.0) is None
+    assert llamacpp_window(refused_url(), None, 0.5) is None
+
+
 def test_registered_through_the_entry_point_group() -> None:
     (entry,) = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == "llamacpp"]
     (spec,) = entry.load().baton_tokenizer_backends()
-    assert spec.name == "llamacpp" and spec.detect is detect_llamacpp
+    assert spec.name == "llamacpp" and spec.detect is detect_llamacpp and spec.window is llamacpp_window
     built = spec.factory(TokenizerConfig(backend="llamacpp", url="http://127.0.0.1:1"))
     assert isinstance(built, LlamaCppBackend) and built.source == "llamacpp:127.0.0.1:1"
