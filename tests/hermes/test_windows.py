@@ -258,6 +258,37 @@ def test_a_provider_that_counts_more_calibrates_the_route_and_status_says_so(
     assert engine.get_status()["notices"] == [said[0].removeprefix("baton: ")]
 
 
+@pytest.mark.parametrize(("detail", "per_image"), [("low", 85), (None, 5043)])
+def test_after_image_requests_a_text_request_is_budgeted_on_its_text(
+        project: Path, active: tuple[Activation, BatonRuntime], detail: str | None, per_image: int) -> None:
+    """Issue 30 item 4 through the engine as Hermes calls it: image requests answered with a provider's usage (the
+    route's own tokenizer for the text, its own rule for each image: OpenAI's 85 for ``detail: low``, Qwen2.5-VL's
+    5,043 for a large screenshot, against Baton's bound of 1,640) never scale the text: the route stays confirmed
+    and a text request's cap is within 2% of what the provider counts."""
+    from batontest.images import data_url, png
+
+    activation, runtime = active
+    agent = new_agent(BatonContextEngine(project_dir=project), MODEL, LARGE, "s")
+    engine = agent.context_compressor
+    image = {"url": data_url(png(1988, 1988)), **({"detail": detail} if detail else {})}
+    history = list(MESSAGES[:-1])
+    for turn in range(3):  # the history grows between the image requests, as a session's does
+        question = [{"type": "text", "text": f"What do screenshots {turn} show?"}]
+        with_images = [*history, {"role": "user", "content": [
+            *question, *({"type": "image_url", "image_url": image} for _ in range(4))]}]
+        assert sent_max_tokens(activation, agent, with_images) is not None
+        text = exact(runtime, [*history, {"role": "user", "content": question}])
+        engine.update_from_response({"prompt_tokens": text + 4 * per_image, "completion_tokens": 5,
+                                     "total_tokens": 0})
+        history += [{"role": "user", "content": question},
+                    {"role": "assistant", "content": f"Set {turn}: the build page, worker 7 retried batch 41. " * 20}]
+    text_only = [*history, {"role": "user", "content": "Summarise the release plan."}]
+    real = exact(runtime, text_only)
+    cap = sent_max_tokens(activation, agent, text_only)
+    assert cap is not None and abs((LARGE - cap) - real) <= 0.02 * real, (LARGE - cap, real)
+    assert engine.get_status()["verification"]["verdict"] == "confirmed"
+
+
 @pytest.mark.parametrize(("provider", "rule", "figure"), [
     ("custom", "bound", 1049),  # a self-hosted server: the larger of the two rules (Anthropic's here)
     ("anthropic", "anthropic", 1049),  # ceil(1024 * 768 / 750)

@@ -311,16 +311,16 @@ def test_tokenizer_500_mid_session(failing_500: Session) -> None:
 
 def test_tokenizer_hang_mid_session(hanging: Session, healthy: Session) -> None:
     """/tokenize starts hanging after 4 requests (2 s timeout): the breaker bounds the hanging requests to one
-    per cool-off, no request is rejected, both turns complete, and the extra wall time is a few timeouts at most."""
+    per cool-off, no request is rejected and both turns complete. What the hang costs is those requests' timeouts:
+    the count of hanging requests the server served is the proof, not the wall time of two runs, which the
+    machine's load decides (27 s apart under load for 1 timeout of 2 s: issue 29)."""
     faults, bound = fault_figures(hanging, "hang")
-    extra = hanging.wall_seconds - healthy.wall_seconds
-    print(f"[hang] extra wall time vs healthy run: {extra:+.1f}s ({hanging.wall_seconds:.1f}s vs "
-          f"{healthy.wall_seconds:.1f}s; {faults} x {HANG_TIMEOUT_SECONDS}s timeouts)")
+    print(f"[hang] wall {hanging.wall_seconds:.1f}s vs healthy {healthy.wall_seconds:.1f}s; "
+          f"{faults} x {HANG_TIMEOUT_SECONDS}s timeouts")
     assert_accepted_and_completed(hanging)
     assert_counting_anchored(hanging, breaker_opened=True)
+    # a breaker that let every count hang would serve one hanging request per count after the fault starts
     assert faults <= bound, f"{faults} hanging /tokenize requests in {hanging.wall_seconds:.1f}s (bound {bound:.1f})"
-    allowed = faults * HANG_TIMEOUT_SECONDS + 10  # a breaker that let every count hang would cost ~20 s
-    assert extra <= allowed, f"the hang cost {extra:.1f}s of wall time (allowed {allowed:.1f}s for {faults} timeouts)"
 
 
 def test_no_tokenizer_rough_backend(rough: Session) -> None:
