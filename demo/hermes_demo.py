@@ -60,7 +60,7 @@ MODEL = "qwen3-local"
 WINDOW = 65_536
 OUTPUT_DEFAULT = 65_536  # the custom-provider default that overflows without Baton's clamp
 HAND_CAP = 4_096  # --compare: the model.max_tokens a user sets by hand once the built-in's requests are refused
-THRESHOLD = 18_000  # baton.fallback_token_threshold: early, so the demo shows several cycles; above the floor of
+THRESHOLD = 15_000  # baton.fallback_token_threshold: early, so the demo shows several cycles; above the floor of
 # this small frame (todo + Baton tools: twice frame + block + tail + unanswered share, ~14.2k; docs/compaction.md)
 ROUNDS = 20  # with the compacted request at half the trigger, a compaction every ~6 model calls
 REQUEST = "Audit the inventory service logs round by round and keep the task list current."
