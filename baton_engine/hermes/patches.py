@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,6 +96,9 @@ class ExactEstimators:
 
     def __init__(self) -> None:
         self.calls = 0
+        # whether this thread's last pre-API estimate was Hermes' own (Baton's count failed or had no engine):
+        # then the tools estimate that follows it must be Hermes' own too, not the 0 of an exact count
+        self.hermes_estimated = threading.local()
 
     @guarded("exact estimate", nothing, instead="Hermes' own estimate")
     def _count(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> int | None:
@@ -128,6 +132,7 @@ class ExactEstimators:
 
         def estimate_messages_tokens_exact(messages: Any, *args: Any, **kwargs: Any) -> int:
             counted = self._count(messages)
+            self.hermes_estimated.last = counted is None
             return counted if counted is not None else original(messages, *args, **kwargs)
 
         return estimate_messages_tokens_exact
@@ -147,10 +152,12 @@ class ExactEstimators:
         return estimate_messages_tokens_exact
 
     def tools_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
-        """0 for an agent whose exact message estimate already counted its tools."""
+        """0 for an agent whose exact message estimate already counted its tools; Hermes' estimate when the
+        message estimate before it was Hermes' own."""
 
         def estimate_tools_tokens_exact(tools: Any, *args: Any, **kwargs: Any) -> int:
-            return 0 if _tools_counted() else original(tools, *args, **kwargs)
+            own = getattr(self.hermes_estimated, "last", False)
+            return 0 if not own and _tools_counted() else original(tools, *args, **kwargs)
 
         return estimate_tools_tokens_exact
 
