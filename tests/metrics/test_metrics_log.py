@@ -287,3 +287,32 @@ def test_a_project_dir_in_a_symlink_loop_starts_a_log_that_drops_everything(tmp_
     loop.symlink_to(loop)
     log = MetricsLog.start(loop, session_id="s", header=HEADER, retention=RETENTION)
     assert log.path is None
+
+
+def test_report_reads_a_log_with_wrong_types_unknown_events_and_a_torn_line_and_says_what_it_skipped(
+        project: Path) -> None:
+    """Another version's log, a crash mid-write: what does not fit is skipped by field NAME (never its value)."""
+    log = started(project, window="sixty-four thousand")  # a header field of the wrong type
+    request(log, 100)
+    log.emit("request", prompt=200, mode="exact", source=["VALUE-NOT-SHOWN"], window="1000", cap_sent={"x": 1},
+             short="yes")  # at 9dba563 the window's string raised TypeError in the summary
+    log.emit("usage", request="one", reported=True, route_check={"verdict": "confirmed", "ratio": "1.1"})
+    log.emit("telemetry_v9", secret_looking="VALUE-NOT-SHOWN")  # an event of a later version
+    request(log, 300, future_field=7)
+    with open(log.path, "ab") as handle:
+        handle.write(b'{"ev":"request","n":4,"prompt":4')  # torn by a crash
+    answer = report(project)
+    assert answer["ok"] and [r["prompt"] for r in answer["requests"]] == [100, 200, 300]
+    assert answer["requests"][1]["window"] is None and answer["requests"][1]["cap_sent"] is None
+    assert answer["header"]["window"] is None and answer["summary"]["peak_prompt"] == 300
+    assert answer["unreadable_lines"] == 1
+    assert answer["skipped"] == {
+        "unknown_events": 1, "unknown_fields": {"request.future_field": 1},
+        "wrong_type_fields": {"request.cap_sent": 1, "request.short": 1, "request.source": 1, "request.window": 1,
+                              "session.window": 1, "usage.reported": 1, "usage.request": 1,
+                              "usage.route_check.ratio": 1}}
+    page = Path(answer["html"]).read_text(encoding="utf-8")
+    assert "request.window (1)" in page and "1 events of an unknown kind skipped" in page
+    printed = run_baton("report", "--json", cwd=project)
+    assert printed.code == 0 and printed.data["skipped"] == answer["skipped"]
+    assert "VALUE-NOT-SHOWN" not in printed.stdout.replace(str(log.path), "") and "VALUE-NOT-SHOWN" not in page
