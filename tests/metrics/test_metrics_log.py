@@ -316,3 +316,13 @@ def test_report_reads_a_log_with_wrong_types_unknown_events_and_a_torn_line_and_
     printed = run_baton("report", "--json", cwd=project)
     assert printed.code == 0 and printed.data["skipped"] == answer["skipped"]
     assert "VALUE-NOT-SHOWN" not in printed.stdout.replace(str(log.path), "") and "VALUE-NOT-SHOWN" not in page
+
+
+def test_the_retention_settings_come_from_config_yaml_and_a_bad_one_is_named() -> None:
+    from baton_engine.settings import SettingsError, load_settings
+
+    settings = load_settings(env={}, hermes_block={"metrics_max_age_days": 7, "metrics_max_total_mb": 16,
+                                                   "metrics_live_hours": 48})
+    assert (settings.metrics_max_age_days, settings.metrics_max_total_mb, settings.metrics_live_hours) == (7, 16, 48)
+    with pytest.raises(SettingsError, match="baton.metrics_live_hours"):
+        load_settings(env={}, hermes_block={"metrics_live_hours": 0})
