@@ -128,6 +128,12 @@ class BatonSettings:
     # Baton's tools the model is offered: every request carries their schemas (all four: 569 tokens with Qwen3,
     # docs/hermes.md); a small window may leave out the optional ones, e.g. [recall, capture]
     tools: tuple[str, ...] = BATON_TOOLS
+    # the project's session metrics logs (docs/report.md): retired when last written more than this many days
+    # ago, and the oldest while all of them exceed the total (a request with its response is ~600 bytes, measured:
+    # 64 MiB ~ 110,000 requests); never one written within the live window (a gateway's idle but live session)
+    metrics_max_age_days: int = 30
+    metrics_max_total_mb: int = 64
+    metrics_live_hours: int = 24
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
     # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
@@ -226,6 +232,9 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "share_handoffs": _bool,
     "embedder": lambda raw, label: _embedder(raw, label),
     "tools": _tools,
+    "metrics_max_age_days": _int(1),
+    "metrics_max_total_mb": _int(1),
+    "metrics_live_hours": _int(1),
 }
 EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
 

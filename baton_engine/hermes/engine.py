@@ -14,13 +14,12 @@ alone".
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import budget, policy
+from baton_engine import policy, results
 from baton_engine.hermes import status
 from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
@@ -28,6 +27,7 @@ from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import AgentWindow, RequestBudgeter, ScanAhead
 from baton_engine.hermes.engine_tools import ToolHandler
+from baton_engine.hermes.guard import guarded, internal_errors, nothing
 from baton_engine.hermes.ledger import Route
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
@@ -36,7 +36,6 @@ from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import reported_prompt_tokens, usage_value
 
-LOGGER = logging.getLogger("baton_engine.hermes")
 # What a new agent's engine takes from the registered one (``clone_for_agent``): configuration the plugin or the
 # host set before any agent existed. Everything else (ledger, memos, session, handoff, policy) starts fresh.
 AGENT_CONFIGURATION = ("threshold_percent", "protect_first_n", "protect_last_n", "context_length",
@@ -77,6 +76,11 @@ class BatonContextEngine(ContextEngine):
         # consumes it).
         self._last_compression_made_progress = False
         self._verify_compaction_cleared_threshold = False
+        self._fit_window()
+
+    @guarded("the engine's start", nothing, instead="the window as Hermes set it")
+    def _fit_window(self) -> None:
+        """Hermes 0.22 builds an agent's engine (``clone_for_agent``): a fault here must not lose the engine."""
         self.requests.fit_window()
 
     # ---- what Hermes and the tools read and set by name, held by the collaborators ----------------------
@@ -141,18 +145,20 @@ class BatonContextEngine(ContextEngine):
             setattr(clone, name, getattr(self, name))
         return clone
 
+    @guarded("update_model", lambda self, model, context_length, *_, **__: self._builtin_window(context_length),
+             instead="the window set as Hermes' built-in sets it")
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: str = "",
                      provider: str = "", api_mode: str = "", **_: Any) -> None:
-        """``/model``, a fallback provider or start-up: the route and window this agent budgets; never raises."""
-        try:
-            self.requests.move_route(self.route.moved(model=model, base_url=base_url, provider=provider,
-                                                      api_mode=api_mode, why="update_model"))
-            self._apply_model_threshold(model, provider)
-            ok = isinstance(context_length, int) and not isinstance(context_length, bool) and context_length > 0
-            self.requests.set_context_length(context_length if ok else DEFAULT_CONTEXT_LENGTH)
-        # Hermes calls update_model at start-up, /model and fallback: never raise into the agent
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton update_model failed type=%s", type(exc).__name__)
+        """``/model``, a fallback provider or start-up: the route and window this agent budgets."""
+        self.requests.move_route(self.route.moved(model=model, base_url=base_url, provider=provider,
+                                                  api_mode=api_mode, why="update_model"))
+        self._apply_model_threshold(model, provider)
+        self.requests.set_context_length(_window_or_default(context_length))
+
+    def _builtin_window(self, context_length: Any) -> None:
+        """What Hermes' ``ContextEngine.update_model`` does: the window, and the threshold as its percentage."""
+        self.context_length = _window_or_default(context_length)
+        self.threshold_tokens = int(self.context_length * self.threshold_percent)
 
     def _apply_model_threshold(self, model: Any, provider: Any) -> None:
         """Hermes 0.22 sets ``model_thresholds`` (config ``compression.model_thresholds``: model-name substring
@@ -199,10 +205,13 @@ class BatonContextEngine(ContextEngine):
     def observe_refusal(self, refusal: Refusal) -> None:
         self.requests.observe_refusal(refusal)
 
+    @guarded("update_from_response", lambda self, usage, *_, **__: self._builtin_usage(usage),
+             instead="Hermes' usage counters set as its built-in sets them")
     def update_from_response(self, usage: dict[str, Any]) -> None:
         """Real usage: Hermes' counters, and the exact size of the request just sent (the anchor). Consumes
         the completed-compaction latch: Hermes 0.22 read it just before this call, and it answers only the
-        first response after the compaction."""
+        first response after the compaction. It runs inside Hermes' API try: a fault here would read as a
+        provider error, hence the guard."""
         self._verify_compaction_cleared_threshold = False
         if not isinstance(usage, dict):
             return
@@ -213,16 +222,24 @@ class BatonContextEngine(ContextEngine):
         self.compaction.turns += 1
         self.requests.observe_reported(reported_prompt_tokens(usage))
 
+    def _builtin_usage(self, usage: Any) -> None:
+        """Hermes' built-in compressor's ``update_from_response``: its display counters from the usage as given."""
+        self._verify_compaction_cleared_threshold = False
+        if isinstance(usage, dict):
+            self.last_prompt_tokens = _int(usage.get("prompt_tokens"))
+            self.last_completion_tokens = _int(usage.get("completion_tokens"))
+            self.last_total_tokens = _int(usage.get("total_tokens")) or \
+                self.last_prompt_tokens + self.last_completion_tokens
+
+    @guarded("on_turn_complete", nothing, instead="nothing observed (an observe-only hook)")
     def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
         """Hermes 0.20+: the usage of the turn's last response, which answers the last request sent. It feeds
         the anchor and the route's verification when ``update_from_response`` did not already report that
         request's size (0.22 reports both; a host path that skips update_from_response does not)."""
-        try:
-            if isinstance(usage, dict) and not self.requests.ledger.usage_observed():
-                self.requests.observe_reported(reported_prompt_tokens(usage))
-        # Hermes' on_turn_complete contract: an observe-only hook, never raise into the finished turn
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton on_turn_complete failed type=%s", type(exc).__name__)
+        if isinstance(usage, dict) and not self.requests.ledger.usage_observed():
+            self.requests.observe_reported(reported_prompt_tokens(usage))
+
+    @guarded("select_context", nothing, instead="the request as Hermes built it")
 
     def select_context(self, request_messages: Any = None, *, conversation_messages: Any = None,
                        incoming_message: Any = None, budget_tokens: int = 0, **_: Any) -> list[Any] | None:
@@ -237,47 +254,54 @@ class BatonContextEngine(ContextEngine):
 
     # ---- when to compact (``compaction``) -----------------------------------------------------------
 
+    @guarded("should_compress", lambda self, prompt_tokens=None, *_, **__: self._builtin_rule(prompt_tokens),
+             instead="Hermes' built-in threshold rule", default=False)
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         return self.should_compress_info(prompt_tokens)[0]
 
+    @guarded("should_compress_info",
+             lambda self, prompt_tokens=None, *_, **__: (self._builtin_rule(prompt_tokens), None),
+             instead="Hermes' built-in threshold rule", default=(False, None))
     def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str | None]:
         """``(compact?, why a request at or above the trigger is held back)``: Hermes 0.22 asks after a "no" and
         warns the user with the reason ("over the threshold but compression is blocked"), so a reason is given
         only for a block (the anti-thrash cooldown), None below the trigger. The reason of every decision is
         ``last_decision`` (status)."""
-        try:
-            tokens = prompt_tokens if isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool) \
-                else self.last_prompt_tokens
-            decision = self.compaction.decide(tokens, awaiting_usage=self.last_prompt_tokens == -1)
-        # Hermes asks should_compress inside its agent loop: a failed decision is "do not compress", never an
-        # exception into run_conversation
-        except Exception as exc:  # noqa: BLE001
-            decision = budget.Decision("leave", f"decision failed: {type(exc).__name__}")
+        decision = self.compaction.decide(self._asked_tokens(prompt_tokens),
+                                          awaiting_usage=self.last_prompt_tokens == -1)
         self.compaction.last_decision = decision.reason
         return decision.compact, decision.reason if decision.held else None
+
+    def _asked_tokens(self, prompt_tokens: Any) -> int:
+        ok = isinstance(prompt_tokens, int) and not isinstance(prompt_tokens, bool)
+        return prompt_tokens if ok else self.last_prompt_tokens
+
+    def _builtin_rule(self, prompt_tokens: Any) -> bool:
+        """Hermes' built-in compressor's rule on the numbers it gave: at or above ``threshold_tokens``."""
+        threshold = self.threshold_tokens
+        return threshold > 0 and self._asked_tokens(prompt_tokens) >= threshold
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Never: while Baton is active the pre-flight number is an exact count, not a noisy estimate."""
         return False
 
+    @guarded("has_content_to_compress", lambda *_, **__: True, instead="True (Hermes' ContextEngine default)",
+             default=True)
     def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
         return self.compaction.has_content_to_compress(messages)
 
+    @guarded("get_automatic_compaction_status_message", nothing, instead="no line")
     def get_automatic_compaction_status_message(self, *, phase: str, default_message: str = "",
                                                  **context: Any) -> str | None:
         """Hermes 0.22 prints this line for an automatic compaction instead of its own ("Compacting context —
         summarizing earlier conversation...", false for Baton). It asks before ``compress()`` at each phase
         (``preflight``/``pre_api``/``idle`` announce, ``compress`` starts): Baton says one line, at ``compress``
         (``compaction_line``); None elsewhere and when ``emit_automatic_compaction_status`` is off."""
-        try:
-            if not getattr(self, "emit_automatic_compaction_status", True) or phase != "compress":
-                return None
-            return self.compaction.starting_line(context.get("approx_tokens"))
-        # Hermes 0.22 prints this line before compress(): a status line must never break its compaction
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton compaction status failed type=%s", type(exc).__name__)
+        if not getattr(self, "emit_automatic_compaction_status", True) or phase != "compress":
             return None
+        return self.compaction.starting_line(context.get("approx_tokens"))
 
+    @guarded("get_active_compression_failure_cooldown", nothing, instead="no cooldown")
     def get_active_compression_failure_cooldown(self, **_: Any) -> dict[str, Any] | None:
         return self.compaction.failure_cooldown()
 
@@ -287,19 +311,19 @@ class BatonContextEngine(ContextEngine):
         """Scan the messages this request added ahead for the next compaction (``ScanAhead``); never raises."""
         self.scan_ahead.observe(messages)
 
+    @guarded("compress", lambda self, messages, *_, **__: list(messages or []),
+             instead="the messages unchanged (no progress)")
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "",
                  **_: Any) -> list[dict[str, Any]]:
-        """One Baton handoff cycle (``CompactionRunner.compress``); never raises, never returns an empty list."""
+        """One Baton handoff cycle (``CompactionRunner.compress``); never raises (a failure starts the failure
+        cooldown and answers the messages unchanged), never returns an empty list."""
         self._last_compression_made_progress = False
         try:
             done = self.compaction.compress(messages, current_tokens, focus_topic, force)
-        # Hermes calls compress() inside its agent loop and needs a list back: never raise into run_conversation,
-        # never return an empty list
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton compress failed type=%s", type(exc).__name__)
+        except Exception as exc:
             self.compaction.failed(type(exc).__name__)
-            return list(messages or [])
+            raise
         self._last_compression_made_progress = done.progressed
         return done.messages
 
@@ -312,24 +336,23 @@ class BatonContextEngine(ContextEngine):
 
     # ---- session lifecycle -----------------------------------------------------------------------
 
+    @guarded("on_session_start", nothing, instead="the session's start not noted")
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
         """A rotation at compaction keeps every bit of state; any other start (a new agent, ``/new``,
         ``/resume``) is a session of its own: it takes its owner from the host and continues only its own
         lineage (``CompactionRunner.start``)."""
-        try:
-            if kwargs.get("model"):
-                self.requests.move_route(self.route.moved(model=str(kwargs["model"]), why="session start"))
-            if kwargs.get("boundary_reason") == "compression":
-                self.compaction.rotated(session_id)
-            else:
-                self._verify_compaction_cleared_threshold = False
-                self.compaction.start(session_id, platform=kwargs.get("platform"),
-                                      conversation_id=kwargs.get("conversation_id"))
-            get_runtime().engines.remember(self.compaction.session_id, self)
-        # Hermes calls on_session_start at agent start, /new, /resume and rotation: never raise into the agent's start
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton on_session_start failed type=%s", type(exc).__name__)
+        if kwargs.get("model"):
+            self.requests.move_route(self.route.moved(model=str(kwargs["model"]), why="session start"))
+        if kwargs.get("boundary_reason") == "compression":
+            self.compaction.rotated(session_id)
+        else:
+            self._verify_compaction_cleared_threshold = False
+            self.compaction.start(session_id, platform=kwargs.get("platform"),
+                                  conversation_id=kwargs.get("conversation_id"))
+        get_runtime().engines.remember(self.compaction.session_id, self)
 
+    @guarded("on_session_reset", lambda self: self._builtin_usage({}),
+             instead="Hermes' usage counters reset as its built-in resets them")
     def on_session_reset(self) -> None:
         """``/new`` or ``/reset``: per-session detector state and token counters; the handoff lineage stays
         until the next session start says whose session follows."""
@@ -339,14 +362,12 @@ class BatonContextEngine(ContextEngine):
         self._verify_compaction_cleared_threshold = False
         self.compaction.reset()
 
+    @guarded("on_session_end", nothing, instead="no draft checkpoint")
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Draft checkpoint when the detector recommends and ``auto_checkpoint_on_end`` is set; never ready."""
-        try:
-            self.compaction.ended(messages, self.last_prompt_tokens)
-        # Hermes calls on_session_end while it shuts the session down: never raise into its exit path
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton on_session_end failed type=%s", type(exc).__name__)
+        self.compaction.ended(messages, self.last_prompt_tokens)
 
+    @guarded("bind_session_state", nothing, instead="recall keeps its previous source")
     def bind_session_state(self, session_db: Any = None, session_id: str | None = None, **_: Any) -> None:
         """Hermes hands its session store (or None) and the session id; recall then reads that store."""
         self.recall_binding.bind(session_db)
@@ -355,17 +376,32 @@ class BatonContextEngine(ContextEngine):
 
     # ---- tools (``tool_handler``) and status -------------------------------------------------------
 
+    @guarded("get_tool_schemas", lambda *_, **__: [], instead="no tools", default=[])
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         return self.tool_handler.schemas()
 
+    @guarded("handle_tool_call", lambda *_, **__: _TOOL_FAILED, instead="the tool answers internal_error (JSON)")
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         return self.tool_handler.handle(name, args, kwargs.get("messages"))
 
+    @guarded("get_status", lambda self: self._minimal_status(), instead="a minimal status saying so",
+             default={"engine": ENGINE_NAME, "status_error": "internal_error"})
     def get_status(self) -> dict[str, Any]:
-        base = super().get_status()
-        try:
-            base.update(status.engine_status(self.requests, self.compaction, self.recall_binding))
-        # Hermes' /status and the gateway read get_status(): the base status with the error's type, never an exception
-        except Exception as exc:  # noqa: BLE001
-            base["status_error"] = type(exc).__name__
-        return base
+        return {**super().get_status(), **status.engine_status(self.requests, self.compaction, self.recall_binding),
+                "internal_errors": internal_errors()}
+
+    def _minimal_status(self) -> dict[str, Any]:
+        """Hermes' base status (its display numbers) and that Baton's own could not be read."""
+        return {**super().get_status(), "engine": ENGINE_NAME, "status_error": "internal_error",
+                "internal_errors": internal_errors()}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _window_or_default(context_length: Any) -> int:
+    return context_length if _int(context_length) > 0 else DEFAULT_CONTEXT_LENGTH
+
+
+_TOOL_FAILED = results.dumps(results.error_dict("internal_error", "Baton failed around the tool; run `baton doctor`"))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from baton_engine import __version__
-from baton_engine.metrics.log import MetricsLog
+from baton_engine.metrics.log import MetricsLog, Retention
 from baton_engine.tokens.counter import counting_mode
 
 if TYPE_CHECKING:
@@ -33,7 +33,11 @@ def start(requests: Any, session_id: str | None, *, owner: dict[str, Any] | None
         window, source = requests.window_source()
         header = {"owner": owner, "model": requests.route.model, "window": window,
                   "window_source": source, "baton_version": __version__, "adapter": adapter}
-        return MetricsLog.start(Path(requests.project.path()), session_id=session_id, header=header)
+        settings = requests.project.settings()
+        retention = Retention(settings.metrics_max_age_days, settings.metrics_max_total_mb,
+                              settings.metrics_live_hours)
+        return MetricsLog.start(Path(requests.project.path()), session_id=session_id, header=header,
+                                retention=retention)
     # the metrics log's contract: written from inside Hermes' agent loop, a failed write is dropped, never raised into
     # run_conversation
     except Exception as exc:  # noqa: BLE001

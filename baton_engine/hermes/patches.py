@@ -18,11 +18,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from baton_engine.hermes.caller import calling_agent, engine_of, engine_types
+from baton_engine.hermes.guard import guarded, nothing
 from baton_engine.hermes.runtime import get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -94,8 +96,13 @@ class ExactEstimators:
 
     def __init__(self) -> None:
         self.calls = 0
+        # whether this thread's last pre-API estimate was Hermes' own (Baton's count failed or had no engine):
+        # then the tools estimate that follows it must be Hermes' own too, not the 0 of an exact count
+        self.hermes_estimated = threading.local()
 
+    @guarded("exact estimate", nothing, instead="Hermes' own estimate")
     def _count(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> int | None:
+        """The calling agent's exact count of the request, None for Hermes' own estimate."""
         agent, engine = _calling()
         if engine is None:
             return None
@@ -112,13 +119,9 @@ class ExactEstimators:
 
         def estimate_request_tokens_exact(messages: Any, *args: Any, system_prompt: str = "",
                                           tools: Any = None, **kwargs: Any) -> int:
-            try:
-                counted = self._count(messages, system_prompt=system_prompt, tools=tools)
-                if counted is not None:
-                    return counted
-            # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
-            except Exception as exc:  # noqa: BLE001
-                LOGGER.warning("baton exact estimate failed type=%s; using Hermes' estimate", type(exc).__name__)
+            counted = self._count(messages, system_prompt=system_prompt, tools=tools)
+            if counted is not None:
+                return counted
             return original(messages, *args, system_prompt=system_prompt, tools=tools, **kwargs)
 
         return estimate_request_tokens_exact
@@ -128,14 +131,9 @@ class ExactEstimators:
         the separate tools estimate that follows is then 0."""
 
         def estimate_messages_tokens_exact(messages: Any, *args: Any, **kwargs: Any) -> int:
-            try:
-                counted = self._count(messages)
-                if counted is not None:
-                    return counted
-            # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
-            except Exception as exc:  # noqa: BLE001
-                LOGGER.warning("baton exact estimate failed type=%s; using Hermes' estimate", type(exc).__name__)
-            return original(messages, *args, **kwargs)
+            counted = self._count(messages)
+            self.hermes_estimated.last = counted is None
+            return counted if counted is not None else original(messages, *args, **kwargs)
 
         return estimate_messages_tokens_exact
 
@@ -154,17 +152,12 @@ class ExactEstimators:
         return estimate_messages_tokens_exact
 
     def tools_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
-        """0 for an agent whose exact message estimate already counted its tools."""
+        """0 for an agent whose exact message estimate already counted its tools; Hermes' estimate when the
+        message estimate before it was Hermes' own."""
 
         def estimate_tools_tokens_exact(tools: Any, *args: Any, **kwargs: Any) -> int:
-            try:
-                agent, engine = _calling()
-                if engine is not None and (agent is not None or engine.requests.ledger.frame is not None):
-                    return 0
-            # Hermes calls its estimators inside run_conversation: any failure falls back to Hermes' own estimate
-            except Exception as exc:  # noqa: BLE001
-                LOGGER.warning("baton exact tools estimate failed type=%s", type(exc).__name__)
-            return original(tools, *args, **kwargs)
+            own = getattr(self.hermes_estimated, "last", False)
+            return 0 if not own and _tools_counted() else original(tools, *args, **kwargs)
 
         return estimate_tools_tokens_exact
 
@@ -175,16 +168,21 @@ class ExactEstimators:
         itself when the tokenizer is down)."""
 
         def anchored_context_tokens_exact(messages: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                _agent, engine = _calling()
-                if engine is not None:
-                    return None
-            # Hermes 0.22 reads its usage anchor before every request: any failure keeps Hermes' anchor
-            except Exception as exc:  # noqa: BLE001
-                LOGGER.warning("baton anchor bypass failed type=%s; using Hermes' anchor", type(exc).__name__)
-            return original(messages, *args, **kwargs)
+            return None if _baton_is_calling() else original(messages, *args, **kwargs)
 
         return anchored_context_tokens_exact
+
+
+@guarded("exact tools estimate", lambda: False, instead="Hermes' own estimate", default=False)
+def _tools_counted() -> bool:
+    """Whether the calling agent's exact message estimate already counted its tools."""
+    agent, engine = _calling()
+    return engine is not None and (agent is not None or engine.requests.ledger.frame is not None)
+
+
+@guarded("anchor bypass", lambda: False, instead="Hermes' own anchor", default=False)
+def _baton_is_calling() -> bool:
+    return _calling()[1] is not None
 
 
 _CURRENT: Activation | None = None
@@ -249,46 +247,30 @@ class Activation:
         for patch in reversed(self.patches):
             patch.restore()
 
+    @guarded("llm_request middleware", nothing, instead="the request unchanged")
     def llm_request(self, request: Any = None, original_request: Any = None, model: Any = None,
                     base_url: Any = None, session_id: Any = None, provider: Any = None, api_mode: Any = None,
                     **_: Any) -> dict[str, Any] | None:
         """``llm_request`` middleware: the calling agent's engine budgets the request; fail-open, never raises."""
-        try:
-            if not self.active or not isinstance(request, dict):
-                return None
-            _agent, engine = _calling(session_id)
-            if engine is None:
-                return None
-            rewritten = engine.on_request(request, api_mode=api_mode, model=model or request.get("model"),
-                                          base_url=base_url, provider=provider)
-            return None if rewritten is None else {"request": rewritten}
-        # Hermes' llm_request middleware contract: fail open, the request goes out unchanged
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton llm_request middleware failed type=%s; request unchanged", type(exc).__name__)
+        if not self.active or not isinstance(request, dict):
             return None
+        _agent, engine = _calling(session_id)
+        if engine is None:
+            return None
+        rewritten = engine.on_request(request, api_mode=api_mode, model=model or request.get("model"),
+                                      base_url=base_url, provider=provider)
+        return None if rewritten is None else {"request": rewritten}
 
     def _auxiliary(self, original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         signature = _signature(original)
 
         def build_call_kwargs_clamped(*args: Any, **kwargs: Any) -> dict[str, Any]:
             built = original(*args, **kwargs)
-            try:
-                if not self.active or not isinstance(built, dict):
-                    return built
-                _agent, engine = _calling()
-                base_url = _argument(signature, args, kwargs, "base_url")
-                if engine is None:
-                    return built
-                rewritten = engine.on_auxiliary(built, base_url=base_url)
-                return built if rewritten is None else rewritten
-            # Hermes builds every auxiliary call (titles, vision, summaries) through this: a failure leaves its kwargs
-            # unchanged
-            except Exception as exc:  # noqa: BLE001
-                LOGGER.warning("baton auxiliary clamp failed type=%s; request unchanged", type(exc).__name__)
+            if not self.active or not isinstance(built, dict):
                 return built
+            return _clamped(built, _argument(signature, args, kwargs, "base_url"))
 
         return build_call_kwargs_clamped
-
 
     def _no_summariser_check(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """Hermes checks, before an agent's first compaction and after ``/model``, that its auxiliary summariser's
@@ -297,11 +279,25 @@ class Activation:
         otherwise ended the conversation at its first compaction (``test_model_switch_loop``)."""
 
         def check_compression_model_feasibility_unless_baton(agent: Any, *args: Any, **kwargs: Any) -> Any:
-            if self.active and engine_of(agent, engine_types()) is not None:
+            if self.active and _baton_agent(agent):
                 return None
             return original(agent, *args, **kwargs)
 
         return check_compression_model_feasibility_unless_baton
+
+
+@guarded("auxiliary clamp", lambda built, _base_url: built, instead="the auxiliary request unchanged")
+def _clamped(built: dict[str, Any], base_url: Any) -> dict[str, Any]:
+    """Hermes builds every auxiliary call (titles, vision, summaries) through ``_build_call_kwargs``: the calling
+    agent's engine clamps the kwargs it built."""
+    _agent, engine = _calling()
+    rewritten = engine.on_auxiliary(built, base_url=base_url) if engine is not None else None
+    return built if rewritten is None else rewritten
+
+
+@guarded("summariser check bypass", lambda _agent: False, instead="Hermes' own check", default=False)
+def _baton_agent(agent: Any) -> bool:
+    return engine_of(agent, engine_types()) is not None
 
 
 def _signature(function: Callable[..., Any]) -> inspect.Signature | None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from baton_engine.hermes.caller import calling_agent, engine_types
+from baton_engine.hermes.guard import guarded, nothing
 from baton_engine.hermes.patches import Patch
 from baton_engine.refusal import parse_refusal
 
@@ -42,20 +43,22 @@ def observing_refusals(original: Callable[..., Any], engine_type: type | None = 
 
     def classify_api_error_observed(error: Any, *args: Any, **kwargs: Any) -> Any:
         classified = original(error, *args, **kwargs)
-        try:
-            refusal = parse_refusal(error)
-            if refusal is not None:
-                found = calling_agent(engine_type or engine_types())
-                observe = getattr(found[1], "observe_refusal", None) if found is not None else None
-                if observe is None:
-                    LOGGER.info("baton saw a %s refusal (%s) with no Baton engine to tell", refusal.kind,
-                                refusal.server)
-                else:
-                    observe(refusal)
-        # Hermes' classify_api_error is its API-error path: it must go on with its own result whatever Baton does
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton refusal observer failed type=%s; Hermes' handling unchanged", type(exc).__name__)
+        _tell(error, engine_type)
         return classified
 
     return classify_api_error_observed
+
+
+@guarded("refusal observer", nothing, instead="Hermes' handling unchanged")
+def _tell(error: Any, engine_type: type | None) -> None:
+    """Hermes' classify_api_error is its API-error path: it goes on with its own result whatever Baton does."""
+    refusal = parse_refusal(error)
+    if refusal is None:
+        return
+    found = calling_agent(engine_type or engine_types())
+    observe = getattr(found[1], "observe_refusal", None) if found is not None else None
+    if observe is None:
+        LOGGER.info("baton saw a %s refusal (%s) with no Baton engine to tell", refusal.kind, refusal.server)
+    else:
+        observe(refusal)
 

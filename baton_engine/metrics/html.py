@@ -259,4 +259,11 @@ def _footer(data: dict[str, Any]) -> str:
         notes.append(f"{rotated} earlier requests rotated out of the bounded log")
     if data.get("unreadable_lines"):
         notes.append(f"{data['unreadable_lines']} unreadable lines skipped")
+    skipped = data.get("skipped") or {}
+    if skipped.get("unknown_events"):
+        notes.append(f"{skipped['unknown_events']} events of an unknown kind skipped")
+    for key, what in (("wrong_type_fields", "fields of the wrong type read as absent"),
+                      ("unknown_fields", "unknown fields skipped")):
+        if skipped.get(key):
+            notes.append(f"{what}: {escape(', '.join(f'{name} ({n})' for name, n in skipped[key].items()))}")
     return f'<p class="sub" style="margin-top:24px">{" · ".join(notes)}</p>'

@@ -9,8 +9,10 @@ Where: ``.baton/metrics/<started>--<session>.jsonl`` next to the handoffs, writt
 ``session`` header (owner, model, versions), so a rotated file still says whose it is.
 
 Bounded: a segment is rotated at ``SEGMENT_BYTES`` (the previous one kept as ``<file>.1``, the one before
-dropped), so a session holds at most ``2 * SEGMENT_BYTES``; a project keeps the ``KEEP_SESSIONS`` newest
-sessions; a line over ``MAX_LINE_BYTES`` is dropped. Never raises: a failed write is logged once and dropped.
+dropped), so a session holds at most ``2 * SEGMENT_BYTES``; a project's logs are retired by age and total size
+(``Retention``, from the ``metrics_*`` settings), but never a live one (a gateway serves many sessions at once:
+a log this process still holds, or one written within the live window); a line over ``MAX_LINE_BYTES`` is
+dropped. Never raises: a failed write is logged once and dropped.
 
 Plain data (Hermes deep-copies engines): a path, a header and counters; the file is opened per event.
 """
@@ -20,8 +22,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 import uuid
+import weakref
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,8 +39,8 @@ METRICS_DIR = "metrics"
 SUFFIX = ".jsonl"
 PREVIOUS = ".1"  # the rotated segment: <file>.jsonl.1
 SEGMENT_BYTES = 512 * 1024
-KEEP_SESSIONS = 20
 MAX_LINE_BYTES = 4096
+MIB = 1024 * 1024
 FORMAT = 1
 GITIGNORE = "*\n"  # local operational logs, never committed with the handoffs
 
@@ -50,6 +55,33 @@ def session_key(session_id: str | None) -> str:
     return hashed.split(":", 1)[1][:12] if hashed else uuid.uuid4().hex[:12]
 
 
+@dataclass(frozen=True)
+class Retention:
+    """Which of a project's session logs are retired when a session starts (the ``metrics_*`` settings): those
+    last written more than ``max_age_days`` ago, then the oldest while all of them exceed ``max_total_mb``; never
+    one this process still holds nor one written within the last ``live_hours`` (another process's live session)."""
+
+    max_age_days: int
+    max_total_mb: int
+    live_hours: int
+
+
+_LIVE: weakref.WeakSet[MetricsLog] = weakref.WeakSet()  # this process's logs an engine still holds
+_LIVE_LOCK = threading.Lock()
+
+
+def _hold(log: MetricsLog) -> None:
+    if log.path is not None:
+        with _LIVE_LOCK:
+            _LIVE.add(log)
+
+
+def live_paths() -> set[str]:
+    """The logs this process's engines still hold (a copy of an engine holds its own copy of the log)."""
+    with _LIVE_LOCK:
+        return {log.path for log in _LIVE if log.path is not None}
+
+
 class MetricsLog:
     """One session's log; ``emit`` appends an event. A log without a path (no project) drops everything."""
 
@@ -60,12 +92,18 @@ class MetricsLog:
         self.dropped = 0  # events that could not be written
         self._warned = False
         self._last: dict[str, dict[str, Any]] = {}  # emit_changed: the fields last emitted per kind
+        _hold(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A copy (Hermes deep-copies an agent's engine) holds the log live too."""
+        self.__dict__.update(state)
+        _hold(self)
 
     @classmethod
-    def start(cls, project_dir: Path, *, session_id: str | None, header: dict[str, Any],
+    def start(cls, project_dir: Path, *, session_id: str | None, header: dict[str, Any], retention: Retention,
               now: datetime | None = None) -> MetricsLog:
         """The log of a session starting now in ``project_dir``'s project; a log that drops everything when
-        the project has no ``.baton/`` (or it cannot be read)."""
+        the project has no ``.baton/`` (or it cannot be read). Older logs are retired by ``retention``."""
         try:
             paths = find_project_root(Path(project_dir))
             if paths is None or paths.legacy:
@@ -77,7 +115,7 @@ class MetricsLog:
             full = {"format": FORMAT, "session": key, "session_hash": hash_session_id(session_id),
                     "started": moment.isoformat().replace("+00:00", "Z"), **header}
             log = cls(path, full)
-            _retire_old(directory)
+            retire(directory, retention, now=moment.timestamp())
             return log
         except (OSError, RuntimeError, ValueError) as exc:  # unreadable dir, symlink loop (3.11), NUL in path
             LOGGER.warning("baton metrics log not started type=%s", type(exc).__name__)
@@ -141,11 +179,33 @@ def _line(event: dict[str, Any]) -> bytes:
     return (json.dumps(event, separators=(",", ":"), sort_keys=False, default=str) + "\n").encode("utf-8")
 
 
-def _retire_old(directory: Path) -> None:
-    """Keep the ``KEEP_SESSIONS - 1`` newest logs (the session starting now is the last one) and their pages."""
+def _files(log: Path) -> tuple[Path, Path, Path]:
+    """A session's files: its segment, the rotated one before it, its report page."""
+    return log, log.with_name(log.name + PREVIOUS), log.with_suffix(".html")
+
+
+def retire(directory: Path, retention: Retention, *, now: float | None = None) -> list[Path]:
+    """Retire the logs ``retention`` lets go (with their rotated segments and pages); returns them. A session's
+    last write is its newest segment's mtime; the total counts every file of every session."""
     if not directory.is_dir():
-        return
-    logs = sorted(p for p in directory.glob(f"*{SUFFIX}") if p.is_file())
-    for old in logs[:max(len(logs) - (KEEP_SESSIONS - 1), 0)]:
-        for path in (old, old.with_name(old.name + PREVIOUS), old.with_suffix(".html")):
-            path.unlink(missing_ok=True)
+        return []
+    moment = time.time() if now is None else now
+    held = live_paths()
+    sessions = []  # (last write, log, bytes)
+    for log in directory.glob(f"*{SUFFIX}"):
+        stats = [path.stat() if path.is_file() else None for path in _files(log)]
+        if stats[0] is not None:
+            last = max(st.st_mtime for st in stats[:2] if st is not None)
+            sessions.append((last, log, sum(st.st_size for st in stats if st is not None)))
+    total = sum(size for _, _, size in sessions)
+    live_since, old_before = moment - retention.live_hours * 3600, moment - retention.max_age_days * 86400
+    retired = []
+    for last, log, size in sorted(sessions, key=lambda s: (s[0], s[1].name)):
+        if str(log) in held or last >= live_since:
+            continue
+        if last < old_before or total > retention.max_total_mb * MIB:
+            for path in _files(log):
+                path.unlink(missing_ok=True)
+            total -= size
+            retired.append(log)
+    return retired

@@ -15,6 +15,7 @@ from typing import Any
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope
+from baton_engine.metrics import fields
 from baton_engine.metrics.log import PREVIOUS, SUFFIX, metrics_dir
 
 MAX_READ_BYTES = 4 * 1024 * 1024  # larger than any log the writer keeps: a bigger file is not one of its logs
@@ -131,8 +132,12 @@ COMPACTION_FIELDS = ("n", "t", "request", "before", "after", "mode", "kept", "st
 
 
 def report_data(log: SessionLog) -> dict[str, Any]:
-    """Everything the page and ``--json`` show, from the log alone."""
-    lines, unreadable = events(log)
+    """Everything the page and ``--json`` show, from the log alone; what did not fit (``fields``) is skipped and
+    said (``skipped``: counts and field names)."""
+    raw, unreadable = events(log)
+    skipped = fields.Skipped()
+    lines = [event for event in (fields.checked(line, skipped) for line in raw) if event is not None]
+    header = fields.checked({**log.header, "ev": "session"}, fields.Skipped()) or {}  # counted with its line
     requests: list[dict[str, Any]] = []
     by_number: dict[int, dict[str, Any]] = {}
     auxiliary, compactions, refusals, checks = [], [], [], []
@@ -158,13 +163,13 @@ def report_data(log: SessionLog) -> dict[str, Any]:
             tools = {key: event.get(key) for key in TOOLS_FIELDS}
     first = requests[0]["n"] if requests else None
     data = {
-        "session": log.header.get("session"), "log": str(log.path), "header": log.header,
+        "session": header.get("session"), "log": str(log.path), "header": header,
         "requests": requests, "auxiliary_requests": auxiliary, "compactions": compactions,
         "mode_changes": _changes(requests, "mode", reason="fallback"),
         "breaker_events": _changes(requests, "breaker"),
         "refusals": refusals, "route_check": checks[-1] if checks else None, "tools": tools,
         "earlier_requests_rotated_out": (first - 1) if isinstance(first, int) and first > 1 else 0,
-        "unreadable_lines": unreadable,
+        "unreadable_lines": unreadable, "skipped": skipped.as_dict(),
     }
     data["summary"] = _summary(data)
     return data
@@ -216,7 +221,8 @@ def latest_route_check(data_dir: Path, scope: Scope | None = None) -> dict[str, 
     """The route verdict (``RouteCheck`` state after the last reported response: verdict, counted vs reported,
     ratio) of the latest session ``scope`` sees that has one, for ``baton doctor``; None when no session has."""
     for log in reversed(sessions(data_dir, scope)):
-        checks = [e for e in events(log)[0] if e.get("ev") == "usage" and isinstance(e.get("route_check"), dict)]
+        read = (fields.checked(e, fields.Skipped()) for e in events(log)[0])
+        checks = [e for e in read if e is not None and e.get("ev") == "usage" and isinstance(e.get("route_check"), dict)]
         if checks:
             return {"session": log.header.get("session"), "request": checks[-1].get("request"),
                     **checks[-1]["route_check"]}

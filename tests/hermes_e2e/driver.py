@@ -47,6 +47,11 @@ def configured_max_tokens() -> int | None:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     calls = _count_builtin_compressor_calls()
+    if spec.get("fail_core"):  # every hook's way into Baton's core raises (batontest.failing_core)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from batontest.failing_core import fail_core
+
+        fail_core()
     from run_agent import AIAgent
 
     statuses: list[str] = []  # the status lines Hermes shows the user (the CLI prints them, a gateway sends them)
@@ -79,7 +84,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                       "status": engine.get_status() if switches and hasattr(engine, "get_status") else None})
     status = engine.get_status() if hasattr(engine, "get_status") else {}
     compression_count = engine.compression_count
-    binding = getattr(engine, "recall_binding", None)  # None: Hermes' own compressor
+    # None: Hermes' own compressor, or a core made to fail (its recall cannot be asked)
+    binding = getattr(engine, "recall_binding", None) if not spec.get("fail_core") else None
     recall_source = type(binding.source(engine.compaction.session_id)).__name__ if binding is not None else None
     agent.shutdown_memory_provider(history or [])
     return {

@@ -3,8 +3,12 @@ back as the report's data (requests with their reported sizes, compactions, deri
 
 from __future__ import annotations
 
+import copy
+import gc
 import json
 import logging
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +18,12 @@ from baton_engine.errors import NotFoundError
 from baton_engine.handoff.owner import Scope
 from baton_engine.metrics import log as metrics_log
 from baton_engine.metrics import read
-from baton_engine.metrics.log import MetricsLog
+from baton_engine.metrics.log import MetricsLog, Retention
 from baton_engine.operations.doctor import doctor
 from baton_engine.operations.maintenance import report
 from batontest.baton_cli import run_baton
 from batontest.hermes_home import initialised_project
+from batontest.metrics_logs import RETENTION
 
 HEADER = {"owner": {"platform": "cli", "conversation_id": None}, "model": "qwen3-local", "window": 1000}
 
@@ -35,11 +40,11 @@ def project(tmp_path: Path) -> Path:
 
 
 def started(project: Path, session_id: str = "session-1", **header: Any) -> MetricsLog:
-    return MetricsLog.start(project, session_id=session_id, header={**HEADER, **header})
+    return MetricsLog.start(project, session_id=session_id, header={**HEADER, **header}, retention=RETENTION)
 
 
 def test_nothing_is_written_outside_an_initialised_project(tmp_path: Path) -> None:
-    log = MetricsLog.start(tmp_path, session_id="s", header=HEADER)
+    log = MetricsLog.start(tmp_path, session_id="s", header=HEADER, retention=RETENTION)
     assert log.path is None
     assert request(log, 10) == 1  # numbered all the same, written nowhere
     assert list(tmp_path.iterdir()) == []
@@ -108,17 +113,71 @@ def test_a_long_session_stays_within_two_segments_and_keeps_the_newest(project: 
     assert data["header"]["model"] == "qwen3-local"  # every segment restates whose log it is
 
 
-def test_a_project_keeps_the_newest_sessions(project: Path) -> None:
+def _old_session(directory: Path, name: str, *, days: float, size: int = 10, page: bool = True) -> Path:
+    """A session log another process wrote ``days`` ago (its rotated segment and page beside it)."""
+    directory.mkdir(exist_ok=True)
+    log = directory / f"{name}.jsonl"
+    files = [log, log.with_name(log.name + ".1"), *([log.with_suffix(".html")] if page else [])]
+    moment = time.time() - days * 86400
+    for path in files:
+        path.write_bytes(b"{}\n".ljust(size, b" "))
+        os.utime(path, (moment, moment))
+    return log
+
+
+def test_a_gateway_with_more_live_sessions_than_ever_kept_before_loses_none(project: Path) -> None:
+    """30 sessions live at once (a gateway): every one keeps its log, even with a total bound they exceed."""
+    tight = Retention(max_age_days=1, max_total_mb=1, live_hours=1)
+    logs = []
+    for n in range(30):
+        log = MetricsLog.start(project, session_id=f"user-{n}", header=HEADER, retention=tight)
+        for i in range(1, 151):  # ~41 KB each: 30 of them exceed the 1 MiB bound
+            request(log, i)
+        logs.append(log)
+    for log in logs:  # an hour later than their last write, and still held: never retired
+        os.utime(log.path, (time.time() - 7200, time.time() - 7200))
+    MetricsLog.start(project, session_id="user-30", header=HEADER, retention=tight)
+    assert sum(Path(log.path).stat().st_size for log in logs) > 1024 * 1024
+    assert all(Path(log.path).is_file() for log in logs)
+    del logs, log
+    gc.collect()  # the sessions ended: their engines let go of the logs
+    retired = metrics_log.retire(project / ".baton" / "metrics", tight)
+    assert len(retired) >= 1 and sum(p.stat().st_size for p in (project / ".baton" / "metrics").glob("*.jsonl")) \
+        <= 1024 * 1024
+
+
+def test_logs_are_retired_by_age_and_total_size_never_one_written_within_the_live_window(project: Path) -> None:
     directory = project / ".baton" / "metrics"
-    directory.mkdir()
-    for i in range(metrics_log.KEEP_SESSIONS + 3):
-        (directory / f"20260101T0000{i:02d}Z--{i:012x}.jsonl").write_text("{}\n")
-        (directory / f"20260101T0000{i:02d}Z--{i:012x}.html").write_text("page")
-    request(started(project), 1)
-    logs = sorted(directory.glob("*.jsonl"))
-    assert len(logs) == metrics_log.KEEP_SESSIONS
-    assert not (directory / "20260101T000000Z--000000000000.html").exists()  # its page went with it
-    assert logs[-1].name.endswith(f"--{metrics_log.session_key('session-1')}.jsonl")
+    aged = _old_session(directory, "20250101T000000Z--aaaaaaaaaaaa", days=40)
+    big_old = _old_session(directory, "20260101T000000Z--bbbbbbbbbbbb", days=5, size=700 * 1024, page=False)
+    big_newer = _old_session(directory, "20260102T000000Z--cccccccccccc", days=4, size=700 * 1024, page=False)
+    elsewhere_live = _old_session(directory, "20260103T000000Z--dddddddddddd", days=0.5, size=700 * 1024, page=False)
+    retention = Retention(max_age_days=30, max_total_mb=4, live_hours=24)
+    retired = metrics_log.retire(directory, retention)
+    # over 30 days: gone with its rotated segment and page; the rest (3 x 1.4 MiB) is over 4 MiB: the oldest goes
+    assert retired == [aged, big_old]
+    assert not any(path.exists() for path in (aged, aged.with_name(aged.name + ".1"), aged.with_suffix(".html")))
+    assert big_newer.exists() and elsewhere_live.exists()
+    # another process's session written 12 hours ago is live: kept even when only it is over the bound
+    assert metrics_log.retire(directory, Retention(max_age_days=1, max_total_mb=1, live_hours=24)) == [big_newer]
+    assert elsewhere_live.exists()
+
+
+def test_a_held_log_is_live_however_idle_and_so_is_an_engines_copy(project: Path) -> None:
+    """An idle gateway session (last written days ago) keeps its log while its engine holds it, copy included
+    (Hermes 0.19 deep-copies the engine)."""
+    log = started(project)
+    request(log, 1)
+    os.utime(log.path, (time.time() - 40 * 86400,) * 2)
+    copied = copy.deepcopy(log)
+    del log
+    gc.collect()
+    strict = Retention(max_age_days=1, max_total_mb=1, live_hours=1)
+    assert metrics_log.retire(project / ".baton" / "metrics", strict) == [] and Path(copied.path).is_file()
+    path = Path(copied.path)
+    del copied
+    gc.collect()
+    assert metrics_log.retire(project / ".baton" / "metrics", strict) == [path]
 
 
 def test_report_data_joins_usage_and_derives_mode_and_breaker_changes(project: Path) -> None:
@@ -260,5 +319,44 @@ def test_a_project_dir_in_a_symlink_loop_starts_a_log_that_drops_everything(tmp_
     """Path.resolve raises RuntimeError for a symlink loop on Python 3.11: no log, the agent goes on."""
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
-    log = MetricsLog.start(loop, session_id="s", header=HEADER)
+    log = MetricsLog.start(loop, session_id="s", header=HEADER, retention=RETENTION)
     assert log.path is None
+
+
+def test_report_reads_a_log_with_wrong_types_unknown_events_and_a_torn_line_and_says_what_it_skipped(
+        project: Path) -> None:
+    """Another version's log, a crash mid-write: what does not fit is skipped by field NAME (never its value)."""
+    log = started(project, window="sixty-four thousand")  # a header field of the wrong type
+    request(log, 100)
+    log.emit("request", prompt=200, mode="exact", source=["VALUE-NOT-SHOWN"], window="1000", cap_sent={"x": 1},
+             short="yes")  # at 9dba563 the window's string raised TypeError in the summary
+    log.emit("usage", request="one", reported=True, route_check={"verdict": "confirmed", "ratio": "1.1"})
+    log.emit("telemetry_v9", secret_looking="VALUE-NOT-SHOWN")  # an event of a later version
+    request(log, 300, future_field=7)
+    with open(log.path, "ab") as handle:
+        handle.write(b'{"ev":"request","n":4,"prompt":4')  # torn by a crash
+    answer = report(project)
+    assert answer["ok"] and [r["prompt"] for r in answer["requests"]] == [100, 200, 300]
+    assert answer["requests"][1]["window"] is None and answer["requests"][1]["cap_sent"] is None
+    assert answer["header"]["window"] is None and answer["summary"]["peak_prompt"] == 300
+    assert answer["unreadable_lines"] == 1
+    assert answer["skipped"] == {
+        "unknown_events": 1, "unknown_fields": {"request.future_field": 1},
+        "wrong_type_fields": {"request.cap_sent": 1, "request.short": 1, "request.source": 1, "request.window": 1,
+                              "session.window": 1, "usage.reported": 1, "usage.request": 1,
+                              "usage.route_check.ratio": 1}}
+    page = Path(answer["html"]).read_text(encoding="utf-8")
+    assert "request.window (1)" in page and "1 events of an unknown kind skipped" in page
+    printed = run_baton("report", "--json", cwd=project)
+    assert printed.code == 0 and printed.data["skipped"] == answer["skipped"]
+    assert "VALUE-NOT-SHOWN" not in printed.stdout.replace(str(log.path), "") and "VALUE-NOT-SHOWN" not in page
+
+
+def test_the_retention_settings_come_from_config_yaml_and_a_bad_one_is_named() -> None:
+    from baton_engine.settings import SettingsError, load_settings
+
+    settings = load_settings(env={}, hermes_block={"metrics_max_age_days": 7, "metrics_max_total_mb": 16,
+                                                   "metrics_live_hours": 48})
+    assert (settings.metrics_max_age_days, settings.metrics_max_total_mb, settings.metrics_live_hours) == (7, 16, 48)
+    with pytest.raises(SettingsError, match="baton.metrics_live_hours"):
+        load_settings(env={}, hermes_block={"metrics_live_hours": 0})

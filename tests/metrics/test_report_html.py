@@ -8,13 +8,14 @@ from pathlib import Path
 from baton_engine.metrics import html, read
 from baton_engine.metrics.log import MetricsLog
 from batontest.hermes_home import initialised_project
+from batontest.metrics_logs import RETENTION
 
 HOSTILE = '<script>alert("x")</script>'
 
 
 def session_data(tmp_path: Path) -> dict:
     project = initialised_project(tmp_path / "project")
-    log = MetricsLog.start(project, session_id="s", header={"model": HOSTILE, "owner": None})
+    log = MetricsLog.start(project, session_id="s", header={"model": HOSTILE, "owner": None}, retention=RETENTION)
     for n, prompt in enumerate((100, 400, 150), start=1):
         log.emit("request", prompt=prompt, mode="exact", source=HOSTILE, window=1000, cap_asked=900,
                  cap_sent=min(900, 1000 - prompt), action="lower_cap_to", breaker="closed")
@@ -48,7 +49,7 @@ def test_same_data_same_bytes(tmp_path: Path) -> None:
 
 def test_an_empty_session_renders_without_a_chart(tmp_path: Path) -> None:
     project = initialised_project(tmp_path / "project")
-    log = MetricsLog.start(project, session_id="s", header={})
+    log = MetricsLog.start(project, session_id="s", header={}, retention=RETENTION)
     log.emit("aux_request", prompt=3)
     page = html.render(read.report_data(read.sessions(project / ".baton")[0]))
     assert 'id="chart-empty"' in page and "<svg" not in page
