@@ -35,8 +35,9 @@ MIN_THINKING_BUDGET_TOKENS = 1024
 # Below this window, the room Hermes' percentage keeps free above its threshold shrinks in proportion to the window
 # (``small_window_threshold``). Why: the percentage keeps room for Hermes' own compressor (an LLM call, counts by
 # characters / 4); Baton needs only the minimum reply and the margin above its trigger (exact counts, a clamped cap,
-# a request that does not fit shortened for itself), and at 16,384 the 75% default compacted every 3 turns in the
-# benchmark's heaviest stretches (benchmarks/gap_bench.py, benchmarks/FINDINGS.md). 32K and above keep the percentage.
+# a request that does not fit shortened for itself). At 16,384 the 75% default (12,288) compacted 76 times in the
+# benchmark's 600 turns, the fewest 4 turns apart; at 13,824 with the post-compaction aim 64 times, 5 apart
+# (benchmarks/gap_bench.py, benchmarks/FINDINGS.md). 32K and above keep the percentage.
 SMALL_WINDOW_TOKENS = 32768
 
 
