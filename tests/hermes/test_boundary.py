@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engines import activated, started_engine
+from batontest.engines import activated, hermes_estimator, started_engine
 from batontest.failing_core import fail_core, fault_type
 
 from baton_engine.hermes.engine import BatonContextEngine
@@ -90,14 +90,13 @@ def test_the_patches_and_middleware_answer_hermes_own_values_when_the_core_fails
     with activated() as activation:
         fail_core(monkeypatch.setattr, fault_type("CoreFaultPatches"))
         loop = importlib.import_module("agent.conversation_loop")
-        turn = importlib.import_module("agent.turn_context")
         aux = importlib.import_module("agent.auxiliary_client")
-        for module, name, args, kwargs in (
-                (turn, "estimate_request_tokens_rough", (MESSAGES[1:],), {"system_prompt": "S", "tools": TOOLS}),
-                (loop, "estimate_messages_tokens_rough", (MESSAGES,), {}),
-                (loop, "_estimate_tools_tokens_rough", (TOOLS,), {})):  # after a fallen-back message estimate
-            patched = getattr(module, name)
-            assert in_agent(agent, patched, *args, **kwargs) == patched.__baton_original__(*args, **kwargs), name
+        for patched, args, kwargs in (  # where each tested Hermes' loop reads them (batontest.engines)
+                (hermes_estimator("estimate_request_tokens_rough"), (MESSAGES[1:],),
+                 {"system_prompt": "S", "tools": TOOLS}),
+                (hermes_estimator("estimate_messages_tokens_rough"), (MESSAGES,), {}),
+                (loop._estimate_tools_tokens_rough, (TOOLS,), {})):  # after a fallen-back message estimate
+            assert in_agent(agent, patched, *args, **kwargs) == patched.__baton_original__(*args, **kwargs), patched
         request = {"model": "qwen3", "messages": MESSAGES, "max_tokens": 65536}
         assert in_agent(agent, activation.llm_request, request=request, model="qwen3") is None  # unchanged
         built = in_agent(agent, aux._build_call_kwargs, "nvidia", "qwen3", MESSAGES[1:], max_tokens=65536)
