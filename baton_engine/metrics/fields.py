@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from typing import Any
 
-INT, NUMBER, TEXT, FLAG, MAPPING = (int,), (int, float), (str,), (bool,), (dict,)
+INT, NUMBER, TEXT, FLAG, MAPPING, LIST = (int,), (int, float), (str,), (bool,), (dict,), (list,)
 FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "session": {"format": INT, "session": TEXT, "session_hash": TEXT, "started": TEXT, "owner": MAPPING,
                 "model": TEXT, "window": INT, "window_source": TEXT, "baton_version": TEXT, "adapter": TEXT},
@@ -23,6 +23,8 @@ FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "compaction": {"request": INT, "before": INT, "after": INT, "mode": TEXT, "kept": INT, "stubbed": INT,
                    "recallable": INT, "compacted": INT, "handoff": TEXT, "short_id": TEXT, "status": TEXT,
                    "validation": TEXT, "degraded": TEXT, "brief_tokens": INT, "ms": NUMBER},
+    # what Baton's tool schemas add to every request, as the session's status measured it
+    "tools": {"offered": LIST, "schema_tokens": INT, "counted_by": TEXT},
 }
 FIELDS["aux_request"] = FIELDS["request"]
 COMMON = {"ev": TEXT, "n": INT, "t": NUMBER}

@@ -126,7 +126,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
 
 REQUEST_FIELDS = ("n", "t", "prompt", "mode", "source", "fallback", "window", "window_source", "cap_asked",
                   "cap_sent", "action", "short", "shortened", "breaker", "ms")
-TOOLS_FIELDS = ("offered", "schema_tokens", "counted_by")  # what Baton's tool schemas add to every request
+TOOLS_FIELDS = tuple(fields.FIELDS["tools"])  # what Baton's tool schemas add to every request
 COMPACTION_FIELDS = ("n", "t", "request", "before", "after", "mode", "kept", "stubbed", "recallable", "compacted",
                      "handoff", "short_id", "status", "validation", "degraded", "brief_tokens", "ms")
 
