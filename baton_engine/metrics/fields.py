@@ -30,7 +30,7 @@ FIELDS["aux_request"] = FIELDS["request"]
 COMMON = {"ev": TEXT, "n": INT, "t": NUMBER}
 ROUTE_CHECK = {"verdict": TEXT, "requests_seen": INT, "mismatches": INT, "last_counted": INT, "last_reported": INT,
                "ratio": NUMBER, "calibrated_after_requests": INT, "advice": TEXT, "media_requests": INT,
-               "media_ratio": NUMBER}
+               "media_ratio": NUMBER, "truncations": INT, "last_truncation": MAPPING}
 
 
 class Skipped:
