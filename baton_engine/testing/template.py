@@ -191,8 +191,14 @@ python -m pip install -e '.[test]'       # pip fetches hatchling (the build back
 baton tokens backends                    # lists $name
 BATON_TOKENIZER_BACKEND=$name baton tokens count chat.json
 baton tokens check $name                 # Baton's conformance kit
-BATON_TOKENIZER_PATH=/your/model/dir baton tokens check $name --reference hf   # counts equal to the model's HF tokenizer?
 python -m pytest -q                      # the same kit from tests/test_conformance.py, with this venv's pytest
+```
+
+Are your counts the model's? With the model's Hugging Face tokenizer in a directory and the hf backend installed
+(`pip install 'baton-engine[hf]'`):
+
+```
+BATON_TOKENIZER_PATH=/your/model/dir baton tokens check $name --reference hf
 ```
 
 `chat.json` is a sample request (`{"messages": [...], "tools": [...]}`); count your own the same way.

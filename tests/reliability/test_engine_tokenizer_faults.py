@@ -178,7 +178,8 @@ def test_wrong_max_model_len_budgets_against_the_smaller_window_and_says_so(proj
     assert turn["sent"]["max_tokens"] <= 8192 - 321
     assert "8192" in repr(status)
     assert status["window"] == {
-        "hermes_context_length": WINDOW, "server_max_model_len": 8192, "refusal_window": None, "effective": 8192,
+        "hermes_context_length": WINDOW, "server_max_model_len": 8192, "refusal_window": None, "server_stated": None,
+        "effective": 8192,
         "source": "server max_model_len",
         "mismatch": f"server max_model_len 8192 < Hermes context_length {WINDOW}; budgeting against 8192"}
     # The compaction threshold fits the server's window too (output reserve kept below it; budget.compression_window:
