@@ -202,9 +202,14 @@ def test_healthy_vllm_at_most_one_and_a_half_tokenize_per_request(healthy: Sessi
     view of each request; counting it made 2.3 /tokenize per request): at most 1.5 per provider request,
     compactions included."""
     assert healthy.standin is not None and healthy.result["compression_count"] >= 1
-    per_request = len(healthy.standin.tokenize_bodies) / len(healthy.server.requests)
-    print(f"\n[healthy] /tokenize per provider request: {per_request:.2f}")
-    assert per_request <= 1.5
+    bodies = healthy.standin.tokenize_bodies
+    # the driver reads status once at the end: its tool-schema figure counts two fixed probes, once per route
+    # (hermes/tools.schema_tokens), which are no provider request's
+    probes = [body for body in bodies if isinstance(body, dict)
+              and body.get("messages") == [{"role": "user", "content": "hi"}]]
+    per_request = (len(bodies) - len(probes)) / len(healthy.server.requests)
+    print(f"\n[healthy] /tokenize per provider request: {per_request:.2f} (+ {len(probes)} status probes)")
+    assert per_request <= 1.5 and len(probes) <= 2
 
 
 def test_compaction_reads_only_what_no_request_carried(healthy: Session) -> None:
