@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -179,43 +179,40 @@ def select_backend(config: TokenizerConfig, registry: Registry | None = None) ->
     return Selection(rough.ROUGH_SOURCE, f"auto: {why} -> {name}, but {problem}; using rough", requested)
 
 
-def detect_server_backend(url: str, model: str | None, timeout_seconds: float,
-                          registry: Registry | None = None) -> str | None:
-    """The first installed backend (by name) that recognises the server at ``url`` as one that counts for itself
-    (``BackendSpec.detect``); None when none does. Detection is plugin code: one that fails is skipped."""
+def _probe_answers(field: str, url: str, model: str | None, timeout_seconds: float, registry: Registry | None,
+                   failing: str, then: str = "") -> Iterator[tuple[str, Any]]:
+    """``(backend name, answer)`` of each installed backend (by name) whose ``BackendSpec.<field>`` probe asks the
+    server at ``url``. A probe is plugin code: one that fails is reported by type (``failing`` says what it
+    failed to do, ``then`` what follows) and skipped, never believed."""
     if registry is None:
         registry = discover()
     for name, item in registry.backends.items():
-        detect = item.spec.detect
-        if detect is None:
+        probe = getattr(item.spec, field)
+        if probe is None:
             continue
         try:
-            if detect(url, model, timeout_seconds) is True:
-                return name
-        except Exception as exc:  # noqa: BLE001 - a broken detector is reported by type and never chosen
-            LOGGER.warning("tokenizer backend %r failed to probe a server (%s); not using it", name,
-                           type(exc).__name__)
-    return None
+            answer = probe(url, model, timeout_seconds)
+        except Exception as exc:  # noqa: BLE001 - a broken probe is reported by type and never believed
+            LOGGER.warning("tokenizer backend %r failed to %s (%s)%s", name, failing, type(exc).__name__, then)
+            continue
+        yield name, answer
+
+
+def detect_server_backend(url: str, model: str | None, timeout_seconds: float,
+                          registry: Registry | None = None) -> str | None:
+    """The first installed backend (by name) that recognises the server at ``url`` as one that counts for itself
+    (``BackendSpec.detect``); None when none does."""
+    return next((name for name, found in _probe_answers("detect", url, model, timeout_seconds, registry,
+                                                         "probe a server", "; not using it") if found is True), None)
 
 
 def backend_window(url: str, model: str | None, timeout_seconds: float,
                    registry: Registry | None = None) -> tuple[str, int] | None:
     """``(backend name, window)`` from the first installed backend (by name) whose ``BackendSpec.window`` reads the
-    server at ``url``; None when none does. A probe is plugin code: one that fails is skipped."""
-    if registry is None:
-        registry = discover()
-    for name, item in registry.backends.items():
-        probe = item.spec.window
-        if probe is None:
-            continue
-        try:
-            found = probe(url, model, timeout_seconds)
-        except Exception as exc:  # noqa: BLE001 - a broken probe is reported by type and never believed
-            LOGGER.warning("tokenizer backend %r failed to read a server's window (%s)", name, type(exc).__name__)
-            continue
-        if type(found) is int and found > 0:
-            return name, found
-    return None
+    server at ``url``; None when none does."""
+    return next(((name, found) for name, found in _probe_answers("window", url, model, timeout_seconds, registry,
+                                                                  "read a server's window")
+                 if type(found) is int and found > 0), None)
 
 
 def build_backend(
