@@ -24,7 +24,7 @@ from baton_engine.tokens.plugins import detect_server_backend
 
 SECRET = "sk-test-0123456789abcdef"
 REQUEST = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "count me please"}]}
-SLACK = 0.5  # scheduling slack on a loaded 2-core machine
+SLACK = 2.5  # scheduling slack on a loaded 2-core machine (the slow fault lasts 10 s), as tests/vllm/test_faults.py
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_url_forms(url: str, root: str) -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        (None, "needs the llama-server URL"),
+        (None, "needs the server URL"),
         ("ftp://h/", "http:// or https://"),
         ("http://user:pw@h:8080", "must not embed credentials"),
         ("http://h:8080/?x=1", "query string"),
@@ -201,7 +201,7 @@ def test_connection_refused_falls_back_fast() -> None:
     assert backend.max_model_len is None
 
 
-@pytest.mark.parametrize(("fault", "delay"), [("hang", 0.0), ("ok", 3.0), ("dribble", 0.2)])
+@pytest.mark.parametrize(("fault", "delay"), [("hang", 0.0), ("ok", 10.0), ("dribble", 0.2)])
 def test_a_count_of_two_calls_never_blocks_longer_than_the_timeout(fault: str, delay: float) -> None:
     timeout = 0.6
     with FaultyServer(fault, delay=delay) as server:  # type: ignore[arg-type]

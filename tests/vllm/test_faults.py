@@ -45,7 +45,7 @@ def assert_fallback(backend: VllmBackend, request: dict = REQUEST) -> None:
         ("count_bool", "invalid 'count'"),
         ("count_negative", "invalid 'count'"),
         ("max_model_len_missing", "invalid 'max_model_len'"),
-        ("reset", "vLLM request failed"),
+        ("reset", "vLLM server request failed"),
     ],
 )
 def test_bad_replies_are_cannot_count_and_fall_back(fault: str, reason: str) -> None:

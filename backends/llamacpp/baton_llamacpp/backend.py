@@ -3,29 +3,20 @@
 The two calls are what the server itself does with a chat request (render, then tokenize with special tokens), so
 the count is the prompt size the server will see and refuse against. The window is the per-slot window from
 GET /props (``-c`` over ``--parallel`` slots), asked once per connection. A count is bounded as a whole by
-``timeout_seconds``; the HTTP client and its worker threads are created lazily and dropped on fork, deepcopy and
-pickle. Every failure is a ``CannotCount`` whose reason names no prompt text, URL or secret.
+``timeout_seconds``; the HTTP client, its worker threads and the deadline are ``baton_engine.tokens.http_server``'s
+(shared with the vLLM backend), dropped on fork, deepcopy and pickle. Every failure is a ``CannotCount`` whose reason names no prompt text, URL or secret.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
-import os
-import threading
-import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
 import httpx
 
 from baton_engine.tokens.contract import (
-    BackendConfigError,
     CannotCount,
     ChatRequest,
     RequestNotCountable,
@@ -33,6 +24,7 @@ from baton_engine.tokens.contract import (
     TokenizerBackend,
     TokenizerConfig,
 )
+from baton_engine.tokens.http_server import ServerConnection, json_content
 
 from .endpoint import parse_endpoint
 from .payload import template_payload, tokenize_payload
@@ -40,23 +32,7 @@ from .reply import parse_prompt, parse_slot_window, parse_token_count
 
 log = logging.getLogger("baton_llamacpp")
 
-# Concurrent in-flight counts (and pooled keep-alive connections) per backend, as the vllm backend.
-_WORKERS = 8
-_LIVE: weakref.WeakSet[LlamaCppBackend] = weakref.WeakSet()
 _T = TypeVar("_T")
-
-
-def _user_agent() -> str:
-    try:
-        return f"baton-engine-llamacpp/{version('baton-engine-llamacpp')}"
-    except PackageNotFoundError:
-        return "baton-engine-llamacpp"
-
-
-@dataclass
-class _Connection:
-    client: httpx.Client
-    workers: ThreadPoolExecutor
 
 
 class LlamaCppBackend(TokenizerBackend):
@@ -65,18 +41,13 @@ class LlamaCppBackend(TokenizerBackend):
     remote = True
 
     def __init__(self, config: TokenizerConfig) -> None:
-        timeout = config.timeout_seconds
-        valid = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-        if not valid or not math.isfinite(timeout) or timeout <= 0:
-            raise BackendConfigError("the llamacpp tokenizer `timeout_seconds` must be a finite number > 0")
         self._config = config
+        self._http = ServerConnection(config, backend="llamacpp", server="llama-server",
+                                      distribution="baton-engine-llamacpp")
         self._endpoint = parse_endpoint(config.url)
-        self._lock = threading.Lock()
-        self._connection: _Connection | None = None
         self._window: int | None = None
         self._window_asked = False
         self._warned_window: int | None = None
-        _LIVE.add(self)
 
     @classmethod
     def from_config(cls, config: TokenizerConfig) -> LlamaCppBackend:
@@ -116,11 +87,7 @@ class LlamaCppBackend(TokenizerBackend):
         """Nothing to forget: counts are cached by the counter, not here."""
 
     def close(self) -> None:
-        with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.workers.shutdown(wait=False, cancel_futures=True)
-            connection.client.close()
+        self._http.close()
 
     # -- copying: never copy sockets, threads or locks ------------------------------------
 
@@ -137,11 +104,6 @@ class LlamaCppBackend(TokenizerBackend):
             f"LlamaCppBackend(source={self.source!r}, model={self._config.model!r}, "
             f"timeout_seconds={self._config.timeout_seconds!r})"
         )
-
-    def _forget_connection_after_fork(self) -> None:
-        """In a forked child the parent's sockets, threads and lock state are not ours."""
-        self._lock = threading.Lock()
-        self._connection = None
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -174,60 +136,16 @@ class LlamaCppBackend(TokenizerBackend):
 
     # -- HTTP -------------------------------------------------------------------------------
 
-    def _connect(self) -> _Connection:
-        with self._lock:
-            if self._connection is None:
-                headers = {"Accept": "application/json", "User-Agent": self._config.user_agent or _user_agent()}
-                if self._config.api_key:
-                    headers["Authorization"] = f"Bearer {self._config.api_key}"
-                self._connection = _Connection(
-                    client=httpx.Client(
-                        headers=headers,
-                        timeout=httpx.Timeout(self._config.timeout_seconds),
-                        limits=httpx.Limits(max_connections=_WORKERS, max_keepalive_connections=_WORKERS),
-                        follow_redirects=False,
-                    ),
-                    workers=ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="baton-llamacpp"),
-                )
-            return self._connection
-
     def _bounded(self, job: Callable[[httpx.Client], _T]) -> _T:
-        """``job``'s calls, answered within ``timeout_seconds`` together or abandoned.
-
-        httpx bounds each phase of one request but not their sum (a server that dribbles bytes holds a read open),
-        and a count is two requests: the job runs on a worker and the caller waits at most the timeout.
-        """
-        connection = self._connect()
-        timeout = self._config.timeout_seconds
-        try:
-            future = connection.workers.submit(job, connection.client)
-        except RuntimeError as exc:  # closed concurrently
-            raise CannotCount(f"llamacpp backend is closed ({type(exc).__name__})") from exc
-        try:
-            return future.result(timeout=timeout)
-        except FutureTimeout:
-            future.cancel()
-            self._forget_window()
-            raise CannotCount(f"llama-server did not answer within {timeout:g} s") from None
-        except httpx.TimeoutException as exc:
-            self._forget_window()
-            raise CannotCount(f"llama-server timed out ({type(exc).__name__})") from None
-        except httpx.ConnectError as exc:
-            self._forget_window()
-            raise CannotCount(f"llama-server unreachable ({type(exc).__name__})") from None
-        except httpx.HTTPError as exc:
-            self._forget_window()
-            raise CannotCount(f"llama-server request failed ({type(exc).__name__})") from None
+        """``job``'s calls (a count is two requests), answered within ``timeout_seconds`` together or abandoned."""
+        return self._http.bounded(job, unanswered=self._forget_window)
 
     def _forget_window(self) -> None:
         """A server that stopped answering may come back restarted with another -c/--parallel: ask again."""
         self._window_asked = False
 
     def _post(self, client: httpx.Client, url: str, payload: dict[str, Any]) -> bytes:
-        try:
-            content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-        except (TypeError, ValueError) as exc:
-            raise RequestNotCountable(f"request is not JSON-serialisable ({type(exc).__name__})") from exc
+        content = json_content(payload)
         response = client.post(url, content=content, headers={"Content-Type": "application/json"})
         return _ok(response, url.rsplit("/", 1)[1])
 
@@ -261,11 +179,3 @@ def _error_type(body: bytes) -> str:
         return ""
     kind = error.get("type") if isinstance(error, dict) else None
     return f", {kind}" if isinstance(kind, str) and kind.replace("_", "").isalnum() and len(kind) < 64 else ""
-
-
-def _after_fork_in_child() -> None:
-    for backend in list(_LIVE):
-        backend._forget_connection_after_fork()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

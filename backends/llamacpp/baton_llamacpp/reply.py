@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from baton_engine.tokens.contract import CannotCount
+from baton_engine.tokens.http_server import json_object
 
 OWNED_BY = "llamacpp"  # what llama-server's GET /v1/models says of each model it serves
 
@@ -56,10 +56,4 @@ def serves_model(body: bytes, model: str | None) -> bool:
 
 
 def _json_object(body: bytes, route: str) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise CannotCount(f"llama-server {route} reply is not JSON ({type(exc).__name__})") from exc
-    if not isinstance(data, dict):
-        raise CannotCount(f"llama-server {route} reply is not a JSON object")
-    return data
+    return json_object(body, server="llama-server", route=route)

@@ -1,29 +1,21 @@
 """Exact counts from a vLLM server's /tokenize, with a hard per-call deadline.
 
-The HTTP client and its worker threads are created lazily and dropped on fork, deepcopy and
-pickle, so a backend can be copied into Hermes' state or a forked worker and still work.
+The HTTP client, its worker threads and the deadline are ``baton_engine.tokens.http_server``'s (shared
+with the llama.cpp backend); they are dropped on fork, deepcopy and pickle, so a backend can be copied
+into Hermes' state or a forked worker and still work.
 Every failure is a ``CannotCount`` whose reason names what went wrong without prompt text,
 URLs or secrets; the counter turns it into the rough+margin fallback.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import os
-import threading
-import weakref
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import httpx
 
 from baton_engine.tokens.contract import (
-    BackendConfigError,
     CannotCount,
     ChatRequest,
     RequestNotCountable,
@@ -31,24 +23,13 @@ from baton_engine.tokens.contract import (
     TokenizerBackend,
     TokenizerConfig,
 )
+from baton_engine.tokens.http_server import ServerConnection, json_content
 
 from .endpoint import parse_endpoint
 from .payload import chat_payload, has_tool_call_history, text_payload
 from .reply import parse_models_max_model_len, parse_tokenize_reply
 
 log = logging.getLogger("baton_vllm")
-
-# Concurrent in-flight requests (and pooled keep-alive connections) per backend.
-_WORKERS = 8
-_LIVE: weakref.WeakSet[VllmBackend] = weakref.WeakSet()
-
-
-def _user_agent() -> str:
-    try:
-        return f"baton-engine-vllm/{version('baton-engine-vllm')}"
-    except PackageNotFoundError:
-        return "baton-engine-vllm"
-
 
 class ToolCallHistoryUnsupported(RequestNotCountable):
     """The server answered 400 to a history with assistant tool_calls (vLLM 0.32 mistral mode,
@@ -73,29 +54,17 @@ class MaxModelLenMismatch:
         return min(self.configured, self.server)
 
 
-@dataclass
-class _Connection:
-    client: httpx.Client
-    workers: ThreadPoolExecutor
-
-
 class VllmBackend(TokenizerBackend):
     """Counts through vLLM's /tokenize (chat form for requests, completion form for text)."""
 
     remote = True
 
     def __init__(self, config: TokenizerConfig) -> None:
-        timeout = config.timeout_seconds
-        valid = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-        if not valid or not math.isfinite(timeout) or timeout <= 0:
-            raise BackendConfigError("the vllm tokenizer `timeout_seconds` must be a finite number > 0")
         self._config = config
+        self._http = ServerConnection(config, backend="vllm", server="vLLM server", distribution="baton-engine-vllm")
         self._endpoint = parse_endpoint(config.url)
-        self._lock = threading.Lock()
-        self._connection: _Connection | None = None
         self._max_model_len: int | None = None
         self._mismatch: MaxModelLenMismatch | None = None
-        _LIVE.add(self)
 
     @classmethod
     def from_config(cls, config: TokenizerConfig) -> VllmBackend:
@@ -143,11 +112,7 @@ class VllmBackend(TokenizerBackend):
         """Nothing to forget: counts are cached by the counter, not here."""
 
     def close(self) -> None:
-        with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.workers.shutdown(wait=False, cancel_futures=True)
-            connection.client.close()
+        self._http.close()
 
     # -- copying: never copy sockets, threads or locks ------------------------------------
 
@@ -165,63 +130,12 @@ class VllmBackend(TokenizerBackend):
             f"timeout_seconds={self._config.timeout_seconds!r})"
         )
 
-    def _forget_connection_after_fork(self) -> None:
-        """In a forked child the parent's sockets, threads and lock state are not ours."""
-        self._lock = threading.Lock()
-        self._connection = None
-
     # -- HTTP -------------------------------------------------------------------------------
 
-    def _connect(self) -> _Connection:
-        with self._lock:
-            if self._connection is None:
-                headers = {
-                    "Accept": "application/json",
-                    "User-Agent": self._config.user_agent or _user_agent(),
-                }
-                if self._config.api_key:
-                    headers["Authorization"] = f"Bearer {self._config.api_key}"
-                self._connection = _Connection(
-                    client=httpx.Client(
-                        headers=headers,
-                        timeout=httpx.Timeout(self._config.timeout_seconds),
-                        limits=httpx.Limits(max_connections=_WORKERS, max_keepalive_connections=_WORKERS),
-                        follow_redirects=False,
-                    ),
-                    workers=ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="baton-vllm"),
-                )
-            return self._connection
-
     def _call(self, method: str, url: str, payload: dict[str, Any] | None) -> tuple[int, bytes]:
-        """One request, answered within ``timeout_seconds`` or abandoned.
-
-        httpx bounds each phase (connect, write, each read) but not their sum, and a server that
-        dribbles bytes can hold a read open; running the request on a worker and waiting at most
-        the timeout bounds the caller's wait absolutely.
-        """
-        content = None
-        if payload is not None:
-            try:
-                content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-            except (TypeError, ValueError) as exc:
-                raise RequestNotCountable(f"request is not JSON-serialisable ({type(exc).__name__})") from exc
-        connection = self._connect()
-        timeout = self._config.timeout_seconds
-        try:
-            future = connection.workers.submit(_send, connection.client, method, url, content)
-        except RuntimeError as exc:  # closed concurrently
-            raise CannotCount(f"vllm backend is closed ({type(exc).__name__})") from exc
-        try:
-            return future.result(timeout=timeout)
-        except FutureTimeout:
-            future.cancel()
-            raise CannotCount(f"vLLM server did not answer within {timeout:g} s") from None
-        except httpx.TimeoutException as exc:
-            raise CannotCount(f"vLLM server timed out ({type(exc).__name__})") from None
-        except httpx.ConnectError as exc:
-            raise CannotCount(f"vLLM server unreachable ({type(exc).__name__})") from None
-        except httpx.HTTPError as exc:
-            raise CannotCount(f"vLLM request failed ({type(exc).__name__})") from None
+        """One request, answered within ``timeout_seconds`` or abandoned."""
+        content = None if payload is None else json_content(payload)
+        return self._http.bounded(lambda client: _send(client, method, url, content))
 
     def _count_from(self, status: int, body: bytes) -> TokenCount:
         if status != 200:
@@ -261,11 +175,3 @@ def _status_reason(status: int) -> str:
     if status == 400:
         return "vLLM rejected the request (HTTP 400)"
     return f"vLLM answered HTTP {status}"
-
-
-def _after_fork_in_child() -> None:
-    for backend in list(_LIVE):
-        backend._forget_connection_after_fork()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

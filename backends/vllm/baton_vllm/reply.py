@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from baton_engine.tokens.contract import CannotCount
+from baton_engine.tokens.http_server import json_object
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,7 @@ def serves_model(body: bytes, model: str | None) -> bool:
 
 
 def _json_object(body: bytes, route: str) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise CannotCount(f"vLLM {route} reply is not JSON ({type(exc).__name__})") from exc
-    if not isinstance(data, dict):
-        raise CannotCount(f"vLLM {route} reply is not a JSON object")
-    return data
+    return json_object(body, server="vLLM", route=route)
 
 
 def _int_field(data: dict[str, Any], key: str, *, minimum: int, route: str) -> int:
