@@ -1,0 +1,308 @@
+"""The metrics events as OpenTelemetry metrics and spans (the ``otel`` extra; imported only when configured).
+
+Why from the events: the JSONL log and OpenTelemetry tell one story, so each figure has one definition: an
+instrument names the event and field of ``fields.FIELDS`` it reads (checked when this module loads), every event
+passes ``fields.checked`` first, and a span's attributes are its event's scalar fields. The GenAI semantic
+conventions' names where they have one (token usage by type, operation duration), Baton's own (``baton.*``) for
+the rest. Metric attributes stay few-valued (model, provider, kind, action, mode); a span carries the event's
+numbers, codes and ids, never prompt text (the events hold none).
+
+Third-party code (the SDK, its exporters): a failure drops that event's measurements, logged once, never the
+agent's request.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import metrics as otel_metrics
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from baton_engine import __version__
+from baton_engine.metrics.fields import FIELDS, FLAG, INT, NUMBER, ROUTE_CHECK, TEXT, Skipped, checked
+
+LOGGER = logging.getLogger("baton_engine.metrics")
+SCOPE = "baton_engine"
+
+# the GenAI semantic conventions (gen_ai.* metrics and attributes; gen_ai.provider.name replaced gen_ai.system)
+TOKEN_USAGE = "gen_ai.client.token.usage"
+OPERATION_DURATION = "gen_ai.client.operation.duration"
+OPERATION_NAME, PROVIDER_NAME, REQUEST_MODEL, TOKEN_TYPE = (
+    "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.token.type")
+# the conventions' advised bucket boundaries for these two histograms
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+SECONDS_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+BATON_SECONDS_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+@dataclass(frozen=True)
+class Instrument:
+    name: str
+    kind: str  # "histogram", "counter" or "gauge"
+    unit: str
+    description: str
+    buckets: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One measurement an event gives: ``field`` of ``event`` (a number of ``fields.FIELDS``; None: the event
+    itself counts 1), times ``scale``; only when the FLAG field ``only_if`` is true; with ``fixed`` attributes."""
+
+    instrument: Instrument
+    event: str
+    field: str | None = None
+    scale: float = 1.0
+    only_if: str | None = None
+    fixed: tuple[tuple[str, str], ...] = ()
+
+
+TOKENS = Instrument(TOKEN_USAGE, "histogram", "{token}", "Number of input and output tokens used (the provider's "
+                    "usage of each response)", TOKEN_BUCKETS)
+DURATION = Instrument(OPERATION_DURATION, "histogram", "s", "GenAI operation duration: from Baton's budgeted "
+                      "request to its response's usage", SECONDS_BUCKETS)
+REQUESTS = Instrument("baton.requests", "counter", "{request}", "Provider requests Baton budgeted, by its decision")
+REQUEST_TOKENS = Instrument("baton.request.tokens", "histogram", "{token}", "Baton's count of each budgeted "
+                            "request's prompt", TOKEN_BUCKETS)
+BUDGET_SECONDS = Instrument("baton.request.duration", "histogram", "s", "Time Baton took to count and budget a "
+                            "request", BATON_SECONDS_BUCKETS)
+SHORTENED = Instrument("baton.requests.shortened", "counter", "{request}", "Requests whose prompt alone did not "
+                       "fit, shortened for that one request (the transcript unchanged)")
+COUNTED = Instrument("baton.tokens.counted", "counter", "{token}", "Baton's count of the requests whose usage came "
+                     "back (compare with baton.tokens.reported)")
+REPORTED = Instrument("baton.tokens.reported", "counter", "{token}", "The provider's prompt tokens of the same "
+                      "requests")
+CALIBRATION = Instrument("baton.calibration.ratio", "gauge", "1", "The route's provider-to-tokenizer scale "
+                         "(1.0: counts confirmed or not yet checked)")
+COMPACTIONS = Instrument("baton.compactions", "counter", "{compaction}", "Compactions, by outcome")
+COMPACTION_SECONDS = Instrument("baton.compaction.duration", "histogram", "s", "Time one compaction took",
+                                BATON_SECONDS_BUCKETS)
+COMPACTION_TOKENS = Instrument("baton.compaction.tokens", "histogram", "{token}", "The request's size before and "
+                               "after a compaction", TOKEN_BUCKETS)
+REFUSALS = Instrument("baton.refusals.learned", "counter", "{refusal}", "Provider refusals Baton read and learned "
+                      "from (a stated window, an exact prompt size)")
+
+READINGS: tuple[Reading, ...] = (
+    Reading(TOKENS, "usage", "reported", fixed=((TOKEN_TYPE, "input"),)),
+    Reading(TOKENS, "usage", "output", fixed=((TOKEN_TYPE, "output"),)),
+    Reading(REPORTED, "usage", "reported"),
+    *(Reading(instrument, kind, field, scale, only_if) for kind in ("request", "aux_request")
+      for instrument, field, scale, only_if in ((REQUESTS, None, 1.0, None), (REQUEST_TOKENS, "prompt", 1.0, None),
+                                                (BUDGET_SECONDS, "ms", 0.001, None),
+                                                (SHORTENED, None, 1.0, "shortened"))),
+    Reading(COMPACTIONS, "compaction"),
+    Reading(COMPACTION_SECONDS, "compaction", "ms", 0.001),
+    Reading(COMPACTION_TOKENS, "compaction", "before", fixed=(("baton.compaction.stage", "before"),)),
+    Reading(COMPACTION_TOKENS, "compaction", "after", fixed=(("baton.compaction.stage", "after"),)),
+    Reading(REFUSALS, "refusal"),
+)
+# measurements made from two events (the request a usage answers): the usage's time and the request's count
+PAIRED = (DURATION, COUNTED)
+CALIBRATION_FIELD = ("usage", "route_check", "ratio")  # a number in fields.ROUTE_CHECK
+
+# the metric attributes each event gives (few values each), from its TEXT / FLAG fields
+ATTRIBUTES: dict[str, dict[str, str]] = {
+    "request": {"model": REQUEST_MODEL, "provider": PROVIDER_NAME, "action": "baton.budget.action",
+                "mode": "baton.count.mode"},
+    "compaction": {"mode": "baton.count.mode", "status": "baton.handoff.status", "degraded": "baton.degraded"},
+    "refusal": {"kind": "baton.refusal.kind"},
+}
+ATTRIBUTES["aux_request"] = ATTRIBUTES["request"]
+SPANS = {"request": "baton.request.budget", "aux_request": "baton.request.budget", "compaction": "baton.compaction"}
+
+
+def check_definitions() -> None:
+    """Every reading names a number of its event in ``fields.FIELDS`` (or a FLAG for ``only_if``), every
+    attribute a text or flag: a renamed field fails here, at import, not silently in production."""
+    for reading in READINGS:
+        known = FIELDS[reading.event]
+        if reading.field is not None and known[reading.field] not in (INT, NUMBER):
+            raise TypeError(f"{reading.event}.{reading.field} is no number")
+        if reading.only_if is not None and known[reading.only_if] != FLAG:
+            raise TypeError(f"{reading.event}.{reading.only_if} is no flag")
+    for event, names in ATTRIBUTES.items():
+        for field in names:
+            if FIELDS[event][field] not in (TEXT, FLAG):
+                raise TypeError(f"{event}.{field} is no text")
+    if FIELDS["request"]["prompt"] != INT or FIELDS["usage"]["request"] != INT or \
+            ROUTE_CHECK[CALIBRATION_FIELD[2]] != NUMBER:
+        raise TypeError("the paired readings' fields changed")
+
+
+check_definitions()
+
+
+@dataclass
+class _Answered:
+    """The last main request of a log: the usage that answers it (once), and the route of what follows it."""
+
+    number: int
+    seconds: float
+    prompt: int | None
+    route: dict[str, Any]  # the GenAI attributes: operation, model, provider
+    open: bool = True  # no usage answered it yet
+
+
+class OtelSink:
+    """The metrics log's sink (``log.set_sink``): each event's measurements and span."""
+
+    def __init__(self, meter_provider: Any, tracer_provider: Any, *, exporter: str,
+                 close: Callable[[], None] | None = None) -> None:
+        self.exporter = exporter  # where the measurements go (status)
+        self._close = close
+        meter = meter_provider.get_meter(SCOPE, __version__)
+        self.tracer = tracer_provider.get_tracer(SCOPE, __version__)
+        self.instruments = {item.name: _create(meter, item) for item in (*{r.instrument for r in READINGS},
+                                                                          *PAIRED, CALIBRATION)}
+        self._answered: weakref.WeakKeyDictionary[Any, _Answered] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._warned = False
+
+    @classmethod
+    def start(cls, prometheus_port: int | None, prometheus_host: str) -> OtelSink:
+        """The global providers (the process configures the SDK and exporters), or, with a port, a provider of
+        Baton's own whose metrics the official Prometheus exporter serves there (spans still go to the global
+        tracer provider). Raises OSError when the port cannot be bound."""
+        if prometheus_port is None:
+            return cls(otel_metrics.get_meter_provider(), otel_trace.get_tracer_provider(),
+                       exporter="the OpenTelemetry API's global providers")
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        registry = CollectorRegistry()  # Baton's own: nothing else of the process is served, nothing clashes
+        reader = PrometheusMetricReader(registry=registry)
+        resource = Resource.create()
+        if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+            resource = resource.merge(Resource({SERVICE_NAME: "baton"}))
+        provider = MeterProvider(metric_readers=[reader], resource=resource)
+        try:
+            server, thread = start_http_server(prometheus_port, addr=prometheus_host, registry=registry)
+        except OSError:
+            provider.shutdown()
+            raise
+
+        def close() -> None:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+            provider.shutdown()
+
+        return cls(provider, otel_trace.get_tracer_provider(), close=close,
+                   exporter=f"http://{prometheus_host}:{server.server_port}/metrics")
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+
+    def __call__(self, log: Any, record: dict[str, Any]) -> None:
+        try:
+            self._measure(log, record)
+        # OpenTelemetry's SDK, its exporters and readers are third-party code, called from inside Hermes' agent
+        # loop: a failure drops this event's measurements, never the request
+        except Exception as exc:  # noqa: BLE001
+            if not self._warned:
+                self._warned = True
+                LOGGER.warning("baton telemetry dropped an event type=%s", type(exc).__name__)
+
+    def _measure(self, log: Any, record: dict[str, Any]) -> None:
+        event = checked(record, Skipped())
+        if event is None or event["ev"] == "session":
+            return
+        kind = event["ev"]
+        with self._lock:
+            answered = self._answered.get(log)
+        attributes = self._attributes(log, kind, event, answered)
+        for reading in READINGS:
+            if reading.event != kind or (reading.only_if is not None and not event.get(reading.only_if)):
+                continue
+            value = 1 if reading.field is None else event.get(reading.field)
+            if value is not None:
+                self._record(reading.instrument, value * reading.scale, {**attributes, **dict(reading.fixed)})
+        if kind == "request":
+            route = {key: attributes[key] for key in (OPERATION_NAME, REQUEST_MODEL, PROVIDER_NAME) if key in attributes}
+            with self._lock:
+                self._answered[log] = _Answered(event["n"], event["t"], event.get("prompt"), route)
+        elif kind == "usage":
+            self._usage(event, attributes, answered)
+        if kind in SPANS:
+            self._span(log, kind, event)
+
+    def _attributes(self, log: Any, kind: str, event: dict[str, Any], answered: _Answered | None) -> dict[str, Any]:
+        """The metric attributes: a request's own (its model, else the session's), any other event's the last main
+        request's route (else the session's model), and the event's own few-valued fields."""
+        if kind in ("request", "aux_request"):
+            model = event.get("model") or (None if kind == "aux_request" else _header_model(log))
+            base = {OPERATION_NAME: "chat", REQUEST_MODEL: model,
+                    "baton.request.kind": "auxiliary" if kind == "aux_request" else "main"}
+        else:
+            base = dict(answered.route) if answered is not None else {REQUEST_MODEL: _header_model(log)}
+        own = {name: event.get(field) for field, name in ATTRIBUTES.get(kind, {}).items()}
+        return {key: value for key, value in {**base, **own}.items() if value is not None}
+
+    def _usage(self, event: dict[str, Any], attributes: dict[str, Any], answered: _Answered | None) -> None:
+        """The usage answers the log's last main request when its number says so (once): the operation's
+        duration and Baton's count of that request beside the provider's; the route's calibration as it stands."""
+        with self._lock:
+            answers = answered is not None and answered.open and answered.number == event.get("request")
+            if answers:
+                answered.open = False  # a second report of the same request is not counted twice
+        if answers and answered is not None and event.get("reported") is not None:
+            self._record(DURATION, max(0.0, event["t"] - answered.seconds), attributes)
+            if answered.prompt is not None:
+                self._record(COUNTED, answered.prompt, attributes)
+        ratio = (event.get("route_check") or {}).get(CALIBRATION_FIELD[2])
+        if ratio is not None:
+            verdict = (event.get("route_check") or {}).get("verdict")
+            self._record(CALIBRATION, ratio, {**attributes, **({"baton.route.verdict": verdict} if verdict else {})})
+
+    def _record(self, instrument: Instrument, value: float, attributes: dict[str, Any]) -> None:
+        target = self.instruments[instrument.name]
+        if instrument.kind == "counter":
+            target.add(value, attributes)
+        elif instrument.kind == "gauge":
+            target.set(value, attributes)
+        else:
+            target.record(value, attributes)
+
+    def _span(self, log: Any, kind: str, event: dict[str, Any]) -> None:
+        """The event as a span over the time it measured (its ``ms`` before its ``t``): its scalar fields as
+        ``baton.request.<field>`` / ``baton.compaction.<field>`` attributes, the model and provider by the GenAI names, the session's hashed key."""
+        end = int(event["t"] * 1e9)
+        start = end - int((event.get("ms") or 0) * 1e6)
+        prefix = SPANS[kind]  # baton.request.<field>, baton.compaction.<field>
+        prefix = prefix.rsplit(".", 1)[0] if kind != "compaction" else prefix
+        attributes = {f"{prefix}.{field}": value for field, value in event.items()
+                      if field not in ("ev", "t", "model", "provider") and isinstance(value, (bool, int, float, str))}
+        attributes[REQUEST_MODEL] = event.get("model") or _header_model(log)
+        attributes[PROVIDER_NAME] = event.get("provider")
+        attributes["baton.session"] = log.header.get("session")
+        if kind != "compaction":
+            attributes["baton.request.kind"] = "auxiliary" if kind == "aux_request" else "main"
+        span = self.tracer.start_span(SPANS[kind], start_time=start, kind=SpanKind.INTERNAL,
+                                      attributes={k: v for k, v in attributes.items() if v is not None})
+        if event.get("degraded"):
+            span.set_status(Status(StatusCode.ERROR, str(event["degraded"])))
+        span.end(end_time=end)
+
+
+def _header_model(log: Any) -> str | None:
+    model = getattr(log, "header", {}).get("model")
+    return model if isinstance(model, str) else None
+
+
+def _create(meter: Any, instrument: Instrument) -> Any:
+    if instrument.kind == "counter":
+        return meter.create_counter(instrument.name, unit=instrument.unit, description=instrument.description)
+    if instrument.kind == "gauge":
+        return meter.create_gauge(instrument.name, unit=instrument.unit, description=instrument.description)
+    return meter.create_histogram(instrument.name, unit=instrument.unit, description=instrument.description,
+                                  explicit_bucket_boundaries_advisory=list(instrument.buckets or ()))
+
