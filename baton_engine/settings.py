@@ -132,8 +132,8 @@ class BatonSettings:
     # docs/hermes.md); a small window may leave out the optional ones, e.g. [recall, capture]
     tools: tuple[str, ...] = BATON_TOOLS
     # the project's session metrics logs (docs/report.md): retired when last written more than this many days
-    # ago, and the oldest while all of them exceed the total (a request with its response is ~600 bytes, measured:
-    # 64 MiB ~ 110,000 requests); never one written within the live window (a gateway's idle but live session)
+    # ago, and the oldest while all of them exceed the total (a request with its response is ~680 bytes, measured:
+    # 64 MiB ~ 100,000 requests); never one written within the live window (a gateway's idle but live session)
     metrics_max_age_days: int = 30
     metrics_max_total_mb: int = 64
     metrics_live_hours: int = 24

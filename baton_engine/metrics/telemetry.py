@@ -104,6 +104,14 @@ def stop() -> None:
         _STATE = State("off", "not configured (baton.telemetry, baton.prometheus_port)")
 
 
+def flush() -> None:
+    """Wait until the running sink measured every event so far (a test's read, a scrape right after)."""
+    with _LOCK:
+        sink = _SINK
+    if sink is not None:
+        sink.flush()
+
+
 def status() -> dict[str, Any]:
     with _LOCK:
         return {key: value for key, value in asdict(_STATE).items() if value is not None}

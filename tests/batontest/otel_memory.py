@@ -22,9 +22,11 @@ from baton_engine.metrics.otel import OtelSink
 class Collected:
     reader: InMemoryMetricReader
     spans: InMemorySpanExporter
+    sink: OtelSink
 
     def points(self, name: str) -> list[Any]:
-        """Every data point of metric ``name`` (each with its ``attributes``), as collected now."""
+        """Every data point of metric ``name`` (each with its ``attributes``), once every event is measured."""
+        self.sink.flush()
         data = self.reader.get_metrics_data()
         found = []
         for resource in data.resource_metrics if data is not None else []:
@@ -42,6 +44,10 @@ class Collected:
                 total += point.sum if isinstance(point, HistogramDataPoint) else point.value
         return total
 
+    def finished_spans(self) -> list[Any]:
+        self.sink.flush()
+        return list(self.spans.get_finished_spans())
+
     def count(self, name: str) -> int:
         return sum(getattr(point, "count", 1) for point in self.points(name))
 
@@ -53,9 +59,10 @@ def in_memory() -> Iterator[Collected]:
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     meter_provider = MeterProvider(metric_readers=[reader])
-    telemetry.install(OtelSink(meter_provider, tracer_provider, exporter="in-memory"))
+    sink = OtelSink(meter_provider, tracer_provider, exporter="in-memory")
+    telemetry.install(sink)
     try:
-        yield Collected(reader, spans)
+        yield Collected(reader, spans, sink)
     finally:
         telemetry.stop()
         meter_provider.shutdown()

@@ -53,7 +53,7 @@ def test_the_engines_requests_usage_and_compaction_as_metrics_and_spans(project:
     assert collected.value("baton.requests") == 2
     assert collected.value("baton.compactions", {"baton.handoff.status": "ready"}) == 1
     assert engine.compaction.last_handoff is not None and compacted[0]["content"].startswith("[Baton handoff")
-    spans = collected.spans.get_finished_spans()
+    spans = collected.finished_spans()
     assert [span.name for span in spans] == ["baton.request.budget"] * 2 + ["baton.compaction"]
     compaction = spans[-1]
     assert compaction.attributes["baton.compaction.handoff"] == engine.compaction.last_handoff["id"]

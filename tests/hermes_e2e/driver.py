@@ -107,8 +107,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scrape(url: str) -> str:
-    """The page a Prometheus scrape of ``url`` gets, while this Hermes process runs."""
+    """The page a Prometheus scrape of ``url`` gets, while this Hermes process runs (once Baton's telemetry worker
+    measured every event so far)."""
     import urllib.request
+
+    from baton_engine.metrics import telemetry
+
+    telemetry.flush()
 
     with urllib.request.urlopen(url, timeout=30) as answer:
         return answer.read().decode("utf-8")

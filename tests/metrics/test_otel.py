@@ -9,6 +9,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,7 +130,7 @@ def test_a_budget_decision_and_a_compaction_are_spans_over_the_time_they_took(co
     log = MetricsLog.start(project, session_id="s", header=HEADER, retention=RETENTION)
     session(log)
     log.emit("compaction", request=3, before=31000, after=31000, mode="rough", degraded="not_initialised", ms=3.0)
-    spans = collected.spans.get_finished_spans()
+    spans = collected.finished_spans()
     assert [span.name for span in spans] == ["baton.request.budget"] * 4 + ["baton.compaction"] * 2
     first = spans[0]
     assert (first.end_time - first.start_time) == pytest.approx(2.5e6, abs=1e3)  # the event's ms, in ns
@@ -174,7 +176,38 @@ def test_a_wrong_typed_field_is_left_out_and_a_failing_sdk_never_reaches_the_age
 
     telemetry.install(otel.OtelSink(Broken(), Broken(), exporter="broken"))
     assert request(log, 10) == 2 and request(log, 10) == 3  # the events go on being numbered (and written)
+    telemetry.flush()
     assert [r.message for r in caplog.records].count("baton telemetry dropped an event type=RuntimeError") == 1
+
+
+def test_a_slow_exporter_never_holds_a_request_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK works on its own thread: with it stuck, ``emit`` returns at once and a full queue drops events
+    (counted) rather than wait."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    release = threading.Event()
+
+    class Stuck:
+        def get_meter(self, *_: Any) -> Any:
+            return MeterProvider().get_meter("stuck")
+
+    monkeypatch.setattr(otel, "QUEUE_EVENTS", 3)
+    sink = otel.OtelSink(Stuck(), NoOpTracerProvider(), exporter="stuck")
+    entered = threading.Event()
+    monkeypatch.setattr(sink, "_measure", lambda *_: (entered.set(), release.wait(30)))
+    telemetry.install(sink)
+    log = MetricsLog(header=HEADER)
+    request(log, 100)
+    assert entered.wait(30)  # the worker holds the first event
+    started = time.perf_counter()
+    for _ in range(9):
+        request(log, 100)
+    assert time.perf_counter() - started < 1.0
+    assert sink.dropped == 9 - 3  # the queue holds 3
+    release.set()
+    telemetry.flush()
+    telemetry.stop()
 
 
 def _free_port() -> int:
@@ -192,6 +225,7 @@ def test_the_prometheus_endpoint_serves_the_metrics_when_a_port_is_set(tmp_path:
         assert state.state == "on" and state.exporter == f"http://127.0.0.1:{port}/metrics"
         assert telemetry.configure(wanted) is state  # the same settings again: the same endpoint kept
         session(MetricsLog(header=HEADER))
+        telemetry.flush()
         with urllib.request.urlopen(state.exporter, timeout=10) as answer:
             page = answer.read().decode()
         assert 'gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_provider_name="custom",' \
