@@ -445,7 +445,8 @@ def describe(settings: BatonSettings) -> list[dict[str, str]]:
     """Every effective setting with where it came from (``origins``, else the default); secrets never shown."""
     origins = dict(settings.origins)
     values = {**{key: getattr(settings.tokenizer, key) for key in TOKENIZER_KEYS},
-              **{key: getattr(settings, key) for key in (*_BUDGET_PARSERS, *_TELEMETRY_PARSERS, *_CONFIG_ONLY_PARSERS)}}
+              **{key: getattr(settings, key)
+                 for key in (*_BUDGET_PARSERS, *_TELEMETRY_PARSERS, *_CONFIG_ONLY_PARSERS)}}
     rows = []
     for name, value in values.items():
         shown = ("(set)" if name == "api_key" and value is not None else "unset" if value is None

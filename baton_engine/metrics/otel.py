@@ -120,7 +120,9 @@ ATTRIBUTES: dict[str, dict[str, str]] = {
     "refusal": {"kind": "baton.refusal.kind"},
 }
 ATTRIBUTES["aux_request"] = ATTRIBUTES["request"]
-SPANS = {"request": "baton.request.budget", "aux_request": "baton.request.budget", "compaction": "baton.compaction"}
+# event -> (span name, its attributes' prefix)
+SPANS = {"request": ("baton.request.budget", "baton.request"), "aux_request": ("baton.request.budget", "baton.request"),
+         "compaction": ("baton.compaction", "baton.compaction")}
 
 
 def check_definitions() -> None:
@@ -261,13 +263,14 @@ class OtelSink:
             if value is not None:
                 self._record(reading.instrument, value * reading.scale, {**attributes, **dict(reading.fixed)})
         if kind == "request":
-            route = {key: attributes[key] for key in (OPERATION_NAME, REQUEST_MODEL, PROVIDER_NAME) if key in attributes}
+            route = {key: attributes[key] for key in (OPERATION_NAME, REQUEST_MODEL, PROVIDER_NAME)
+                     if key in attributes}
             with self._lock:
                 self._answered[log] = _Answered(event["n"], event["t"], event.get("prompt"), route)
         elif kind == "usage":
             self._usage(event, attributes, answered)
         if kind in SPANS:
-            self._span(log, kind, event, parent)
+            self._span(log, kind, event, attributes, parent)
 
     def _attributes(self, log: Any, kind: str, event: dict[str, Any], answered: _Answered | None) -> dict[str, Any]:
         """The metric attributes: a request's own (its model, else the session's), any other event's the last main
@@ -307,21 +310,17 @@ class OtelSink:
         else:
             target.record(value, attributes)
 
-    def _span(self, log: Any, kind: str, event: dict[str, Any], parent: Any) -> None:
+    def _span(self, log: Any, kind: str, event: dict[str, Any], measured: dict[str, Any], parent: Any) -> None:
         """The event as a span over the time it measured (its ``ms`` before its ``t``): its scalar fields as
-        ``baton.request.<field>`` / ``baton.compaction.<field>`` attributes, the model and provider by the GenAI names, the session's hashed key."""
+        ``<prefix>.<field>``, the metric attributes (model, provider, kind, ...), the session's hashed key."""
         end = int(event["t"] * 1e9)
         start = end - int((event.get("ms") or 0) * 1e6)
-        prefix = SPANS[kind]  # baton.request.<field>, baton.compaction.<field>
-        prefix = prefix.rsplit(".", 1)[0] if kind != "compaction" else prefix
+        name, prefix = SPANS[kind]
         attributes = {f"{prefix}.{field}": value for field, value in event.items()
                       if field not in ("ev", "t", "model", "provider") and isinstance(value, (bool, int, float, str))}
-        attributes[REQUEST_MODEL] = event.get("model") or _header_model(log)
-        attributes[PROVIDER_NAME] = event.get("provider")
+        attributes.update(measured)
         attributes["baton.session"] = log.header.get("session")
-        if kind != "compaction":
-            attributes["baton.request.kind"] = "auxiliary" if kind == "aux_request" else "main"
-        span = self.tracer.start_span(SPANS[kind], context=parent, start_time=start, kind=SpanKind.INTERNAL,
+        span = self.tracer.start_span(name, context=parent, start_time=start, kind=SpanKind.INTERNAL,
                                       attributes={k: v for k, v in attributes.items() if v is not None})
         if event.get("degraded"):
             span.set_status(Status(StatusCode.ERROR, str(event["degraded"])))
