@@ -25,7 +25,7 @@ from batontest.metrics_logs import RETENTION  # noqa: E402
 from batontest.otel_memory import Collected, in_memory  # noqa: E402
 
 from baton_engine.metrics import log as metrics_log  # noqa: E402
-from baton_engine.metrics import otel, telemetry  # noqa: E402
+from baton_engine.metrics import instruments, otel, telemetry  # noqa: E402
 from baton_engine.metrics.log import MetricsLog  # noqa: E402
 from baton_engine.settings import SettingsError, load_settings  # noqa: E402
 
@@ -66,42 +66,15 @@ def collected() -> Iterator[Collected]:
         yield found
 
 
-def test_the_genai_names_are_the_semantic_conventions_own() -> None:
-    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as attrs
-    from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as names
-
-    assert otel.TOKEN_USAGE == names.GEN_AI_CLIENT_TOKEN_USAGE
-    assert otel.OPERATION_DURATION == names.GEN_AI_CLIENT_OPERATION_DURATION
-    assert (otel.OPERATION_NAME, otel.PROVIDER_NAME, otel.REQUEST_MODEL, otel.TOKEN_TYPE) == (
-        attrs.GEN_AI_OPERATION_NAME, attrs.GEN_AI_PROVIDER_NAME, attrs.GEN_AI_REQUEST_MODEL, attrs.GEN_AI_TOKEN_TYPE)
-    baton_own = {reading.instrument.name for reading in otel.READINGS} | {i.name for i in otel.PAIRED}
-    assert {name for name in baton_own if not name.startswith("gen_ai.")} == {
-        "baton.requests", "baton.request.tokens", "baton.request.duration", "baton.requests.shortened",
-        "baton.tokens.counted", "baton.tokens.reported", "baton.compactions", "baton.compaction.duration",
-        "baton.compaction.tokens", "baton.refusals.learned"}
-
-
-def test_an_instrument_reads_only_a_field_the_events_define(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One definition of each event (``fields.FIELDS``): a reading of a text field, or of a field no event has,
-    fails when the module loads (``check_definitions``), not silently while Hermes runs."""
-    otel.check_definitions()
-    monkeypatch.setattr(otel, "READINGS", (otel.Reading(otel.REQUESTS, "request", "mode"),))
-    with pytest.raises(TypeError, match="request.mode is no number"):
-        otel.check_definitions()
-    monkeypatch.setattr(otel, "READINGS", (otel.Reading(otel.REQUESTS, "request", "prompt_tokens"),))
-    with pytest.raises(KeyError, match="prompt_tokens"):
-        otel.check_definitions()
-
-
 def test_events_become_the_genai_and_baton_metrics(collected: Collected, tmp_path: Path) -> None:
     log = MetricsLog.start(tmp_path, session_id="s", header=HEADER, retention=RETENTION)
     assert log.path is None  # no project: written nowhere, measured all the same
     session(log)
-    usage = otel.TOKEN_USAGE
+    usage = instruments.TOKEN_USAGE
     assert collected.value(usage, {**ROUTE, "gen_ai.token.type": "input"}) == 1100 + 1200
     assert collected.value(usage, {**ROUTE, "gen_ai.token.type": "output"}) == 40 + 60
-    assert collected.count(otel.OPERATION_DURATION) == 2  # each answered request once, the third unanswered
-    assert 0 <= collected.value(otel.OPERATION_DURATION, ROUTE) < 5
+    assert collected.count(instruments.OPERATION_DURATION) == 2  # each answered request once, the third unanswered
+    assert 0 <= collected.value(instruments.OPERATION_DURATION, ROUTE) < 5
     # counted vs reported over the same (answered) requests: Baton's 1000 + 1210 against the provider's 2300
     assert collected.value("baton.tokens.counted", ROUTE) == 2210
     assert collected.value("baton.tokens.reported", ROUTE) == 2300
@@ -118,7 +91,7 @@ def test_events_become_the_genai_and_baton_metrics(collected: Collected, tmp_pat
     assert collected.value("baton.compaction.duration") == pytest.approx(0.12)
     assert collected.value("baton.compaction.tokens", {"baton.compaction.stage": "after"}) == 6000
     # few-valued attributes only: no session, handoff or count in a metric's attributes
-    keys = {key for name in ("baton.requests", "baton.compactions", otel.TOKEN_USAGE)
+    keys = {key for name in ("baton.requests", "baton.compactions", instruments.TOKEN_USAGE)
             for point in collected.points(name) for key in point.attributes}
     assert keys <= {*ROUTE, "gen_ai.token.type", "baton.request.kind", "baton.budget.action", "baton.count.mode",
                     "baton.handoff.status", "baton.degraded"}
