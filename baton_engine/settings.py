@@ -51,6 +51,9 @@ ENV_VARIABLES: dict[str, tuple[str, str | None]] = {
     "fallback_margin_tokens": ("BATON_FALLBACK_MARGIN_TOKENS", "INCONTEXT_FALLBACK_MARGIN_TOKENS"),
     "min_output_tokens": ("BATON_MIN_OUTPUT_TOKENS", "INCONTEXT_MIN_OUTPUT_TOKENS"),
     "compression_window_tokens": ("BATON_COMPRESSION_WINDOW_TOKENS", "INCONTEXT_COMPRESSION_WINDOW_TOKENS"),
+    "telemetry": ("BATON_TELEMETRY", None),
+    "prometheus_port": ("BATON_PROMETHEUS_PORT", None),
+    "prometheus_host": ("BATON_PROMETHEUS_HOST", None),
 }
 TOKENIZER_KEYS = ("backend", "url", "model", "path", "timeout_seconds", "user_agent", "api_key")
 
@@ -129,11 +132,17 @@ class BatonSettings:
     # docs/hermes.md); a small window may leave out the optional ones, e.g. [recall, capture]
     tools: tuple[str, ...] = BATON_TOOLS
     # the project's session metrics logs (docs/report.md): retired when last written more than this many days
-    # ago, and the oldest while all of them exceed the total (a request with its response is ~600 bytes, measured:
-    # 64 MiB ~ 110,000 requests); never one written within the live window (a gateway's idle but live session)
+    # ago, and the oldest while all of them exceed the total (a request with its response is ~680 bytes, measured:
+    # 64 MiB ~ 100,000 requests); never one written within the live window (a gateway's idle but live session)
     metrics_max_age_days: int = 30
     metrics_max_total_mb: int = 64
     metrics_live_hours: int = 24
+    # the metrics events also as OpenTelemetry metrics and spans (the ``otel`` extra; docs/report.md): through the
+    # OpenTelemetry API's global providers (the process configures the SDK and its exporters), or, with a
+    # Prometheus port, through Baton's own provider served at http://prometheus_host:prometheus_port/metrics
+    telemetry: bool = False
+    prometheus_port: int | None = None  # set: telemetry on, the Prometheus endpoint started on this port
+    prometheus_host: str = "127.0.0.1"  # the address it listens on (0.0.0.0: every interface)
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
     # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
@@ -196,6 +205,25 @@ def _bool(raw: Any, label: str) -> bool:
     return raw
 
 
+def _flag(raw: Any, label: str) -> bool:
+    """A boolean in config.yaml, or an environment variable's text: true/false, 1/0, yes/no, on/off."""
+    if isinstance(raw, bool):
+        return raw
+    word = raw.strip().lower() if isinstance(raw, str) else None
+    if word in ("true", "1", "yes", "on"):
+        return True
+    if word in ("false", "0", "no", "off"):
+        return False
+    raise SettingsError(f"{label} must be true or false (or 1/0, yes/no, on/off)")
+
+
+def _port(raw: Any, label: str) -> int:
+    value = _int(1)(raw, label)
+    if value > 65535:
+        raise SettingsError(f"{label} must be a TCP port, 1 to 65535")
+    return value
+
+
 def _tools(raw: Any, label: str) -> tuple[str, ...]:
     """A list of Baton's tool names (``recall`` or ``baton_recall``), in Baton's order; [] offers none."""
     short = [name.removeprefix("baton_") for name in BATON_TOOLS]
@@ -221,6 +249,11 @@ _BUDGET_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "fallback_margin_tokens": _int(0),
     "min_output_tokens": _int(1),
     "compression_window_tokens": _int(1),
+}
+_TELEMETRY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "telemetry": _flag,
+    "prometheus_port": _port,
+    "prometheus_host": _text,
 }
 _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "auto_checkpoint_on_end": _bool,
@@ -283,7 +316,7 @@ def unknown_key(prefix: str, key: str, known: Sequence[str], nested: Sequence[st
     return f"{prefix}{key} in config.yaml is not a setting (ignored); {hint}known: {', '.join(known)}"
 
 
-CONFIG_KEYS = (*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer", "tokenizer_routes")
+CONFIG_KEYS = (*_BUDGET_PARSERS, *_TELEMETRY_PARSERS, *_CONFIG_ONLY_PARSERS, "tokenizer", "tokenizer_routes")
 
 
 def _config_values(hermes_block: Mapping[str, Any] | None) -> tuple[dict[str, tuple[Any, str]], list[str]]:
@@ -380,7 +413,7 @@ def load_settings(
     block, ignored = _config_values(hermes_block)
     hermes = {key: chosen for key, chosen in block.items() if chosen[0] is not None}
     from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through
-    parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_CONFIG_ONLY_PARSERS,
+    parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_TELEMETRY_PARSERS, **_CONFIG_ONLY_PARSERS,
                "tokenizer_routes": lambda routes, _label: routes}
     values: dict[str, Any] = {}
     origins: list[tuple[str, str]] = []
@@ -412,7 +445,8 @@ def describe(settings: BatonSettings) -> list[dict[str, str]]:
     """Every effective setting with where it came from (``origins``, else the default); secrets never shown."""
     origins = dict(settings.origins)
     values = {**{key: getattr(settings.tokenizer, key) for key in TOKENIZER_KEYS},
-              **{key: getattr(settings, key) for key in (*_BUDGET_PARSERS, *_CONFIG_ONLY_PARSERS)}}
+              **{key: getattr(settings, key)
+                 for key in (*_BUDGET_PARSERS, *_TELEMETRY_PARSERS, *_CONFIG_ONLY_PARSERS)}}
     rows = []
     for name, value in values.items():
         shown = ("(set)" if name == "api_key" and value is not None else "unset" if value is None

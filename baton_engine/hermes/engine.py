@@ -220,7 +220,7 @@ class BatonContextEngine(ContextEngine):
         total = usage_value(usage, "total_tokens")
         self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
         self.compaction.turns += 1
-        self.requests.observe_reported(reported_prompt_tokens(usage))
+        self.requests.observe_reported(reported_prompt_tokens(usage), self.last_completion_tokens)
 
     def _builtin_usage(self, usage: Any) -> None:
         """Hermes' built-in compressor's ``update_from_response``: its display counters from the usage as given."""
@@ -237,7 +237,8 @@ class BatonContextEngine(ContextEngine):
         the anchor and the route's verification when ``update_from_response`` did not already report that
         request's size (0.22 reports both; a host path that skips update_from_response does not)."""
         if isinstance(usage, dict) and not self.requests.ledger.usage_observed():
-            self.requests.observe_reported(reported_prompt_tokens(usage))
+            self.requests.observe_reported(reported_prompt_tokens(usage),
+                                           usage_value(usage, "completion_tokens", "output_tokens"))
 
     @guarded("select_context", nothing, instead="the request as Hermes built it")
 

@@ -175,7 +175,7 @@ class RequestBudgeter:
                            limits.configured_trigger, self.ledger.fixed[1] if self.ledger.fixed else "?",
                            limits.trigger, limits.trigger)
 
-    def observe_reported(self, prompt_tokens: int) -> None:
+    def observe_reported(self, prompt_tokens: int, output_tokens: int | None = None) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
         said once (the terminal, then status and doctor) when it shows the counts are off, or that the server
         cut the prompt to a smaller window (``cut_by``): then no calibration, the server's window from now on."""
@@ -183,7 +183,7 @@ class RequestBudgeter:
         if served is not None:
             counted = self.ledger.sent_count.tokens if self.ledger.sent_count is not None else "?"
             self.ledger.observe_truncation(prompt_tokens, served)
-            metrics.reported(self, prompt_tokens, flipped=False)
+            metrics.reported(self, prompt_tokens, flipped=False, output_tokens=output_tokens)
             self.fit_window()
             fix = OLLAMA_FIX if served.ollama else "raise the server's window"
             self.notices.say(f"truncated {self.route.base_url} {self.route.model}",
@@ -195,7 +195,7 @@ class RequestBudgeter:
                              f"model.context_length to it")
             return
         flipped = self.ledger.observe_usage(prompt_tokens)
-        metrics.reported(self, prompt_tokens, flipped=flipped)
+        metrics.reported(self, prompt_tokens, flipped=flipped, output_tokens=output_tokens)
         if flipped:
             check, source = self.ledger.check, self.counting().source()
             self.notices.say(f"calibrated {self.route.base_url} {self.route.model}",

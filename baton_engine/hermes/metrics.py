@@ -47,30 +47,34 @@ def start(requests: Any, session_id: str | None, *, owner: dict[str, Any] | None
 
 def request(requests: Any, view: ProviderRequest, counted: TokenCount, decision: Decision, *,
             auxiliary: bool, shortened: bool, seconds: float) -> None:
-    """One budgeted provider request: Baton's count and how it was made, the window, the cap asked and sent."""
+    """One budgeted provider request: Baton's count and how it was made, the window, the cap asked and sent, the
+    model it goes to (an auxiliary one's own; the provider only for the agent's route)."""
     try:
         window, source = requests.window_source()
         asked = view.cap.value if view.cap is not None else None
         sent = decision.value if decision.action == "lower_cap_to" else asked
+        route = requests.route
         requests.metrics.emit("aux_request" if auxiliary else "request", prompt=counted.tokens,
                             mode=counting_mode(counted), source=counted.source, fallback=counted.fallback_reason,
                             window=window, window_source=source, cap_asked=asked, cap_sent=sent,
                             action=decision.action, short=decision.short, shortened=shortened,
-                            breaker=_breaker(requests), ms=round(seconds * 1000, 2))
+                            breaker=_breaker(requests), ms=round(seconds * 1000, 2),
+                            model=view.model or (None if auxiliary else route.model),
+                            provider=None if auxiliary else route.provider)
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics request failed type=%s", type(exc).__name__)
 
 
-def reported(requests: Any, prompt_tokens: int, *, flipped: bool) -> None:
-    """The provider's size of the last request sent, and the route's verdict after it (``baton doctor`` reads
-    the latest ``route_check``)."""
+def reported(requests: Any, prompt_tokens: int, *, flipped: bool, output_tokens: int | None = None) -> None:
+    """The provider's size of the last request sent (and of its reply, when given), and the route's verdict after
+    it (``baton doctor`` reads the latest ``route_check``)."""
     try:
         if prompt_tokens <= 0:
             return
         check = requests.ledger.check.status(requests.counting().source())
         requests.metrics.emit("usage", request=requests.metrics.seq.get("request", 0), reported=prompt_tokens,
-                            flipped=flipped, route_check=check)
+                            output=output_tokens or None, flipped=flipped, route_check=check)
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics usage failed type=%s", type(exc).__name__)

@@ -26,7 +26,8 @@ from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.notices import tell
 from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
-from baton_engine.hermes.runtime import BatonRuntime, host_runtime, set_runtime
+from baton_engine.hermes.runtime import BatonRuntime, host_runtime, set_runtime, start_telemetry
+from baton_engine.metrics import telemetry
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 SKILL_PATH = Path(__file__).with_name("SKILL.md")
@@ -59,6 +60,9 @@ def register(ctx: Any) -> None:
         raise
     for problem in runtime.settings.ignored:
         tell(problem)
+    observed = start_telemetry(runtime.settings)
+    if observed.state == "off" and (runtime.settings.telemetry or runtime.settings.prometheus_port is not None):
+        tell(f"telemetry off: {observed.why}")
     view = runtime.view
     previous = set_runtime(runtime)
     if previous is not None:
@@ -127,3 +131,4 @@ def unregister() -> None:
     previous = set_runtime(None)
     if previous is not None:
         previous.close()
+    telemetry.stop()

@@ -30,6 +30,7 @@ from baton_engine.handoff.filememo import FileMemo
 from baton_engine.handoff.store import find_project_root
 from baton_engine.hermes.config import HermesView, agent_cwd, load_hermes_settings
 from baton_engine.embedding import EmbedderBreaker, EmbedderError, load_embedder
+from baton_engine.metrics import telemetry
 from baton_engine.recall import MemoryIndex
 from baton_engine.settings import BatonSettings
 from baton_engine.tokenizer_check import configured_by, start_failure
@@ -365,4 +366,12 @@ def get_runtime() -> BatonRuntime:
     with _ACTIVE_LOCK:
         if _ACTIVE is None:
             _ACTIVE = host_runtime()
+            start_telemetry(_ACTIVE.settings)
         return _ACTIVE
+
+
+def start_telemetry(settings: BatonSettings) -> telemetry.State:
+    """OpenTelemetry as the process's settings ask (``baton.telemetry``, ``baton.prometheus_port``): started
+    once per process, kept while the same settings come again."""
+    return telemetry.configure(telemetry.Wanted(settings.telemetry, settings.prometheus_port,
+                                                settings.prometheus_host))

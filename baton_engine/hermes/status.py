@@ -18,6 +18,7 @@ from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.patches import activation
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.hermes.tools import schema_tokens
+from baton_engine.metrics import telemetry
 from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
 
@@ -55,6 +56,7 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
         "latest_handoff_path": compaction.last_handoff_path,
         "last_compaction_scan": compaction.last_compaction_scan,
         "validation_warnings": list(compaction.last_validation_warnings),
+        "telemetry": telemetry.status(),  # OpenTelemetry: on (where to) or off (why)
         "route": {"model": route.model, "base_url": route.base_url, "provider": route.provider,
                   "api_mode": route.api_mode, "changed_by": route.changed_by},
         "window": {

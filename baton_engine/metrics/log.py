@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,6 +65,17 @@ class Retention:
     max_age_days: int
     max_total_mb: int
     live_hours: int
+
+
+Sink = Callable[["MetricsLog", dict[str, Any]], None]
+_SINK: Sink | None = None  # the one process-wide reader of every event besides the files (telemetry.py)
+
+
+def set_sink(sink: Sink | None) -> Sink | None:
+    """Install the process's sink (it must never raise); returns the previous one."""
+    global _SINK
+    previous, _SINK = _SINK, sink
+    return previous
 
 
 _LIVE: weakref.WeakSet[MetricsLog] = weakref.WeakSet()  # this process's logs an engine still holds
@@ -107,7 +119,7 @@ class MetricsLog:
         try:
             paths = find_project_root(Path(project_dir))
             if paths is None or paths.legacy:
-                return cls()
+                return cls(header=header)  # written nowhere; its header still names the model for a sink
             moment = (now or datetime.now(UTC)).astimezone(UTC)
             key = session_key(session_id)
             directory = metrics_dir(paths.data_dir)
@@ -122,13 +134,18 @@ class MetricsLog:
             return cls()
 
     def emit(self, event: str, **fields: Any) -> int:
-        """Append one event (numbers, ids, short codes); its number among events of this kind (1, 2, ...)."""
+        """Append one event (numbers, ids, short codes); its number among events of this kind (1, 2, ...).
+        The process's sink (``set_sink``: OpenTelemetry, when configured) sees every event, written or not."""
         number = self.seq.get(event, 0) + 1
         self.seq[event] = number
+        record = {"ev": event, "n": number, "t": round(time.time(), 3), **fields}
+        sink = _SINK
+        if sink is not None:
+            sink(self, record)
         if self.path is None:
             return number
         try:
-            line = _line({"ev": event, "n": number, "t": round(time.time(), 3), **fields})
+            line = _line(record)
             if len(line) > MAX_LINE_BYTES:
                 raise ValueError("metrics line too long")
             self._append(Path(self.path), line)

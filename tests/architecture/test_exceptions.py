@@ -47,6 +47,8 @@ BOUNDARIES = (
              "third-party code: a template they reject just gets no fast path"),
     Boundary("baton_engine/refusal.py", "a provider SDK's exception object is third-party code: a property that "
              "raises is no text", function="_safe"),
+    Boundary("baton_engine/metrics/otel.py", "OpenTelemetry's SDK and exporters are third-party code: a failure "
+             "drops that event's measurements, never the agent's request", function="OtelSink._guarded"),
     Boundary("baton_engine/compaction/builder.py", "the caller's counter is host or backend code: its failure "
              "becomes rough + 10%", function="GuardedCounter.__call__"),
 )

@@ -70,10 +70,11 @@ class Scenario:
 def run_scenario(workdir: Path, server: ModelServer, *, turns: Sequence[str], baton: Mapping[str, Any] | None = None,
                  init: bool = True, engine: str = "baton", max_tokens: int | None = WINDOW, max_iterations: int = 60,
                  toolsets: Sequence[str] | None = None, timeout: float = 240, model: str = MODEL,
-                 fail_core: bool = False) -> Scenario:
+                 fail_core: bool = False, scrape: str | None = None) -> Scenario:
     """Write HERMES_HOME and a git project (``PROJECT_FILES``) under ``workdir``, then run ``turns`` through
     the real AIAgent; ``toolsets`` None keeps the driver's default (todo, context_engine); ``fail_core``: every
-    way of Baton's hooks into its core raises (``batontest.failing_core``)."""
+    way of Baton's hooks into its core raises (``batontest.failing_core``); ``scrape``: a URL the driver reads after
+    the last turn (``result["scraped"]``), while Hermes still runs."""
     require_hermes()
     home = write_hermes_home(workdir / "hermes-home", hermes_config(
         base_url=server.base_url, model=model, context_length=WINDOW, max_tokens=max_tokens,
@@ -88,6 +89,8 @@ def run_scenario(workdir: Path, server: ModelServer, *, turns: Sequence[str], ba
         spec["toolsets"] = list(toolsets)
     if fail_core:
         spec["fail_core"] = True
+    if scrape:
+        spec["scrape"] = scrape
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     done = subprocess.run([sys.executable, str(DRIVER), str(spec_path), str(out_path)], cwd=project,
                           env=hermes_env(home), capture_output=True, text=True, timeout=timeout)

@@ -83,6 +83,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                       "completed": result.get("completed"), "messages": len(history or []),
                       "status": engine.get_status() if switches and hasattr(engine, "get_status") else None})
     status = engine.get_status() if hasattr(engine, "get_status") else {}
+    scraped = _scrape(spec["scrape"]) if spec.get("scrape") else None  # Baton's Prometheus endpoint, still up
     compression_count = engine.compression_count
     # None: Hermes' own compressor, or a core made to fail (its recall cannot be asked)
     binding = getattr(engine, "recall_binding", None) if not spec.get("fail_core") else None
@@ -101,7 +102,21 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "final_messages": history or [],
         "statuses": statuses,
         "host_asks_compaction_line": _host_asks_compaction_line(),
+        "scraped": scraped,
     }
+
+
+def _scrape(url: str) -> str:
+    """The page a Prometheus scrape of ``url`` gets, while this Hermes process runs (once Baton's telemetry worker
+    measured every event so far)."""
+    import urllib.request
+
+    from baton_engine.metrics import telemetry
+
+    telemetry.flush()
+
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return answer.read().decode("utf-8")
 
 
 def _host_asks_compaction_line() -> bool:
