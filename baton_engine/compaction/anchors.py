@@ -10,6 +10,14 @@ result's ``content`` is ``N|line`` rows), ``write_file`` (path), ``patch`` (mode
 mode patch: V4A ``*** Update/Add/Delete File:`` headers), ``search_files`` (pattern, path) and
 ``terminal`` (command; the result is ``{"output", "exit_code", "error"}``).
 
+Stated lines: a tool result's line that states a setting with its reason (``DB_PORT=6543  # agreed with ops``:
+a ``KEY = VALUE`` / ``KEY: VALUE`` whose ``#`` or ``//`` comment holds a decision or constraint word) or a decision
+under a label (``decided: ...``, ``agreed: ...``, ``decision: ...``, ``constraint: ...``). The rule is measured
+(benchmarks/stated_lines_bench.py): it keeps 7 of the 22 tool-result facts of the paraphrase corpus and none of
+its ~13k other lines, and flags 0.44 lines per 1,000 of the Python standard library (2.1 in this heavily
+commented repository), so a long read costs the brief little. They go to the brief in a share of their own
+(``continuity.STATED_SHARE``), not the anchors'.
+
 Baton's own text is never an anchor: its blocks, notices and stubs (``markers.is_own_text``), the calls to its
 tools and their answers (``markers.BATON_TOOLS``) give no error line and no identifier, and every token they
 hold (handoff ids, refs) is kept out of the identifiers wherever else it recurs, as are enum values
@@ -37,6 +45,8 @@ MAX_FILES = 100
 MAX_COMMANDS = 60
 MAX_ERRORS = 40
 MAX_IDENTIFIERS = 30
+MAX_STATED = 30
+MAX_SCANNED_LINE = 400  # a stated line is a config or log line; longer ones are data, never scanned
 WRITE_TOOLS = frozenset({"write_file", "patch"})
 TODO_STATES = ("pending", "in_progress", "completed", "cancelled")  # Hermes' todo tool: an item's status
 ENUM_VALUES = frozenset({
@@ -55,6 +65,16 @@ _ERROR_RE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic")  # cheap filter before _ERROR_RE
+# A setting with a comment: ``KEY = VALUE  # why`` (also ``KEY: VALUE``, ``// why``, after a ``path:88:`` prefix).
+_COMMENTED_SETTING_RE = re.compile(
+    r"(?:^|[\s:])[\"']?[A-Za-z_][\w.-]*[\"']?\s*[=:]\s*[^#\s/][^#]*?\s(?:#|//)\s*(?P<why>\S.*)$")
+# ... whose comment says it was decided or is a constraint (a plain description of a field is not)
+_WHY_RE = re.compile(r"\b(?:agreed|decided|decision|required|requires?|must|never|always|only|capped|because|"
+                     r"policy|approved|do not|don't|not|no|dropped|deprecated|needs?|security|audit\w*)\b",
+                     re.IGNORECASE)
+_DECIDED_RE = re.compile(r"^\s*(?:[#>*-]+\s*)?(?:decided|decision|agreed|constraint)\s*:\s*[^=]+$", re.IGNORECASE)
+_LABELS_RE = re.compile(r"decided|decision|agreed|constraint", re.IGNORECASE)  # cheap filter before _DECIDED_RE
+_READ_ROW_RE = re.compile(r"^\s*\d+\|")  # read_file's ``N|`` row prefix
 # str.splitlines' line breaks besides "\n"
 _LINE_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _TOKEN_RE = re.compile(r"\w(?:[\w.#-]*\w)?")  # never ends in . # -
@@ -77,6 +97,12 @@ class FileAnchor:
 
 
 @dataclass(frozen=True)
+class StatedLine:
+    text: str  # the line, verbatim (a read_file row without its ``N|``), clipped and redacted
+    source: str  # the file read or searched, the command, or the tool's name
+
+
+@dataclass(frozen=True)
 class CommandAnchor:
     command: str
     exit_code: int | None
@@ -88,6 +114,7 @@ class Anchors:
     commands: tuple[CommandAnchor, ...] = ()
     errors: tuple[str, ...] = ()
     identifiers: tuple[tuple[str, int], ...] = ()  # (text, number of messages it appears in)
+    stated: tuple[StatedLine, ...] = ()  # settings and decisions stated in tool results, oldest first
 
     def to_state(self) -> dict[str, Any]:
         """JSON-able, for an extra field of the handoff record (no chat shape, no transcript key)."""
@@ -97,6 +124,7 @@ class Anchors:
             "commands": [{"command": c.command, "exit_code": c.exit_code} for c in self.commands],
             "errors": list(self.errors),
             "identifiers": [{"text": text, "count": count} for text, count in self.identifiers],
+            "stated": [{"text": line.text, "source": line.source} for line in self.stated],
         }
 
     def render(self, max_tokens: int, count_text: Callable[[str], int]) -> list[str]:
@@ -104,7 +132,7 @@ class Anchors:
 
         Drop order when over budget: recurring identifiers, then searches, then files read, then
         commands, then error lines, then files written; within each, the oldest first (recurring ids:
-        the rarest first).
+        the rarest first). Stated lines are not among them: they have their own share (``render_stated``).
         """
         groups = {
             "identifiers": [f"Recurring id: {text} (x{count})" for text, count in self.identifiers],
@@ -138,6 +166,24 @@ class Anchors:
         while not fits(low):  # counts are only nearly monotone
             low += 1
         return lines_after_dropping(low)
+
+    def render_stated(self, max_tokens: int, count_text: Callable[[str], int]) -> list[str]:
+        """The newest stated lines whose newline-joined text costs at most ``max_tokens``, oldest first."""
+        lines = [f"Stated in {line.source}: {line.text}" for line in self.stated]
+
+        def fits(kept: int) -> bool:
+            return kept == 0 or count_text("\n".join(lines[-kept:])) <= max_tokens
+
+        low, high = 0, len(lines)
+        while low < high:  # the most newest lines that fit
+            middle = (low + high + 1) // 2
+            if fits(middle):
+                low = middle
+            else:
+                high = middle - 1
+        while not fits(low):  # counts are only nearly monotone
+            low -= 1
+        return lines[len(lines) - low:]
 
 
 def _file_line(verb: str, anchor: FileAnchor) -> str:
@@ -177,6 +223,7 @@ class ResultFacts:
     read_range: tuple[int, int] | None
     exit_code: Any
     output_errors: tuple[str, ...]
+    stated: tuple[str, ...] = ()  # its stated settings and decisions (``stated_lines``), cleaned
 
 
 @dataclass(frozen=True)
@@ -196,6 +243,31 @@ class AnchorFacts:
 def _error_lines(text: str) -> tuple[str, ...]:
     return tuple(line.strip() for line in _candidate_lines(text)
                  if (line.startswith("E ") or any(w in line.lower() for w in _ERROR_WORDS)) and _ERROR_RE.search(line))
+
+
+def stated_lines(text: str) -> tuple[str, ...]:
+    """The lines of a tool result that state a setting with its reason or a labelled decision (module docstring),
+    cleaned. Only a line with a comment marker (``#``, ``//``) or starting with a label is matched against the
+    patterns: ~0.2 s per MB of source code here, most of it splitting lines."""
+    found: list[str] = []
+    for raw in text.split("\n"):
+        if len(raw) > MAX_SCANNED_LINE:
+            continue
+        if "#" in raw or "//" in raw:
+            line = _READ_ROW_RE.sub("", raw, count=1)
+            setting = _COMMENTED_SETTING_RE.search(line)
+            if not (setting and _WHY_RE.search(setting.group("why"))) and not _DECIDED_RE.match(line):
+                continue
+        elif ":" in raw and _LABELS_RE.search(raw):
+            line = _READ_ROW_RE.sub("", raw, count=1)
+            if not _DECIDED_RE.match(line):
+                continue
+        else:
+            continue
+        cleaned = _clean(line)
+        if cleaned:
+            found.append(cleaned)
+    return tuple(dict.fromkeys(found))
 
 
 def _candidate_lines(text: str) -> list[str]:
@@ -299,10 +371,12 @@ def anchor_facts(key: MessageKey) -> AnchorFacts:
     if role == "tool":
         data = json_object(text)
         if data is None:
-            return AnchorFacts(role, True, errors=_error_lines(text), **_candidates(text))
+            result = ResultFacts(False, None, None, (), stated_lines(text))
+            return AnchorFacts(role, True, result=result, errors=_error_lines(text), **_candidates(text))
         output = data.get("output")
         result = ResultFacts(bool(data.get("error")), _read_range(data), data.get("exit_code"),
-                             _error_lines(output) if isinstance(output, str) else ())
+                             _error_lines(output) if isinstance(output, str) else (),
+                             stated_lines("\n".join(_string_leaves(data))))
         errors = _error_lines(data["error"]) if isinstance(data.get("error"), str) else ()
         return AnchorFacts(role, True, result=result, errors=errors, **_candidates("\n".join(_string_leaves(data))))
     words = own_words(text)
@@ -314,6 +388,7 @@ class _Collector:
     files: dict[tuple[str, str, str | None], list[tuple[int, int]]] = field(default_factory=dict)
     commands: list[CommandAnchor] = field(default_factory=list)
     errors: dict[str, None] = field(default_factory=dict)  # raw lines, cleaned at the end
+    stated: dict[str, str] = field(default_factory=dict)  # line -> source, a repeat once at its newest place
 
     def file(self, path: str | None, action: str, lines: tuple[int, int] | None = None,
              pattern: str | None = None) -> None:
@@ -345,6 +420,12 @@ class _Collector:
                 self.file(path, "read", lines)
             if result is not None:
                 self.error_lines(result.output_errors)
+        if result is not None:
+            source = (call.paths[0] if call.paths else None) or call.command or (
+                f"a search for {call.pattern}" if call.pattern else call.name)
+            for text in result.stated:
+                self.stated.pop(text, None)
+                self.stated[text] = source
 
 
 def _recurring(token_lists: list[tuple[str, ...]], excluded: set[str]) -> tuple[tuple[str, int], ...]:
@@ -399,6 +480,7 @@ def extract_anchors(messages: Sequence[Any], facts: Sequence[AnchorFacts] | None
         commands=tuple(_dedupe_commands(collector.commands))[-MAX_COMMANDS:],
         errors=tuple(dict.fromkeys(filter(None, map(_clean, list(collector.errors)[-MAX_ERRORS:])))),
         identifiers=_recurring([f.tokens for _, f in pairs], excluded),
+        stated=tuple(StatedLine(text, source) for text, source in list(collector.stated.items())[-MAX_STATED:]),
     )
 
 

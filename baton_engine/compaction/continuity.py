@@ -8,11 +8,12 @@ second compaction on, the user's words come from the whole lineage, not only the
 
 Brief budget ``B`` (``brief_max_tokens``): the recall line always; the handoff brief (objective, state and
 every captured decision / evidence / failed attempt / open item) first, then, in what it leaves, the
-user's words up to ``USER_WORDS_SHARE`` of B and anchors up to ``ANCHORS_SHARE`` of B (``fitted``): what
-the model recorded on purpose is never pushed out by what Baton extracted. The record keeps the whole
-selection; the brief drops, when tight, anchors first (their own order: recurring ids, searches, files
-read, commands, error lines, files written), then the user's words from the oldest (all of them stay in
-the record and are one ``baton_recall`` away).
+user's words up to ``USER_WORDS_SHARE`` of B, the settings and decisions stated in tool results
+(``anchors.stated_lines``: newest first) up to ``STATED_SHARE`` of B, and anchors up to ``ANCHORS_SHARE``
+of B (``fitted``): what the model recorded on purpose is never pushed out by what Baton extracted. The
+record keeps the whole selection; the brief drops, when tight, anchors first (their own order: recurring
+ids, searches, files read, commands, error lines, files written), then the stated lines from the last shown,
+then the user's words from the oldest (all of them stay in the record and are one ``baton_recall`` away).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from baton_engine.messages.entry import Entry, build_entries
 
 USER_WORDS_SHARE = 0.35
 ANCHORS_SHARE = 0.25
+# 240 of the default 1,200: the 7 lines the rule finds in the paraphrase corpus's session cost 216 Qwen3 tokens
+# (benchmarks/stated_lines_bench.py); a share of their own, so they never starve the files and commands
+STATED_SHARE = 0.2
 HEADING = "## Compacted detail"
 RECALL_LINE = ("Earlier tool results, files, commands and user messages of this conversation were compacted out "
                "of the context; each is one `baton_recall` call away (mode=search with an identifier, path or "
@@ -118,8 +122,13 @@ def collect(region: list[Message], recall: Recall, brief_max_tokens: int, count_
         words = collect_user_words(messages, brief_max_tokens, count_text, share=room / max(brief_max_tokens, 1),
                                    facts=facts)
     anchors = extract_anchors(region, [s.anchors for s in scans if s is not None])
-    anchor_budget = min(int(brief_max_tokens * ANCHORS_SHARE), room - words.tokens) - count_text(ANCHORS_HEADER)
+    stated_budget = min(int(brief_max_tokens * STATED_SHARE), room - words.tokens)
+    stated = anchors.render_stated(stated_budget, count_text) if stated_budget > 0 else []
+    stated_tokens = count_text("\n".join(stated)) if stated else 0
+    anchor_budget = min(int(brief_max_tokens * ANCHORS_SHARE),
+                        room - words.tokens - stated_tokens) - count_text(ANCHORS_HEADER)
     anchor_lines = anchors.render(anchor_budget, count_text) if anchor_budget > 0 else []
-    lines = [HEADING, RECALL_LINE, *words.lines(), *([ANCHORS_HEADER, *anchor_lines] if anchor_lines else [])]
+    lines = [HEADING, RECALL_LINE, *words.lines(), *stated,
+             *([ANCHORS_HEADER, *anchor_lines] if anchor_lines else [])]
     text = "\n".join(lines)
     return Continuity(anchors, words, text, count_text(text), tuple(lines))

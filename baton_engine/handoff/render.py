@@ -211,6 +211,8 @@ def _continuity_lines(state: object) -> list[str]:
             code = c.get("exit_code")
             lines.append(f"Ran: {_inline(str(c['command']))}" + ("" if code is None else f" (exit {code})"))
     lines += [f"Error seen: {_inline(str(e))}" for e in anchors.get("errors") or [] if e]
+    lines += [f"Stated in {_inline(str(s.get('source', 'a tool result')))}: {_inline(str(s['text']))}"
+              for s in anchors.get("stated") or [] if isinstance(s, dict) and s.get("text")]
     return lines
 
 
