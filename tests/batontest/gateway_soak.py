@@ -12,7 +12,8 @@ notes and messages carry; every turn asks the scripted model to read one of its 
   Baton's configured tokenizer) and route B (another model on a chat-only server: rough then anchored counts);
 - auxiliary calls as Hermes makes them: the model calls ``vision_analyze`` on a project image, and Hermes'
   auxiliary client sends it to its vision model (route B's server, without tools);
-- a tokenizer that fails and recovers: route A's ``/tokenize`` answers 500 from 10% to 25% of the run;
+- a tokenizer that fails and recovers: route A's ``/tokenize`` answers 500 from 5% to 15% of the run (and until
+  Baton met it); each session ends on route A, after Baton's breaker tried the tokenizer again;
 - malformed and truncated responses: replies cut at ``max_tokens`` (``finish_reason: length``; Hermes asks for a
   continuation), replies with no usage, streams with a chunk that is not JSON (Hermes retries the attempt);
 - session resets: the client starts a new transcript under its key (the API server's ``/new``).
@@ -58,10 +59,12 @@ NOTES = 6  # notes per session
 TOOLSETS = ["file", "vision", "context_engine"]
 IMAGE = "assets/diagram.png"
 MARK = re.compile(r"\[soak s=(\d+) t=(\d+)\]")
-# route A's /tokenize fails between these fractions of the run's turns: early, so that the breaker's first probe
-# (60 s after the first failure) comes while the run goes on, even in CI's two minutes
-OUTAGE = (0.1, 0.25)
+# route A's /tokenize fails from the first fraction of the run's turns until the second, and at least until Baton
+# met the failure once; early, so that the breaker's first probe (60 s after the first failure) comes while the
+# run goes on, even in CI's few minutes
+OUTAGE = (0.05, 0.15)
 RSS_LIMIT = 0.10
+BREAKER_PROBE_SECONDS = 65.0  # Baton's tokenizer breaker fails fast for 60 s after a failure (tokens/breaker.py)
 
 
 def secret(session: int) -> str:
@@ -255,6 +258,7 @@ class GatewaySoak:
         self._lock = threading.Lock()
         self.rss: dict[str, int] = {}
         self.tokenize_at_recovery = 0
+        self.recovered_at: float | None = None
         self.session_ids: dict[int, list[str]] = {}
 
     def run(self) -> SoakResult:
@@ -297,7 +301,7 @@ class GatewaySoak:
                 own_secret=self._own_secret(requests))
 
     def _config(self, project: Path, route_a: ModelServer, route_b: ModelServer) -> dict[str, Any]:
-        baton = {"tokenizer": {"backend": "vllm", "url": route_a.url, "timeout_seconds": 2},
+        baton = {"tokenizer": {"backend": "vllm", "url": route_a.url},
                  "fallback_token_threshold": TRIGGER, "auto_checkpoint_on_end": False}
         config = gateway_config(hermes_config(base_url=route_a.base_url, model=MODEL_A, context_length=WINDOW,
                                               max_tokens=MAX_TOKENS, baton=baton), project, TOOLSETS)
@@ -318,7 +322,13 @@ class GatewaySoak:
         for turn in range(self.size.turns):
             if turn and turn % reset_every == 0:
                 session_id = None  # a new transcript under the same key (the API server's /new)
-            route = ROUTE_B if (turn // self.size.switch_every + session) % 2 else "hermes-agent"
+            # alternating blocks, the sessions out of step; the last two turns on route A, where the tokenizer's
+            # recovery shows: Baton's breaker tries it again 60 s after the failure, so a short run's client
+            # pauses before them until then (a user back from a break; the full run never waits)
+            closing = turn >= self.size.turns - 2
+            route = ROUTE_B if (turn // self.size.switch_every + session) % 2 and not closing else "hermes-agent"
+            if closing and self.recovered_at is not None:
+                time.sleep(max(0.0, self.recovered_at + BREAKER_PROBE_SECONDS - time.monotonic()))
             text = (f"[soak s={session} t={turn}] Session {session} (secret {secret(session)}): "
                     f"continue the review.")
             result = self._chat(session, turn, route, key, text, session_id)
@@ -358,11 +368,12 @@ class GatewaySoak:
         with self._lock:
             self._done += 1
             done = self._done
+        server = self.route_a
         if done == int(self.total * OUTAGE[0]):
-            self.route_a.tokenizer_down = True
-        if done == int(self.total * OUTAGE[1]):
-            self.route_a.tokenizer_down = False
-            self.tokenize_at_recovery = self.route_a.tokenize_requests
+            server.tokenizer_down = True
+        if server.tokenizer_down and done >= self.total * OUTAGE[1] and server.tokenize_failures:
+            server.tokenizer_down = False  # recovered: after its share of the run and at least one failed count
+            self.tokenize_at_recovery, self.recovered_at = server.tokenize_requests, time.monotonic()
         if done == self.total // 2:
             self.rss["middle"] = rss_kib(self.gateway.pid)
         if done % max(1, self.total // 20) == 0:
@@ -416,15 +427,14 @@ def _log_texts(home: Path) -> list[str]:
     return [p.read_text(encoding="utf-8", errors="replace") for p in paths if p.is_file()]
 
 
+TRACEBACK = re.compile(r"^Traceback \(most recent call last\):\n(?:[ \t].*\n)+.*$", re.MULTILINE)
+BATON_FRAME = re.compile(r'File "[^"]*[/\\]baton_\w+[/\\]')  # baton_engine or a backend (baton_hf, baton_vllm, ...)
+
+
 def baton_tracebacks(home: Path) -> list[str]:
-    """Tracebacks in the gateway's logs that pass through Baton's code (an exception Baton let into Hermes)."""
-    found = []
-    for text in _log_texts(home):
-        for block in re.split(r"(?=Traceback \(most recent call last\):)", text)[1:]:
-            frames = block.split("\n\n", 1)[0]
-            if "baton_engine" in frames or "baton_" in frames:
-                found.append(frames[-600:])
-    return found
+    """Tracebacks in the gateway's logs with a frame in Baton's code (an exception Baton let into Hermes)."""
+    return [m.group(0)[-600:] for text in _log_texts(home) for m in TRACEBACK.finditer(text)
+            if BATON_FRAME.search(m.group(0))]
 
 
 def boundary_faults(home: Path) -> list[str]:
