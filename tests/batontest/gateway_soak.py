@@ -187,6 +187,7 @@ class SoakResult:
     rejections: list[str]
     metrics: dict[str, Any]
     rss_kib: dict[str, int]
+    rss_series: list[tuple[int, int]]  # (turns done, KiB) every 5% of the run
     compactions: int
     own_secret: int  # sessions whose own requests carry their secret (the attribution sees them)
 
@@ -225,7 +226,8 @@ class SoakResult:
                 "boundary_faults": len(self.boundary_faults), "crosstalk": len(self.crosstalk),
                 "unattributed": len(self.unattributed), "overflows": len(self.overflows),
                 "rejections": len(self.rejections), "metrics": self.metrics, "rss_kib": self.rss_kib,
-                "rss_growth": round(self.rss_growth, 4), "own_secret": self.own_secret, "problems": self.problems()}
+                "rss_growth": round(self.rss_growth, 4), "rss_series": self.rss_series,
+                "own_secret": self.own_secret, "problems": self.problems()}
 
 
 def rss_kib(pid: int) -> int:
@@ -257,6 +259,7 @@ class GatewaySoak:
         self._done = 0
         self._lock = threading.Lock()
         self.rss: dict[str, int] = {}
+        self.rss_series: list[tuple[int, int]] = []  # (turns done, KiB)
         self.tokenize_at_recovery = 0
         self.recovered_at: float | None = None
         self.session_ids: dict[int, list[str]] = {}
@@ -297,7 +300,8 @@ class GatewaySoak:
                            if r.prompt_tokens is not None and r.prompt_tokens + r.output_budget > WINDOW
                            or "maximum context length" in (r.rejection or "")],
                 rejections=[f"#{r.index}: {r.rejection}" for r in requests if r.status != 200],
-                metrics=self._metrics(project), rss_kib=dict(self.rss), compactions=count_compactions(project),
+                metrics=self._metrics(project), rss_kib=dict(self.rss), rss_series=self.rss_series,
+                compactions=count_compactions(project),
                 own_secret=self._own_secret(requests))
 
     def _config(self, project: Path, route_a: ModelServer, route_b: ModelServer) -> dict[str, Any]:
@@ -376,8 +380,9 @@ class GatewaySoak:
             self.tokenize_at_recovery, self.recovered_at = server.tokenize_requests, time.monotonic()
         if done == self.total // 2:
             self.rss["middle"] = rss_kib(self.gateway.pid)
-        if done % max(1, self.total // 20) == 0:
-            self.progress(f"{done}/{self.total} turns")
+        if done % max(1, self.total // 20) == 0:  # every 5% of the run: progress and the gateway's RSS (its trend)
+            self.rss_series.append((done, rss_kib(self.gateway.pid)))
+            self.progress(f"{done}/{self.total} turns, gateway RSS {self.rss_series[-1][1]:,} KiB")
 
     def _owners(self) -> dict[str, int]:
         return {sid: s for s, ids in self.session_ids.items() for sid in ids}
