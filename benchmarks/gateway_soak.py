@@ -31,6 +31,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--reset-every", type=int, default=50, help="a new transcript every N turns per session")
+    parser.add_argument("--engine", default="baton", choices=["baton", "compressor"],
+                        help="compressor: Hermes' built-in, the baseline for the gateway's RSS (the checks then fail)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args()
     started = time.monotonic()
@@ -40,7 +42,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="baton-gateway-soak-") as work:
         result = GatewaySoak(Path(work), SoakSize(args.sessions, args.turns, reset_every=args.reset_every),
-                             progress=progress).run()
+                             progress=progress, engine=args.engine).run()
     figures = result.figures()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gateway_soak.json").write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")

@@ -252,8 +252,10 @@ class GatewaySoak:
     """One soak run in ``work``: ``run()`` sets up the project, the two servers and the gateway, drives every
     session, stops the gateway and checks what it left."""
 
-    def __init__(self, work: Path, size: SoakSize, *, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, work: Path, size: SoakSize, *, progress: Callable[[str], None] | None = None,
+                 engine: str = "baton") -> None:
         self.work, self.size = work, size
+        self.engine = engine  # "compressor": Hermes' built-in and no Baton plugin, the baseline of the RSS figures
         self.progress = progress or (lambda _line: None)
         self.total = size.sessions * size.turns
         self._done = 0
@@ -308,7 +310,9 @@ class GatewaySoak:
         baton = {"tokenizer": {"backend": "vllm", "url": route_a.url},
                  "fallback_token_threshold": TRIGGER, "auto_checkpoint_on_end": False}
         config = gateway_config(hermes_config(base_url=route_a.base_url, model=MODEL_A, context_length=WINDOW,
-                                              max_tokens=MAX_TOKENS, baton=baton), project, TOOLSETS)
+                                              max_tokens=MAX_TOKENS, baton=baton, engine=self.engine,
+                                              plugins_enabled=["baton"] if self.engine == "baton" else []),
+                                project, TOOLSETS)
         route = {"model": MODEL_B, "provider": "custom", "base_url": route_b.base_url, "api_key": "sk-local"}
         config["platforms"] = {"api_server": {"extra": {"model_routes": {ROUTE_B: route}}}}
         # every session at once: the API server's default cap is 10 runs in flight
