@@ -41,7 +41,7 @@ from batontest.hermes_run import require_hermes
 # the conversation Hermes says it belongs to.
 GATEWAY_MAIN = ("import runpy, sys; import run_agent; runpy.run_path(sys.argv[1])['install'](); "
                 "sys.argv = ['hermes', *sys.argv[2:]]; runpy.run_module('hermes_cli.main', run_name='__main__')")
-READY_TIMEOUT = 60.0  # seconds for the gateway to answer /health (about 5 s on an idle machine)
+READY_TIMEOUT = 150.0  # seconds for the gateway to answer /health (about 5 s on an idle machine, over 60 s at load 25)
 CHAT_TIMEOUT = 120.0
 
 
@@ -92,6 +92,12 @@ class HermesGateway:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        """The gateway process's id (its memory is read from /proc)."""
+        assert self._process is not None, "the gateway is not running"
+        return self._process.pid
 
     def __enter__(self) -> Self:
         log = self.log_path.open("wb")

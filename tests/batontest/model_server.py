@@ -54,10 +54,16 @@ class Reply:
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    # faults a provider shows: ``cut`` ends the reply with finish_reason "length" (cut at max_tokens);
+    # ``usage`` False sends no usage at all; ``junk`` puts a chunk that is not JSON into the stream (the client's
+    # SDK fails the attempt and Hermes retries it)
+    cut: bool = False
+    usage: bool = True
+    junk: bool = False
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if self.tool_calls else "stop"
+        return "length" if self.cut else "tool_calls" if self.tool_calls else "stop"
 
 
 Policy = Callable[[dict[str, Any]], Reply]
@@ -295,6 +301,11 @@ class _Handler(JsonHandler):
         if tokenize:
             with self.owner._lock:
                 self.owner.tokenize_requests += 1
+                down = self.owner.tokenizer_down
+                self.owner.tokenize_failures += down
+            if down:  # an outage of the server's tokenizer: /tokenize fails while chat still answers
+                self.send_json(500, _server_error())
+                return
             self.send_json(*self.owner.tokenizer_server.tokenize(body))
             return
         status, payload = self.owner.handle_chat(body, conversation=self.headers.get(CONVERSATION_HEADER))
@@ -314,8 +325,9 @@ class _Handler(JsonHandler):
         with self.owner._lock:
             self.owner.other_paths.append(f"{self.command} {self.path}")
 
-    def _sse(self, chunks: list[dict[str, Any]]) -> None:
-        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    def _sse(self, chunks: list[dict[str, Any] | str]) -> None:
+        lines = (c if isinstance(c, str) else json.dumps(c) for c in chunks)  # a str: a chunk sent as it is
+        data = "".join(f"data: {line}\n\n" for line in lines) + "data: [DONE]\n\n"
         self.send_body(200, "text/event-stream", data.encode())
 
 
@@ -358,6 +370,8 @@ class ModelServer(LoopbackServer):
 
             self.tokenizer_server = VllmStandin(tokenizer_dir, model_name=model_name, max_model_len=context_window)
         self.tokenize_requests = 0
+        self.tokenize_failures = 0
+        self.tokenizer_down = False  # set: /tokenize answers 500 until it is cleared (a tokenizer outage)
         self.call_id_tag = call_id_tag  # a second server in one conversation must not repeat the first's call ids
         self.fail_main_requests = frozenset(int(n) for n in fail_main_requests)
         self.injected_failures: list[RecordedRequest] = []
@@ -436,9 +450,10 @@ class ModelServer(LoopbackServer):
         }
         completion_id = f"chatcmpl-{record.index}"
         calls = f"{self.call_id_tag}{record.index}"  # tool-call ids: call_<tag><request index>_<n>
+        shown = usage if record.reply.usage else None
         if record.stream:
-            return 200, _stream_chunks(completion_id, self.model_name, calls, record.reply, usage)
-        return 200, _completion(completion_id, self.model_name, calls, record.reply, usage)
+            return 200, _stream_chunks(completion_id, self.model_name, calls, record.reply, shown)
+        return 200, _completion(completion_id, self.model_name, calls, record.reply, shown)
 
     def admit(self, body: dict[str, Any], record: RecordedRequest) -> tuple[int, dict[str, Any]] | None:
         """Judge one request: set ``record.prompt_tokens``; return the refusal (status, JSON body) or None."""
@@ -530,13 +545,16 @@ def _chunk(completion_id: str, model: str, choices: list[dict[str, Any]], **extr
 
 
 def _stream_chunks(completion_id: str, model: str, index: int | str, reply: Reply,
-                   usage: dict[str, int]) -> list[dict[str, Any]]:
-    """Role chunk, content deltas, tool-call deltas (header then arguments), finish, usage-only."""
+                   usage: dict[str, int] | None) -> list[dict[str, Any] | str]:
+    """Role chunk, content deltas, tool-call deltas (header then arguments), finish, usage-only (none when
+    ``usage`` is None; a chunk that is not JSON after the first delta when the reply is ``junk``)."""
 
     def delta(d: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return _chunk(completion_id, model, [{"index": 0, "delta": d, "logprobs": None, "finish_reason": finish}])
 
-    chunks = [delta({"role": "assistant", "content": ""})]
+    chunks: list[dict[str, Any] | str] = [delta({"role": "assistant", "content": ""})]
+    if reply.junk:
+        chunks.append('{"id": "' + completion_id + '", "choices": [{"delta": {"content": "cut o')
     text = reply.content or ""
     for start in range(0, len(text), 64):
         chunks.append(delta({"content": text[start : start + 64]}))
@@ -549,18 +567,19 @@ def _stream_chunks(completion_id: str, model: str, index: int | str, reply: Repl
             piece = {"index": position, "function": {"arguments": arguments[start : start + 512]}}
             chunks.append(delta({"tool_calls": [piece]}))
     chunks.append(delta({}, reply.finish_reason))
-    chunks.append(_chunk(completion_id, model, [], usage=usage))
+    if usage is not None:
+        chunks.append(_chunk(completion_id, model, [], usage=usage))
     return chunks
 
 
 def _completion(completion_id: str, model: str, index: int | str, reply: Reply,
-                usage: dict[str, int]) -> dict[str, Any]:
+                usage: dict[str, int] | None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = _tool_call_dicts(reply, index)
     return {"id": completion_id, "object": "chat.completion", "created": FIXED_CREATED, "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
-            "usage": usage}
+            **({"usage": usage} if usage is not None else {})}
 
 
 def _server_error() -> dict[str, Any]:

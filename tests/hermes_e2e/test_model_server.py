@@ -125,3 +125,27 @@ def test_scripted_replies_are_deterministic() -> None:
     stream = {"stream": True}
     assert [first(stream) for _ in range(3)] == [second(stream) for _ in range(3)]
     assert "sk-FAKE-planted" in json.dumps(first.steps[0].tool_calls[0].arguments)
+
+
+def test_a_reply_can_be_cut_lack_usage_or_break_the_stream_and_the_tokenizer_can_be_down() -> None:
+    """The faults the gateway soak injects, as a client sees them: ``cut`` ends with finish_reason "length",
+    ``usage=False`` sends no usage chunk (nor a usage field), ``junk`` a chunk that is not JSON, and
+    ``tokenizer_down`` fails /tokenize with 500 while chat still answers."""
+    script = [Reply(content="Half an answ", cut=True, usage=False), Reply(content="Fine.", junk=True)]
+    with ModelServer(ScriptedPolicy(script), counts_for_itself=True) as server, \
+            httpx.Client(base_url=server.url, timeout=CLIENT_TIMEOUT) as client:
+        body = {"model": "m", "messages": USER, "stream": True, "stream_options": {"include_usage": True}}
+        with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            cut = list(sse_events(response))
+        with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+        server.tokenizer_down = True
+        down = client.post("/tokenize", json={"model": server.model_name, "messages": USER})
+        server.tokenizer_down = False
+        up = client.post("/tokenize", json={"model": server.model_name, "messages": USER})
+    assert cut[-2]["choices"][0]["finish_reason"] == "length" and all("usage" not in c for c in cut[:-1])
+    with pytest.raises(ValueError):
+        json.loads(lines[1][len("data: "):])
+    assert json.loads(lines[-3][len("data: "):])["choices"][0]["finish_reason"] == "stop"
+    assert (down.status_code, up.status_code) == (500, 200)
+    assert (server.tokenize_requests, server.tokenize_failures) == (2, 1)
