@@ -66,3 +66,20 @@ def test_the_store_holds_vectors_and_keyed_digests_never_text(tmp_path: Path) ->
     assert store.get("e", [store.digest(FACT)]) == {store.digest(FACT): b"\x00\x00\x80?" * 4}
     assert VectorStore(tmp_path / "other").digest(FACT) != store.digest(FACT)  # keyed per store
     assert store.get("another-embedder", [store.digest(FACT)]) == {}
+
+
+def test_the_runtime_keeps_vectors_beside_the_projects_records(tmp_path: Path) -> None:
+    from baton_engine.embedding import EmbedderConfig
+    from baton_engine.hermes.runtime import BatonRuntime
+    from baton_engine.recall import dense
+    from baton_engine.settings import BatonSettings
+
+    (tmp_path / ".baton").mkdir()
+    try:
+        with EmbeddingStandin() as server:
+            runtime = BatonRuntime(BatonSettings(embedder=EmbedderConfig("openai", server.url, "toy")),
+                                   project_root=tmp_path)
+            assert runtime.embedder() is not None
+        assert (tmp_path / ".baton" / "cache" / "vectors" / FILE_NAME).is_file()
+    finally:
+        dense.use_store(None)  # this process's other tests keep vectors in memory only
