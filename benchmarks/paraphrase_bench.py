@@ -224,11 +224,14 @@ def _variants(embedder: bool) -> dict[str, Any]:
 
 
 def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
-        embedder_model: str = "all-MiniLM-L6-v2") -> dict[str, Any]:
+        embedder_model: str = "all-MiniLM-L6-v2", embedder_path: str | None = None) -> dict[str, Any]:
     session = corpus.build_session(filler_turns=20 if quick else 80)
     runtime = arms.baton_runtime(QWEN3, None)
     if embedder_url:
         runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("openai", embedder_url, embedder_model))
+    elif embedder_path:  # in-process (the ``st`` backend: sentence-transformers installed beside the engine)
+        runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("st", path=embedder_path))
+        embedder_url, embedder_model = embedder_path, Path(embedder_path).name
     windows = WINDOWS[:1] if quick else WINDOWS
     result: dict[str, Any] = {
         "session_tokens": runtime.count_chat({"messages": list(session.messages)}).tokens,
@@ -265,9 +268,10 @@ def main() -> None:
     parser.add_argument("--builtin", action="store_true", help="also Hermes' built-in compressor (needs hermes-agent)")
     parser.add_argument("--embedder-url", help="an OpenAI-compatible embeddings server (e.g. embedding_server.py)")
     parser.add_argument("--embedder-model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--embedder-path", help="a sentence-transformers model directory, embedded in-process (st)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model)
+    result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model, args.embedder_path)
     print("\n".join(render(result)))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")

@@ -31,7 +31,7 @@ from baton_engine.handoff.store import find_project_root
 from baton_engine.hermes.config import HermesView, agent_cwd, load_hermes_settings
 from baton_engine.embedding import EmbedderBreaker, EmbedderError, load_embedder
 from baton_engine.metrics import telemetry
-from baton_engine.recall import MemoryIndex
+from baton_engine.recall import MemoryIndex, dense
 from baton_engine.settings import BatonSettings
 from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.tokens.anchor import UsageAnchor
@@ -41,6 +41,7 @@ from baton_engine.tokens.plugins import build_backend, detect_server_backend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough, request_margin
 
 LOGGER = logging.getLogger("baton_engine.hermes")
+VECTORS_DIR = "vectors"  # under the project's .baton/cache/ (gitignored): recall's derived vector index
 DEFAULT_CONTEXT_LENGTH = 131072
 PROJECT_SETTINGS_ENTRIES = 16  # projects a gateway's sessions work in, each with its own settings layer
 
@@ -191,6 +192,9 @@ class BatonRuntime:
             if self._embedder is None:
                 try:
                     self._embedder = load_embedder(config)
+                    paths = find_project_root(self.project_root) if self.project_root is not None else None
+                    if paths is not None:  # passage vectors kept beside the records: a restart does not re-embed
+                        dense.keep_vectors_in(paths.data_dir / "cache" / VECTORS_DIR)
                 except EmbedderError as exc:
                     self.embedder_error = str(exc)
                     LOGGER.warning("recall: embedder not started (%s); lexical ranking", exc)

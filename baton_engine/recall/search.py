@@ -10,8 +10,11 @@ is every hit weak, and an answer that ranks low is not lost.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+
+from cachetools import LRUCache
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
@@ -39,6 +42,11 @@ LEXICAL_FLOOR = 12.0
 DENSE_FLOOR = 0.42
 LEXICAL_WEIGHT = 0.1
 PASSAGES_PER_HIT = 4  # passages ranked per hit asked for: several passages of one message make one hit
+# What a hit of a message costs to build: its text redacted and counted (a 160-line tool result: tens of ms each
+# on a loaded CPU). Refs are content-addressed, so (ref, counter) -> tokens never goes stale; 4,096 messages.
+_MESSAGE_TOKENS: LRUCache[tuple[str, int], int] = LRUCache(maxsize=4096)
+_REDACTED: LRUCache[tuple[str, int, int], str] = LRUCache(maxsize=4096)
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,7 @@ def make_hit(passage: Passage, score: float, weak: bool, query: Query, count_tex
     """A hit for ``passage``: its lines (or, when the match is in the call that produced it, that call), redacted;
     ``line`` is the line of the match in the message, ``tokens`` what paging the whole message in costs."""
     entry = passage.entry
-    text = redact_text(passage.text)[0]
+    text = _redacted(passage)
     span = locate(text, query.terms)
     line = passage.first_line + (text.count("\n", 0, span[0]) if span else 0)
     if span is None and _call_only(entry, query):
@@ -105,13 +113,37 @@ def make_hit(passage: Passage, score: float, weak: bool, query: Query, count_tex
         snippet = text if len(text) <= SNIPPET_CHARS else _snippet(text, span)
     return Hit(entry.ref, entry.position, score, weak, entry.role, clip_redacted(entry.tool_name,
                ARGUMENTS_CHARS), clip_redacted(entry.arguments, ARGUMENTS_CHARS), line, passage.first_line,
-               passage.last_line, snippet, count_text(redact_text(entry.text)[0]))
+               passage.last_line, snippet, _message_tokens(entry, count_text))
+
+
+def _redacted(passage: Passage) -> str:
+    key = (passage.entry.ref, passage.first_line, passage.last_line)
+    with _CACHE_LOCK:
+        found = _REDACTED.get(key)
+    if found is None:
+        found = redact_text(passage.text)[0]
+        with _CACHE_LOCK:
+            _REDACTED[key] = found
+    return found
+
+
+def _message_tokens(entry: Entry, count_text: CountText) -> int:
+    """The exact tokens of the whole message, redacted (what expanding it costs), counted once per counter."""
+    key = (entry.ref, id(getattr(count_text, "__self__", count_text)))
+    with _CACHE_LOCK:
+        found = _MESSAGE_TOKENS.get(key)
+    if found is None:
+        found = count_text(redact_text(entry.text)[0])
+        with _CACHE_LOCK:
+            _MESSAGE_TOKENS[key] = found
+    return found
 
 
 def _call_only(entry: Entry, query: Query) -> bool:
     """Whether the query matches the call that produced ``entry`` and nothing of its text."""
-    return not any(term.pattern.search(entry.text) for term in query.terms) and any(
-        term.pattern.search(entry.searchable) for term in query.terms)
+    call = "\n".join(part for part in (entry.tool_name, entry.arguments) if part)  # short: looked at first
+    return any(term.pattern.search(call) for term in query.terms) and not any(
+        term.pattern.search(entry.text) for term in query.terms)
 
 
 def int_in_range(value: object, low: int, high: int) -> bool:
@@ -144,8 +176,7 @@ def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -
         (query_vector,) = embedder.embed([question])
     except EmbedderError:
         return {}
-    scores = vectors.cosine(query_vector)
-    return dict(sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit * PASSAGES_PER_HIT])
+    return vectors.nearest(query_vector, limit * PASSAGES_PER_HIT)
 
 
 def _fused(lexical: dict[int, float], dense: dict[int, float]) -> dict[int, tuple[float, bool]]:

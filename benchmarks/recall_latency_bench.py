@@ -1,0 +1,110 @@
+"""Search latency on 1,000 stored records (issue 32: p99 <= 50 ms, the embedder's own time apart).
+
+1,000 compacted messages of the paraphrase corpus's kind (user turns, tool calls, tool results of 60-160 lines)
+in one lineage of the in-process index; each of the corpus's questions asked through ``recall_tool`` (ranking,
+hits, their redaction and the exact token count of the packed answer with the Qwen3 tokenizer, as the engine
+does), lexically and hybrid. The hybrid arm's vectors are computed before timing (as the background worker
+does); its embedder hands back a stored 384-dimension vector per text (all-MiniLM-L6-v2's size: the cost of
+ranking depends on the count and size of the vectors, not their values), and the time of its ``embed`` call,
+the question's own embedding, is taken out of each search's time. "first ask": every question once (a hit's
+message is redacted and counted the first time it is a hit); "asked again": the same questions again (those
+counts kept, as a lineage's recurring hits are).
+
+Run: ``python benchmarks/recall_latency_bench.py [--records 1000] [--rounds 5]`` (numpy needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+import numpy as np  # noqa: E402
+import paraphrase_corpus as corpus  # noqa: E402
+from batontest.assets import qwen3_dir  # noqa: E402
+from percentiles import percentile  # noqa: E402
+
+from baton_engine.recall import MemoryIndex, dense, recall_tool  # noqa: E402
+from baton_engine.recall.index import lineage_index  # noqa: E402
+from baton_engine.tokens.plugins import build_backend  # noqa: E402
+from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
+
+DIMENSIONS = 384
+
+
+class StoredVectors:
+    """An embedder whose vectors are already computed (a seeded vector per text); counts its own seconds."""
+
+    name = "stored:384"
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        started = time.perf_counter()
+        rows = [np.random.default_rng(int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "big"))
+                .standard_normal(DIMENSIONS).astype(np.float32).tolist() for t in texts]
+        self.seconds += time.perf_counter() - started
+        return rows
+
+
+def records(count: int) -> list[dict]:
+    """Messages of the corpus's session kind holding ``count`` distinct records (identical short replies are one
+    record: refs are content-addressed)."""
+    messages, seen = [], set()
+    for message in corpus.build_session(filler_turns=count // 2).messages:
+        key = repr(message.get("content")) + repr(message.get("tool_calls"))
+        messages.append(dict(message))
+        seen.add(key)
+        if len(seen) >= count:
+            break
+    return messages
+
+
+def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
+    backend, _selection = build_backend(TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B"))
+
+    def count_text(text: str) -> int:
+        return backend.count_text(text).tokens or 0
+
+    index = MemoryIndex(max_bytes=1 << 30)
+    index.add("bench", records(count))
+    source = index.source("bench")
+    embedder = StoredVectors()
+    rows = []
+    for arm, arm_embedder in (("lexical", None), ("hybrid", embedder)):
+        recall_tool(source, {"mode": "search", "query": "warm up"}, count_text, arm_embedder)
+        dense.wait_idle()  # the vectors, computed off the request path before timing
+        for label, repeat in (("first ask", 1), ("asked again", rounds)):  # a hit's message counted once, then kept
+            times = []
+            for _ in range(repeat):
+                for question in (*(f.question for f in corpus.FACTS), *corpus.ABSENT):
+                    embedder.seconds = 0.0
+                    started = time.perf_counter()
+                    recall_tool(source, {"mode": "search", "query": question}, count_text, arm_embedder)
+                    times.append(time.perf_counter() - started - embedder.seconds)
+            rows.append({"arm": arm, "calls": label, "records": len(source.entries()),
+                         "passages": len(lineage_index(source.entries()).passages), "searches": len(times),
+                         "p50_ms": 1000 * percentile(times, 0.5), "p99_ms": 1000 * percentile(times, 0.99)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print("| ranking | questions | records (passages) | searches | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
+    for row in measure(args.records, args.rounds):
+        print(f"| {row['arm']} | {row['calls']} | {row['records']} ({row['passages']}) | {row['searches']} | "
+              f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
