@@ -42,10 +42,11 @@ LEXICAL_FLOOR = 12.0
 DENSE_FLOOR = 0.42
 LEXICAL_WEIGHT = 0.1
 PASSAGES_PER_HIT = 4  # passages ranked per hit asked for: several passages of one message make one hit
-# What a hit of a message costs to build: its text redacted and counted (a 160-line tool result: tens of ms each
-# on a loaded CPU). Refs are content-addressed, so (ref, counter) -> tokens never goes stale; 4,096 messages.
-_MESSAGE_TOKENS: LRUCache[tuple[str, int], int] = LRUCache(maxsize=4096)
+# What a hit costs to build: its passage and its whole message redacted (a 160-line tool result: tens of ms on a
+# loaded CPU). Refs are content-addressed, so a ref's redacted text never goes stale; the count of the message stays
+# the route's counter's (cached there, and right after a route switch). 4,096 passages; messages up to 8 MiB of text.
 _REDACTED: LRUCache[tuple[str, int, int], str] = LRUCache(maxsize=4096)
+_REDACTED_MESSAGES: LRUCache[str, str] = LRUCache(maxsize=8 * 1024 * 1024, getsizeof=len)
 _CACHE_LOCK = threading.Lock()
 
 
@@ -128,15 +129,15 @@ def _redacted(passage: Passage) -> str:
 
 
 def _message_tokens(entry: Entry, count_text: CountText) -> int:
-    """The exact tokens of the whole message, redacted (what expanding it costs), counted once per counter."""
-    key = (entry.ref, id(getattr(count_text, "__self__", count_text)))
+    """The exact tokens of the whole message, redacted (what expanding it costs)."""
     with _CACHE_LOCK:
-        found = _MESSAGE_TOKENS.get(key)
-    if found is None:
-        found = count_text(redact_text(entry.text)[0])
-        with _CACHE_LOCK:
-            _MESSAGE_TOKENS[key] = found
-    return found
+        text = _REDACTED_MESSAGES.get(entry.ref)
+    if text is None:
+        text = redact_text(entry.text)[0]
+        if len(text) <= _REDACTED_MESSAGES.maxsize:
+            with _CACHE_LOCK:
+                _REDACTED_MESSAGES[entry.ref] = text
+    return count_text(text)
 
 
 def _call_only(entry: Entry, query: Query) -> bool:
