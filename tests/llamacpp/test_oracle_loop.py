@@ -21,7 +21,8 @@ from batontest.reading import FINAL_ANSWER, TURNS, files_never_seen, reading_scr
 from batontest.real_llama import real_llama_server
 from batontest.vllm_oracle import baton_budget_lines
 
-pytestmark = pytest.mark.llama_real
+# a real Hermes loop against a real llama-server generating on the CPU: 314 s at load 18 (over the 300 s default)
+pytestmark = [pytest.mark.llama_real, pytest.mark.timeout(900)]
 
 CTX, PARALLEL = 131_072, 2
 WINDOW = CTX // PARALLEL  # the per-slot window Hermes and Baton budget against
