@@ -461,6 +461,9 @@ class HandoffStore:
                 return self._load_path(Path(ref))
             raise NotFoundError(f"no handoff {ref!r}: references are ids (hex digits and dashes) or .json paths")
         wanted = ref.lower()
+        named = self._canonical(wanted, where) if len(wanted.replace("-", "")) == 32 else None
+        if named is not None:
+            return named
         matches = [
             entry for entry in self.list().entries
             if (where is None or where(entry.record))
@@ -560,6 +563,21 @@ class HandoffStore:
                 previous.path.unlink()
                 _fsync_dir(previous.path.parent)
         return target
+
+    def _canonical(self, record_id: str, where: Callable[[HandoffRecord], bool] | None) -> StoreEntry | None:
+        """The record of a full id from its canonically named file (the one ``list`` keeps), reading the files
+        its short id names, not the store: a compaction loads the handoff it continues, and a listing held every
+        record at once (benchmarks/FINDINGS.md, "A busy gateway"). None: ask ``list`` (a copy under another name,
+        or a store ``list`` reports as a problem)."""
+        try:
+            self._check_inside(self.paths.handoffs_dir)
+        except PolicyBlocked:
+            return None
+        for path in sorted(self.paths.handoffs_dir.glob(f"*--{record_id.replace('-', '')[-8:]}.json")):
+            stored, _problem = _read_record(path)
+            if stored is not None and stored.id.lower() == record_id and path.name == record_file_name(stored):
+                return StoreEntry(path, stored) if where is None or where(stored) else None
+        return None
 
     def _previous(self, record: HandoffRecord) -> StoreEntry | None:
         """The stored version of ``record`` (found by its short id, so a save reads one file, not all)."""
