@@ -300,7 +300,10 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, ReadProblem | None]:
         if info.st_size > MAX_RECORD_BYTES:
             return None, ("oversized", f"is {info.st_size} bytes; records are at most {MAX_RECORD_BYTES} bytes")
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            raw = handle.read(MAX_RECORD_BYTES + 1)
+            # the file's size, not the bound: read(n) allocates n bytes first, 4 MB a record for a 6 KB file
+            raw = handle.read(info.st_size + 1)
+            if len(raw) > info.st_size:  # it grew since fstat: the rest, up to the bound
+                raw += handle.read(MAX_RECORD_BYTES + 1 - len(raw))
     finally:
         os.close(fd)
     if len(raw) > MAX_RECORD_BYTES:
@@ -340,6 +343,11 @@ def record_file_name(record: HandoffRecord) -> str:
     return name
 
 
+def _order(entry: StoreEntry) -> tuple[Any, str]:
+    """Where a record stands in the store: by creation time, then id (``list``'s order)."""
+    return ids.parse_timestamp(entry.record.created_at), entry.record.id
+
+
 class HandoffStore:
     """Records of one project. Safe for concurrent use by several processes."""
 
@@ -377,19 +385,36 @@ class HandoffStore:
 
     def list(self) -> ListResult:
         """Every readable record (oldest first) and every problem file; never raises for a bad file."""
+        found: dict[str, list[StoreEntry]] = {}
+        problems: list[StoreProblem] = []
+        for entry in self._scan(problems):
+            found.setdefault(entry.record.id, []).append(entry)
+        entries: list[StoreEntry] = []
+        for copies in found.values():
+            # The canonically named file wins; any other copy of the same id is reported.
+            copies.sort(key=lambda entry: entry.path.name != record_file_name(entry.record))
+            entries.append(copies[0])
+            for extra in copies[1:]:
+                problems.append(StoreProblem(extra.path, "duplicate", f"repeats record {extra.record.short_id} "
+                                             f"stored in {copies[0].path.name}"))
+        problems.sort(key=lambda problem: problem.path.name)
+        entries.sort(key=_order)
+        return ListResult(entries, problems)
+
+    def _scan(self, problems: list[StoreProblem]) -> Iterator[StoreEntry]:
+        """The store's readable records one at a time, in file name order; problem files go to ``problems``."""
         handoffs = self.paths.handoffs_dir
         if not handoffs.exists() and not handoffs.is_symlink():
-            return ListResult()
+            return
         try:
             self._check_inside(handoffs)
             names = sorted(os.listdir(handoffs))
         except PolicyBlocked as exc:
-            return ListResult(problems=[StoreProblem(handoffs, "symlink", str(exc))])
+            problems.append(StoreProblem(handoffs, "symlink", str(exc)))
+            return
         except OSError as exc:
-            reason = f"cannot be listed ({type(exc).__name__})"
-            return ListResult(problems=[StoreProblem(handoffs, "unreadable", reason)])
-        found: dict[str, list[StoreEntry]] = {}
-        problems: list[StoreProblem] = []
+            problems.append(StoreProblem(handoffs, "unreadable", f"cannot be listed ({type(exc).__name__})"))
+            return
         for name in names:
             if name.startswith("."):  # in-flight temp files and dotfiles are never records
                 continue
@@ -402,18 +427,7 @@ class HandoffStore:
                 assert problem is not None
                 problems.append(StoreProblem(path, problem[0], problem[1]))
                 continue
-            found.setdefault(record.id, []).append(StoreEntry(path, record))
-        entries: list[StoreEntry] = []
-        for copies in found.values():
-            # The canonically named file wins; any other copy of the same id is reported.
-            copies.sort(key=lambda entry: entry.path.name != record_file_name(entry.record))
-            entries.append(copies[0])
-            for extra in copies[1:]:
-                problems.append(StoreProblem(extra.path, "duplicate", f"repeats record {extra.record.short_id} "
-                                             f"stored in {copies[0].path.name}"))
-        problems.sort(key=lambda problem: problem.path.name)
-        entries.sort(key=lambda entry: (ids.parse_timestamp(entry.record.created_at), entry.record.id))
-        return ListResult(entries, problems)
+            yield StoreEntry(path, record)
 
     def _load_path(self, path: Path) -> StoreEntry:
         candidate = path if path.is_absolute() else Path.cwd() / path
@@ -447,6 +461,9 @@ class HandoffStore:
                 return self._load_path(Path(ref))
             raise NotFoundError(f"no handoff {ref!r}: references are ids (hex digits and dashes) or .json paths")
         wanted = ref.lower()
+        named = self._canonical(wanted, where) if len(wanted.replace("-", "")) == 32 else None
+        if named is not None:
+            return named
         matches = [
             entry for entry in self.list().entries
             if (where is None or where(entry.record))
@@ -472,7 +489,28 @@ class HandoffStore:
 
     def latest(self, status: str | None = "ready",
                where: Callable[[HandoffRecord], bool] | None = None) -> HandoffRecord | None:
-        """The newest record with ``status`` (any status when None) that ``where`` admits, or None."""
+        """The newest record with ``status`` (any status when None) that ``where`` admits, or None (as ``list``
+        orders and de-duplicates them).
+
+        Why not ``list()``: every session start on a gateway asks, and holding every parsed record at once made
+        the process's peak, and so its RSS, grow with the store (~100 KB a record; benchmarks/FINDINGS.md, "A busy
+        gateway"). Records are read one at a time; only each id's winning file and its order are kept."""
+        winners: dict[str, tuple[bool, Path, tuple[Any, str] | None]] = {}  # id -> (canonical, file, order if wanted)
+        for entry in self._scan([]):
+            canonical = entry.path.name == record_file_name(entry.record)
+            held = winners.get(entry.record.id)
+            if held is not None and (held[0] or not canonical):
+                continue  # list() keeps the first canonically named copy, else the first copy
+            wanted = (status is None or entry.record.status == status) and (where is None or where(entry.record))
+            winners[entry.record.id] = (canonical, entry.path, _order(entry) if wanted else None)
+        found = [(order, path) for _, path, order in winners.values() if order is not None]
+        if not found:
+            return None
+        path = max(found, key=lambda item: item[0])[1]
+        record, _ = _read_record(path)
+        if record is not None and (status is None or record.status == status) and (where is None or where(record)):
+            return record
+        # changed since it was read (another process wrote the store): the slow, exact way
         matching = [entry.record for entry in self.list().entries
                     if (status is None or entry.record.status == status) and (where is None or where(entry.record))]
         return matching[-1] if matching else None
@@ -525,6 +563,21 @@ class HandoffStore:
                 previous.path.unlink()
                 _fsync_dir(previous.path.parent)
         return target
+
+    def _canonical(self, record_id: str, where: Callable[[HandoffRecord], bool] | None) -> StoreEntry | None:
+        """The record of a full id from its canonically named file (the one ``list`` keeps), reading the files
+        its short id names, not the store: a compaction loads the handoff it continues, and a listing held every
+        record at once (benchmarks/FINDINGS.md, "A busy gateway"). None: ask ``list`` (a copy under another name,
+        or a store ``list`` reports as a problem)."""
+        try:
+            self._check_inside(self.paths.handoffs_dir)
+        except PolicyBlocked:
+            return None
+        for path in sorted(self.paths.handoffs_dir.glob(f"*--{record_id.replace('-', '')[-8:]}.json")):
+            stored, _problem = _read_record(path)
+            if stored is not None and stored.id.lower() == record_id and path.name == record_file_name(stored):
+                return StoreEntry(path, stored) if where is None or where(stored) else None
+        return None
 
     def _previous(self, record: HandoffRecord) -> StoreEntry | None:
         """The stored version of ``record`` (found by its short id, so a save reads one file, not all)."""
