@@ -495,24 +495,25 @@ class HandoffStore:
         Why not ``list()``: every session start on a gateway asks, and holding every parsed record at once made
         the process's peak, and so its RSS, grow with the store (~100 KB a record; benchmarks/FINDINGS.md, "A busy
         gateway"). Records are read one at a time; only each id's winning file and its order are kept."""
+        def admits(record: HandoffRecord) -> bool:
+            return (status is None or record.status == status) and (where is None or where(record))
+
         winners: dict[str, tuple[bool, Path, tuple[Any, str] | None]] = {}  # id -> (canonical, file, order if wanted)
         for entry in self._scan([]):
             canonical = entry.path.name == record_file_name(entry.record)
             held = winners.get(entry.record.id)
             if held is not None and (held[0] or not canonical):
                 continue  # list() keeps the first canonically named copy, else the first copy
-            wanted = (status is None or entry.record.status == status) and (where is None or where(entry.record))
-            winners[entry.record.id] = (canonical, entry.path, _order(entry) if wanted else None)
+            winners[entry.record.id] = (canonical, entry.path, _order(entry) if admits(entry.record) else None)
         found = [(order, path) for _, path, order in winners.values() if order is not None]
         if not found:
             return None
         path = max(found, key=lambda item: item[0])[1]
         record, _ = _read_record(path)
-        if record is not None and (status is None or record.status == status) and (where is None or where(record)):
+        if record is not None and admits(record):
             return record
         # changed since it was read (another process wrote the store): the slow, exact way
-        matching = [entry.record for entry in self.list().entries
-                    if (status is None or entry.record.status == status) and (where is None or where(entry.record))]
+        matching = [entry.record for entry in self.list().entries if admits(entry.record)]
         return matching[-1] if matching else None
 
     # --- writing --------------------------------------------------------------------------------------
