@@ -37,13 +37,14 @@ CACHE_VECTORS = 50_000
 _CACHE: LRUCache[tuple[str, bytes], Any] = LRUCache(maxsize=CACHE_VECTORS)
 _CACHE_LOCK = threading.Lock()
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-embed")
-_STORE: list[VectorStore] = []  # the process's vector store on disk, when one is in use
+_STORE: VectorStore | None = None  # the process's vector store on disk, when one is in use
 
 
 def use_store(store: VectorStore | None) -> None:
     """Keep vectors in ``store`` too (None: memory only); a process uses one store at a time."""
+    global _STORE
     with _CACHE_LOCK:
-        _STORE[:] = [store] if store is not None else []
+        _STORE = store
 
 
 def keep_vectors_in(directory: Path) -> None:
@@ -97,7 +98,7 @@ def embed_passages(passages: Sequence[Passage], embedder: Embedder) -> None:
     np = _numpy()
     with _CACHE_LOCK:
         missing = list({p: None for p in passages if _key(embedder.name, p) not in _CACHE})
-        store = _STORE[0] if _STORE else None
+        store = _STORE
     if store is not None and missing:
         missing = _stored(embedder.name, missing, store)
     try:
