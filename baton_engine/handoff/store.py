@@ -588,8 +588,11 @@ class HandoffStore:
             return None
         for path in sorted(self.paths.handoffs_dir.glob(f"*--{record_id.replace('-', '')[-8:]}.json")):
             stored, _problem = _read_record(path)
-            if stored is not None and stored.id.lower() == record_id and path.name == record_file_name(stored):
-                return StoreEntry(path, stored) if where is None or where(stored) else None
+            if stored is None or stored.id.lower() != record_id:
+                continue
+            entry = StoreEntry(path, stored)
+            if _is_canonical(entry):
+                return entry if where is None or where(stored) else None
         return None
 
     def _previous(self, record: HandoffRecord) -> StoreEntry | None:
