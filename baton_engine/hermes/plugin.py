@@ -110,8 +110,9 @@ def _start_tokenizer(runtime: BatonRuntime, skipped: list[str]) -> None:
     tokenizer that cannot start is said at start-up without holding the load up: Hermes 0.22 abandons a plugin
     whose import + ``register()`` overrun ``plugins.load_timeout_seconds`` (10 s by default) and uses its own
     compressor, and building the hf backend took 14.7 s on a loaded 2-core machine (docs/hermes-versions.md). A
-    request that needs the counter meanwhile waits for this build (``BatonRuntime.counter_of``)."""
-    counter = runtime.counter()
+    request meanwhile counts with estimates and never waits (``BatonRuntime.counter_of``); this thread waits for
+    the build, however long, to say how it ended."""
+    counter = runtime.main.counter(patient=True)
     if counter is None:
         tell(runtime.main.counter_error or "tokenizer cannot start")
     LOGGER.warning(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from baton_engine.budget import compression_window
 from baton_engine.policy import reserved_tokens
@@ -35,6 +35,7 @@ from baton_engine.recall import MemoryIndex, dense
 from baton_engine.settings import BatonSettings
 from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.tokens.anchor import UsageAnchor
+from baton_engine.tokens.breaker import count_deadline
 from baton_engine.tokens.contract import TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend, detect_server_backend
@@ -64,6 +65,50 @@ def _remote(counter: TokenCounter | None) -> bool:
     return counter is not None and counter.backend.remote
 
 
+# How long the agent that first needs a tokenizer waits for it to start before counting with estimates (the start
+# goes on): building the Qwen3 hf backend took 14.7 s on a loaded 2-core machine (docs/hermes-versions.md), so twice
+# that; a factory that hangs costs that one agent this once. Every other agent never waits for a start.
+START_WAIT_SECONDS = 30.0
+STARTING = "tokenizer starting: counts are estimates (anchored, or rough + margin) until it is ready"
+CounterState = Literal["starting", "ready", "unavailable"]
+
+
+class CounterStart:
+    """One tokenizer's start, done once on a thread of its own, so no lock is held while a backend loads."""
+
+    def __init__(self, build: Callable[[], tuple[TokenCounter | None, str | None]]) -> None:
+        self._build = build
+        self._done = threading.Event()
+        self.counter: TokenCounter | None = None
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="baton-tokenizer-start", daemon=True)
+
+    @classmethod
+    def built(cls, counter: TokenCounter) -> CounterStart:
+        """A start already done with ``counter`` (a counter built elsewhere: a test's own backend)."""
+        start = cls(lambda: (counter, None))
+        start._run()
+        return start
+
+    def begin(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.counter, self.error = self._build()
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def state(self) -> CounterState:
+        if not self._done.is_set():
+            return "starting"
+        return "ready" if self.counter is not None else "unavailable"
+
+
 class RouteCounting:
     """Counting for one route (model + server): its tokenizer's counter, or the fallbacks when it has none.
 
@@ -78,12 +123,21 @@ class RouteCounting:
         self.why = why  # which rule chose this tokenizer for the route (status)
         self.context_length = context_length  # the route's window from its tokenizer_routes entry, if set
 
-    def counter(self) -> TokenCounter | None:
-        return self.runtime.counter_of(self.config, self.why)
+    def counter(self, *, patient: bool = False) -> TokenCounter | None:
+        """The route's counter; None while it starts (``counter_state``) or when it cannot (``counter_error``)."""
+        return self.runtime.counter_of(self.config, self.why, patient=patient)
 
     @property
     def counter_error(self) -> str | None:
         return self.runtime.counter_error_of(self.config)
+
+    @property
+    def counter_state(self) -> CounterState | None:
+        return self.runtime.counter_state_of(self.config)
+
+    def _no_counter_reason(self) -> str | None:
+        """Why a count is an estimate when the route has no counter: it cannot start, or it is starting."""
+        return self.counter_error or (STARTING if self.counter_state == "starting" else None)
 
     def count_chat(self, request: Mapping[str, Any], *, anchor: UsageAnchor | None = None,
                    key: str | None = None) -> TokenCount:
@@ -91,7 +145,7 @@ class RouteCounting:
         counter = self.counter()
         if counter is not None:
             return counter.count_chat(request, anchor=anchor, key=key)
-        error = self.counter_error
+        error = self._no_counter_reason()
         estimate = anchor.estimate(request) if anchor is not None else None
         if estimate is not None:
             return replace(estimate, fallback_reason=error)
@@ -108,7 +162,8 @@ class RouteCounting:
     def count_text(self, text: str) -> TokenCount:
         counter = self.counter()
         if counter is None:
-            return TokenCount(estimate_tokens_rough(text), False, ROUGH_SOURCE, fallback_reason=self.counter_error)
+            return TokenCount(estimate_tokens_rough(text), False, ROUGH_SOURCE,
+                              fallback_reason=self._no_counter_reason())
         return counter.count_text(text)
 
     def exact_messages(self, batch: Sequence[Any]) -> int:
@@ -142,7 +197,9 @@ class RouteCounting:
 
     def source(self) -> str:
         counter = self.counter()
-        return counter.source if counter is not None else "rough (backend unavailable)"
+        if counter is not None:
+            return counter.source
+        return "rough (tokenizer starting)" if self.counter_state == "starting" else "rough (backend unavailable)"
 
     def server_window(self) -> int | None:
         """The serving model's own window as this route's tokenizer server last reported it (vLLM's
@@ -177,8 +234,8 @@ class BatonRuntime:
         self.recall_index = MemoryIndex()  # what Baton compacted, per lineage, for hosts that bind no session store
         self._embedder: EmbedderBreaker | None = None
         self.embedder_error: str | None = None  # why the configured embedder could not be built (status says it)
-        self._counters: dict[TokenizerConfig, TokenCounter] = {}
-        self._errors: dict[TokenizerConfig, str] = {}
+        self._starts: dict[TokenizerConfig, CounterStart] = {}  # one per tokenizer configuration, never rebuilt
+        self._closed = False
         self._servers: dict[tuple[str, str | None], str | None] = {}  # (base URL, model) -> backend that asks it
         self._lock = threading.Lock()
         self.main = RouteCounting(self, settings.tokenizer, configured_by(settings))
@@ -278,35 +335,67 @@ class BatonRuntime:
             return False
         return not (base_url and main_url and base_url.rstrip("/") != main_url.rstrip("/"))
 
-    def counter_of(self, config: TokenizerConfig, chosen_by: str = "") -> TokenCounter | None:
-        """The counter of ``config``, built on first use; None when its backend cannot start, and the reason
-        (``tokenizer_check.start_failure``: the setting ``chosen_by`` names, why, and that counts are estimates)
-        for status and the start-up line."""
+    def counter_of(self, config: TokenizerConfig, chosen_by: str = "", *, patient: bool = False) -> TokenCounter | None:
+        """The counter of ``config``; None while it starts or when its backend cannot start (the reason,
+        ``counter_error_of``, for status and the start-up line).
+
+        Started once per configuration, on its own thread, outside the process lock: the caller that asks first
+        waits for it at most ``START_WAIT_SECONDS``; every other caller (another agent on the route, or on any
+        other route) never waits and counts with estimates meanwhile. ``patient``: wait for a start under way
+        however long it takes (the plugin's start-up line, on a thread of its own)."""
         with self._lock:
-            counter = self._counters.get(config)
-            if counter is None and config not in self._errors:
-                built = replace(config, context_length=self.context_length)
-                try:
-                    backend, selection = build_backend(built)
-                # a tokenizer backend is plugin code (entry points) started inside Hermes' agent loop: any start
-                # failure is reported in status, counting falls back to estimates
-                except Exception as exc:  # noqa: BLE001
-                    self._errors[config] = start_failure(exc, chosen_by or configured_by(self.settings))
-                    LOGGER.warning("baton %s", self._errors[config])  # names settings and paths, no prompt text
-                    return None
-                counter = TokenCounter(backend, fallback_margin_tokens=self.settings.fallback_margin_tokens)
-                self._counters[config] = counter
-                LOGGER.info("baton tokenizer selected name=%s source=%s", selection.name, counter.source)
-            return counter
+            start = self._starts.get(config)
+            first = start is None
+            if start is None:
+                start = self._starts[config] = CounterStart(lambda: self._build(config, chosen_by))
+        if first:
+            LOGGER.info("baton tokenizer starting (counter: starting; counts are estimates until it is ready)")
+            start.begin()
+        if first or patient:
+            if not start.wait(None if patient else START_WAIT_SECONDS):
+                LOGGER.warning("baton tokenizer still starting after %g s; counting with estimates until it is "
+                               "ready", START_WAIT_SECONDS)
+        return start.counter
+
+    def _build(self, config: TokenizerConfig, chosen_by: str) -> tuple[TokenCounter | None, str | None]:
+        """Build ``config``'s backend behind its breaker (on the start's own thread): the counter, or why not."""
+        built = replace(config, context_length=self.context_length)
+        try:
+            backend, selection = build_backend(built)
+            deadline = count_deadline(bool(backend.remote), config.timeout_seconds)
+            counter = TokenCounter(backend, fallback_margin_tokens=self.settings.fallback_margin_tokens,
+                                   deadline_seconds=deadline)
+        # a tokenizer backend is plugin code (entry points) started inside Hermes' agent loop: any start
+        # failure is reported in status, counting falls back to estimates
+        except Exception as exc:  # noqa: BLE001
+            error = start_failure(exc, chosen_by or configured_by(self.settings))
+            LOGGER.warning("baton %s", error)  # names settings and paths, no prompt text
+            return None, error
+        LOGGER.info("baton tokenizer selected name=%s source=%s deadline=%gs (counter: ready)", selection.name,
+                    counter.source, deadline)
+        with self._lock:
+            closed = self._closed
+        if closed:  # the runtime was closed while this tokenizer started
+            counter.close()
+        return counter, None
 
     def built_counter(self, config: TokenizerConfig) -> TokenCounter | None:
         """The counter of ``config`` if it was built already (never builds: status and windows read it)."""
         with self._lock:
-            return self._counters.get(config)
+            start = self._starts.get(config)
+        return start.counter if start is not None else None
 
     def counter_error_of(self, config: TokenizerConfig) -> str | None:
+        """Why ``config``'s backend cannot start; None while it starts, once it runs, or before it was asked."""
         with self._lock:
-            return self._errors.get(config)
+            start = self._starts.get(config)
+        return start.error if start is not None else None
+
+    def counter_state_of(self, config: TokenizerConfig) -> CounterState | None:
+        """Where ``config``'s counter is (status ``counter``); None before a count asked for it."""
+        with self._lock:
+            start = self._starts.get(config)
+        return start.state if start is not None else None
 
     # The main route's counting, for callers outside an agent (tools, doctor, tests).
     def counter(self) -> TokenCounter | None:
@@ -330,10 +419,13 @@ class BatonRuntime:
         )
 
     def close(self) -> None:
+        """Close the counters built; one still starting closes itself when its start ends."""
         with self._lock:
-            counters, self._counters = list(self._counters.values()), {}
-        for counter in counters:
-            counter.close()
+            self._closed = True
+            starts, self._starts = list(self._starts.values()), {}
+        for start in starts:
+            if start.counter is not None:
+                start.counter.close()
 
 
 _ACTIVE: BatonRuntime | None = None

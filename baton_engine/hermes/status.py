@@ -78,6 +78,7 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
             "fallbacks": stats.fallbacks if stats else 0,
             "last_fallback_reason": (last.fallback_reason if last is not None else None) or counting.counter_error,
             "error": counting.counter_error,  # the tokenizer cannot start: why, the setting, the fix
+            "counter": counting.counter_state,  # starting (counts are estimates meanwhile) | ready | unavailable
             "breaker": asdict(counter.breaker_state()) if counter is not None else None,
             "anchor_observations": ledger.anchor.observations,
             "views_counted": ledger.counted, "view_repeats": ledger.memo_hits,

@@ -7,6 +7,11 @@ circuit, failure re-opens it for twice the previous period, up to ``max_cool_off
 ``RequestNotCountable`` (one request the healthy backend cannot render) never trips it; an answer that is not a
 usable ``TokenCount`` (``MalformedCount``) does, like any other failure. It wraps a backend the
 way httpx composes retries around a transport, so a third-party backend gets it without code of its own.
+
+With ``deadline_seconds`` every call is also bounded in time (``tokens.deadline``): a call that overruns is a
+failure like any other (``CountTimedOut``), so one overrun costs the deadline once per cool-off. For a server
+backend the deadline is a backstop behind the backend's own HTTP timeout (``count_deadline``: twice it), which
+stays the one that normally ends a hanging call; an in-process backend's overrun is stopped.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from baton_engine.tokens.contract import (
     TokenizerBackend,
     checked_count,
 )
+from baton_engine.tokens.deadline import run_within
 
 # Chosen from benchmarks/breaker_bench.py: a healthy probe is cheap next to the timeout a hanging server costs per
 # probe, so a cool-off that doubles to a cap bounds the wall time a long hang takes while still coming back soon
@@ -34,6 +40,12 @@ from baton_engine.tokens.contract import (
 # benchmarks/FINDINGS.md, "Figures behind the code's constants", circuit breaker.
 DEFAULT_COOL_OFF_SECONDS = 60.0
 DEFAULT_MAX_COOL_OFF_SECONDS = 300.0
+# The longest an in-process count (hf, tiktoken, a third party's) may take: 8x the p99.9 of the hf backend's cold
+# count of a 128k-token conversation on a loaded 2-core machine (benchmarks/route_start_bench.py; the figures:
+# benchmarks/FINDINGS.md, "Figures behind the code's constants", count deadline).
+LOCAL_COUNT_DEADLINE_SECONDS = 10.0
+# A server backend's own timeout ends a hanging call; the breaker's deadline only catches a backend that ignores it.
+SERVER_DEADLINE_FACTOR = 2.0
 
 LOGGER = logging.getLogger("baton_engine.tokens")
 State = Literal["closed", "open", "half_open"]
@@ -42,6 +54,13 @@ _T = TypeVar("_T")
 
 class CircuitOpen(CannotCount):
     """The breaker refused the call without asking the backend (message names an error type and seconds only)."""
+
+
+def count_deadline(remote: bool, timeout_seconds: float) -> float:
+    """How long the breaker lets one call of a backend run: a server's (``remote``) own ``timeout_seconds`` stays
+    primary (the breaker's is ``SERVER_DEADLINE_FACTOR`` times it); an in-process backend has no timeout of its own,
+    so ``LOCAL_COUNT_DEADLINE_SECONDS``."""
+    return timeout_seconds * SERVER_DEADLINE_FACTOR if remote else LOCAL_COUNT_DEADLINE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -64,14 +83,19 @@ class CircuitBreaker(TokenizerBackend):
         cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
         max_cool_off_seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        deadline_seconds: float | None = None,
     ) -> None:
-        """``max_cool_off_seconds`` bounds the back-off; None: the larger of the default and ``cool_off_seconds``."""
+        """``max_cool_off_seconds`` bounds the back-off; None: the larger of the default and ``cool_off_seconds``.
+        ``deadline_seconds`` bounds each call (None: unbounded)."""
         if not (math.isfinite(cool_off_seconds) and cool_off_seconds >= 0):
             raise ValueError("cool_off_seconds must be a finite number >= 0")
         if max_cool_off_seconds is None:
             max_cool_off_seconds = max(DEFAULT_MAX_COOL_OFF_SECONDS, cool_off_seconds)
         if not (math.isfinite(max_cool_off_seconds) and max_cool_off_seconds >= cool_off_seconds):
             raise ValueError("max_cool_off_seconds must be finite and >= cool_off_seconds")
+        if deadline_seconds is not None and not (math.isfinite(deadline_seconds) and deadline_seconds > 0):
+            raise ValueError("deadline_seconds must be a finite number > 0 or None")
+        self._deadline = deadline_seconds
         self._inner = backend
         self._cool_off = float(cool_off_seconds)
         self._max_cool_off = float(max_cool_off_seconds)
@@ -127,10 +151,15 @@ class CircuitBreaker(TokenizerBackend):
             retry = max(0.0, self._reopen_at - self._clock()) if self._state == "open" else 0.0
             return BreakerState(self._state, self._failures, self._error_type, retry)
 
+    def _bounded(self, action: Callable[[], _T]) -> _T:
+        if self._deadline is None:
+            return action()
+        return run_within(action, self._deadline, stop=not self.remote, on_stopped=self._inner.clear_cache)
+
     def _call(self, action: Callable[[], _T]) -> _T:
         probe = self._admit()
         try:
-            result = action()
+            result = self._bounded(action)
         except RequestNotCountable:
             self._settle(None)  # the backend answered: it is healthy
             raise

@@ -89,13 +89,17 @@ class TokenCounter:
         cache_size: int = DEFAULT_CACHE_ENTRIES,
         cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        deadline_seconds: float | None = None,
     ):
+        """``deadline_seconds`` bounds each backend call (the breaker's, ``breaker.count_deadline``; None: unbounded).
+        """
         if fallback_margin_tokens < 0:
             raise ValueError("fallback_margin_tokens must be >= 0")
         if cache_size < 0:
             raise ValueError("cache_size must be >= 0")
         self._breaker = (backend if isinstance(backend, CircuitBreaker)
-                         else CircuitBreaker(backend, cool_off_seconds=cool_off_seconds, clock=clock))
+                         else CircuitBreaker(backend, cool_off_seconds=cool_off_seconds, clock=clock,
+                                            deadline_seconds=deadline_seconds))
         self._backend = self._breaker.inner
         self._margin = fallback_margin_tokens
         self._cache_size = cache_size

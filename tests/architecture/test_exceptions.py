@@ -38,6 +38,8 @@ BOUNDARIES = (
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "
              "becomes a fallback count, never a failed request"),
+    Boundary("baton_engine/tokens/deadline.py", "a bounded count runs a backend (third-party code) on a worker "
+             "thread: its outcome is handed to the caller, a clean-up failure is logged, never lost in the thread"),
     Boundary("baton_engine/tokens/plugins.py", "backend plugins are third-party code: a broken one is reported, "
              "never fatal for the others"),
     Boundary("baton_engine/tokenizer_check.py", "a backend factory is third-party code: the verdict reports its "

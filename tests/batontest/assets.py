@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.resources
+import json
 import lzma
 import os
 import shutil
@@ -64,6 +65,26 @@ def hf_backend(directory: Path) -> Any:
     from baton_engine.tokens.contract import TokenizerConfig
 
     return HfBackend.from_config(TokenizerConfig(backend="hf", path=str(directory)))
+
+
+# Put in a message, it sends the template of ``looping_template_dir`` round a 10^10-step loop (jinja's sandbox caps
+# one range at 100,000 items, not two nested ones): hours of rendering, on the counted path only.
+LOOP_TRIGGER = "spin-the-template"
+
+
+def looping_template_dir(target: Path) -> Path:
+    """The Qwen3 tokenizer in ``target`` with a chat template that loops for hours on a message holding
+    ``LOOP_TRIGGER`` and renders like Qwen3's otherwise (so the hf backend starts: its probes never hold it)."""
+    source = qwen3_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source / "tokenizer.json", target / "tokenizer.json")
+    config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
+    spin = ("{%- for message in messages %}{%- if message.content is string and '" + LOOP_TRIGGER
+            + "' in message.content %}{%- for i in range(100000) %}{%- for j in range(100000) %}{%- endfor %}"
+            "{%- endfor %}{%- endif %}{%- endfor %}")
+    config["chat_template"] = spin + config["chat_template"]
+    (target / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return target
 
 
 @cache

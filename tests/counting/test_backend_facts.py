@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from baton_engine.budget import margin_for
-from baton_engine.hermes.runtime import BatonRuntime
+from baton_engine.hermes.runtime import BatonRuntime, CounterStart
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import TokenCount, TokenizerBackend
 from baton_engine.tokens.counter import TokenCounter
@@ -46,7 +46,8 @@ def test_the_margin_a_third_party_count_includes_is_not_added_again() -> None:
 def test_the_server_window_is_read_only_from_a_backend_that_says_it_is_remote(remote: bool,
                                                                                window: int | None) -> None:
     runtime = BatonRuntime(load_settings(env={}))
-    runtime._counters[runtime.settings.tokenizer] = TokenCounter(ThirdPartyServer(remote=remote), fallback_margin_tokens=1024)
+    runtime._starts[runtime.settings.tokenizer] = CounterStart.built(
+        TokenCounter(ThirdPartyServer(remote=remote), fallback_margin_tokens=1024))
     runtime.count_chat(REQUEST)
     assert runtime.main.remote_tokenizer() is remote
     assert runtime.main.server_window() == window
