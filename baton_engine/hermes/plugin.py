@@ -109,9 +109,9 @@ def _start_tokenizer(runtime: BatonRuntime, skipped: list[str]) -> None:
     """Builds the configured tokenizer at start-up, beside Hermes' plugin load rather than inside it, so a
     tokenizer that cannot start is said at start-up without holding the load up: Hermes 0.22 abandons a plugin
     whose import + ``register()`` overrun ``plugins.load_timeout_seconds`` (10 s by default) and uses its own
-    compressor, and building the hf backend took 14.7 s on a loaded 2-core machine (docs/hermes-versions.md). A
-    request meanwhile counts with estimates and never waits (``BatonRuntime.counter_of``); this thread waits for
-    the build, however long, to say how it ended."""
+    compressor, and building the hf backend took 14.7 s on a loaded 2-core machine (docs/hermes-versions.md). The
+    first request meanwhile waits for the build (at most ``runtime.START_WAIT_SECONDS``), any other counts with
+    estimates (``BatonRuntime.counter_of``); this thread waits for it however long it takes, to say how it ended."""
     counter = runtime.main.counter(patient=True)
     if counter is None:
         tell(runtime.main.counter_error or "tokenizer cannot start")

@@ -81,6 +81,7 @@ class CounterStart:
         self._done = threading.Event()
         self.counter: TokenCounter | None = None
         self.error: str | None = None
+        self.asked = False  # a request asked for it (the first one waits for the start, no later one does)
         self._thread = threading.Thread(target=self._run, name="baton-tokenizer-start", daemon=True)
 
     @classmethod
@@ -339,22 +340,24 @@ class BatonRuntime:
         """The counter of ``config``; None while it starts or when its backend cannot start (the reason,
         ``counter_error_of``, for status and the start-up line).
 
-        Started once per configuration, on its own thread, outside the process lock: the caller that asks first
-        waits for it at most ``START_WAIT_SECONDS``; every other caller (another agent on the route, or on any
-        other route) never waits and counts with estimates meanwhile. ``patient``: wait for a start under way
-        however long it takes (the plugin's start-up line, on a thread of its own)."""
+        Started once per configuration, on its own thread, outside the process lock. The first request that
+        needs it (the agent that switched to the route) waits for it at most ``START_WAIT_SECONDS``; every other
+        caller (another agent on the route, or on any other route) never waits and counts with estimates
+        meanwhile. ``patient``: the plugin's start-up line, on a thread of its own, which starts the configured
+        tokenizer and waits for it however long it takes (it is not a request: the first request still waits)."""
         with self._lock:
             start = self._starts.get(config)
-            first = start is None
+            new = start is None
             if start is None:
                 start = self._starts[config] = CounterStart(lambda: self._build(config, chosen_by))
-        if first:
+            first_request = not patient and not start.asked
+            start.asked = start.asked or not patient
+        if new:
             LOGGER.info("baton tokenizer starting (counter: starting; counts are estimates until it is ready)")
             start.begin()
-        if first or patient:
-            if not start.wait(None if patient else START_WAIT_SECONDS):
-                LOGGER.warning("baton tokenizer still starting after %g s; counting with estimates until it is "
-                               "ready", START_WAIT_SECONDS)
+        if (first_request or patient) and not start.wait(None if patient else START_WAIT_SECONDS):
+            LOGGER.warning("baton tokenizer still starting after %g s; counting with estimates until it is ready",
+                           START_WAIT_SECONDS)
         return start.counter
 
     def _build(self, config: TokenizerConfig, chosen_by: str) -> tuple[TokenCounter | None, str | None]:
