@@ -82,6 +82,8 @@ class CounterStart:
         self.counter: TokenCounter | None = None
         self.error: str | None = None
         self.asked = False  # a request asked for it (the first one waits for the start, no later one does)
+        self._closed = False
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="baton-tokenizer-start", daemon=True)
 
     @classmethod
@@ -96,9 +98,22 @@ class CounterStart:
 
     def _run(self) -> None:
         try:
-            self.counter, self.error = self._build()
+            counter, error = self._build()
+            with self._lock:
+                self.counter, self.error = counter, error
+                closed = self._closed
+            if closed and counter is not None:  # the runtime was closed while this tokenizer started
+                counter.close()
         finally:
             self._done.set()
+
+    def close(self) -> None:
+        """Release the counter, now or (still starting) when its start ends."""
+        with self._lock:
+            self._closed = True
+            counter = self.counter
+        if counter is not None:
+            counter.close()
 
     def wait(self, timeout: float | None) -> bool:
         return self._done.wait(timeout)
@@ -236,7 +251,6 @@ class BatonRuntime:
         self._embedder: EmbedderBreaker | None = None
         self.embedder_error: str | None = None  # why the configured embedder could not be built (status says it)
         self._starts: dict[TokenizerConfig, CounterStart] = {}  # one per tokenizer configuration, never rebuilt
-        self._closed = False
         self._servers: dict[tuple[str, str | None], str | None] = {}  # (base URL, model) -> backend that asks it
         self._lock = threading.Lock()
         self.main = RouteCounting(self, settings.tokenizer, configured_by(settings))
@@ -376,10 +390,6 @@ class BatonRuntime:
             return None, error
         LOGGER.info("baton tokenizer selected name=%s source=%s deadline=%gs (counter: ready)", selection.name,
                     counter.source, deadline)
-        with self._lock:
-            closed = self._closed
-        if closed:  # the runtime was closed while this tokenizer started
-            counter.close()
         return counter, None
 
     def built_counter(self, config: TokenizerConfig) -> TokenCounter | None:
@@ -424,11 +434,9 @@ class BatonRuntime:
     def close(self) -> None:
         """Close the counters built; one still starting closes itself when its start ends."""
         with self._lock:
-            self._closed = True
             starts, self._starts = list(self._starts.values()), {}
         for start in starts:
-            if start.counter is not None:
-                start.counter.close()
+            start.close()
 
 
 _ACTIVE: BatonRuntime | None = None
