@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
+import baton_engine.tokens.breaker as breaker
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from batontest.agent_frames import LoopAgent, in_agent
+from batontest.assets import LOOP_TRIGGER, looping_template_dir
 from batontest.faulty_servers import FaultyServer, refused_url
-from batontest.engines import hermes_estimator, unconfirmed_cap
+from batontest.engines import activated, hermes_estimator, unconfirmed_cap
 from compaction.conversations import assert_valid_openai
 from reliability.kit import SLACK_SECONDS, installed_runtime, make_engine
 
@@ -72,8 +74,6 @@ def vllm_env(url: str, timeout: float = TIMEOUT) -> dict[str, str]:
 @contextlib.contextmanager
 def active_baton(url: str, timeout: float = TIMEOUT) -> Iterator[Any]:
     """The runtime and the plugin's activation (Hermes' estimators patched, middleware on), undone after."""
-    from batontest.engines import activated
-
     with installed_runtime(vllm_env(url, timeout), context_length=WINDOW, model=MODEL, base_url=BASE_URL), \
             activated() as activation:
         yield activation
@@ -232,3 +232,26 @@ def test_slow_server_within_the_timeout_gives_every_concurrent_agent_exact_budge
     for turn in turns:
         assert turn["estimate"] == 777
         assert turn["changed"] and turn["sent"]["max_tokens"] == unconfirmed_cap(WINDOW, 777)
+
+
+def test_a_chat_template_that_loops_costs_one_request_the_deadline_and_the_loop_goes_on(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hf backend with a template that loops for hours on this conversation: the request goes out with the
+    fallback budget after the count deadline (1 s here), and the next one does not wait again."""
+    monkeypatch.setattr(breaker, "LOCAL_COUNT_DEADLINE_SECONDS", 1.0)
+    env = {"BATON_TOKENIZER_BACKEND": "hf", "BATON_TOKENIZER_PATH": str(looping_template_dir(tmp_path / "looping")),
+           "BATON_FALLBACK_MARGIN_TOKENS": str(MARGIN)}
+    messages = [*transcript("loop")[:-1], {"role": "user", "content": f"Carry on. {LOOP_TRIGGER}"}]
+    with installed_runtime(env, context_length=WINDOW, model=MODEL, base_url=BASE_URL) as runtime, \
+            activated() as activation:
+        assert runtime.counter() is not None  # started (its probes never loop): the turns time counting only
+        engine = agent_engine(project)
+        first = one_turn(activation, engine, messages)
+        second = one_turn(activation, engine, messages + [{"role": "assistant", "content": "Still here."},
+                                                          {"role": "user", "content": "Go on."}])
+        tokenizer = engine.get_status()["tokenizer"]
+    assert first["seconds"] < 1.0 + SLACK_SECONDS and second["seconds"] < SLACK_SECONDS
+    assert first["estimate"] == fallback_tokens(messages)
+    assert first["changed"] and first["sent"]["max_tokens"] == WINDOW - first["estimate"]
+    assert second["sent"]["messages"][-1] == {"role": "user", "content": "Go on."}
+    assert tokenizer["counter"] == "ready" and tokenizer["breaker"]["last_error_type"] == "CountTimedOut"
