@@ -24,16 +24,26 @@ REQUEST = {"messages": [{"role": "user", "content": "four words right here"}]}
 QUICK = 2.0  # seconds: what "did not wait" means on a loaded 2-core machine
 
 
+class ClosableWords(WordBackend):
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 @pytest.fixture()
-def slow_start(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str | None]]:
-    """Backends built by a factory that blocks on the slow route's model until released; every build recorded."""
+def slow_start(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[Any]]:
+    """Backends built by a factory that blocks on the slow route's model until released; every build recorded
+    (the model it was for), the backends built after it."""
     release, builds = threading.Event(), []
 
     def build_backend(config: Any, registry: Any = None) -> tuple[WordBackend, Selection]:
         builds.append(config.model)
         if config.model == SLOW_MODEL:
             release.wait(30)
-        return WordBackend(), Selection("words", "test", config.backend)
+        backend = ClosableWords()
+        builds.append(backend)
+        return backend, Selection("words", "test", config.backend)
 
     monkeypatch.setattr(runtime_module, "build_backend", build_backend)
     return release, builds
@@ -102,3 +112,16 @@ def test_many_agents_asking_at_once_start_the_tokenizer_once(slow_start: Any) ->
     for thread in threads:
         thread.join(10)
     assert builds.count(SLOW_MODEL) == 1
+
+
+def test_a_tokenizer_still_starting_when_the_runtime_closes_is_closed_once_started(slow_start: Any) -> None:
+    release, builds = slow_start
+    runtime = _runtime()
+    starter = threading.Thread(target=lambda: runtime.for_route(SLOW_MODEL).counter())
+    starter.start()
+    while SLOW_MODEL not in builds:
+        time.sleep(0.01)
+    runtime.close()
+    release.set()
+    starter.join(10)
+    assert builds[-1].closed
