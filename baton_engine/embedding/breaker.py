@@ -1,7 +1,9 @@
 """A circuit breaker around an embedder: a failing server is asked once per cool-off, not on every search.
 
 Same policy as the tokenizer breaker (``tokens/breaker.py``): after a failure, fail fast for the cool-off, then
-let one call probe; the cool-off doubles up to a cap. While open, recall ranks lexically (status says so).
+let one call probe; the cool-off doubles up to a cap. While open, recall ranks lexically (status says so). A
+refused input (``EmbedderRefused``: the texts' fault, not the server's) never reaches it: ``load_embedder`` puts
+``refusals.RefusalSplitter`` inside it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, DEFAULT_MAX_CO
 
 
 class EmbedderBreaker:
-    """Wraps ``inner``; thread-safe; answers are checked (``checked_vectors``) so a malformed one trips it too."""
+    """Wraps ``inner``; thread-safe; answers are checked (``checked_vectors``: None for a refused text) so a
+    malformed one trips it too."""
 
     def __init__(self, inner: Embedder, *, cool_off_seconds: float = DEFAULT_COOL_OFF_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -37,13 +40,13 @@ class EmbedderBreaker:
         with self._lock:
             return self._clock() >= self._open_until
 
-    def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         with self._lock:
             if self._clock() < self._open_until or self._probing:
                 raise EmbedderError(f"embedder circuit open after {self.last_error}; retrying later")
             probing = self._probing = self._open_until > 0
         try:
-            vectors = checked_vectors(self.inner.embed(list(texts)), len(texts))
+            vectors = checked_vectors(self.inner.embed(list(texts)), len(texts), refused=True)
         except Exception as exc:  # noqa: BLE001  any failure of a backend (third-party code) opens the circuit
             with self._lock:
                 self.last_error = type(exc).__name__

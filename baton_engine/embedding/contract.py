@@ -2,7 +2,9 @@
 
 Why so small: an operator usually already runs an embedding server (vLLM, llama.cpp ``--embedding``, Ollama) or
 has a model directory; a backend only turns texts into vectors. Batching, caching, when to embed and how to rank
-are recall's. A backend raises ``EmbedderError`` (a message without the texts) when it cannot answer.
+are recall's. A backend raises ``EmbedderError`` (a message without the texts) when it cannot answer, and
+``EmbedderRefused`` when the server refuses the input itself (e.g. a text longer than the model's window): then
+``refusals.RefusalSplitter`` finds which texts, so the others keep their vectors.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ Vector = list[float]
 
 class EmbedderError(Exception):
     """An embedder could not answer; the message names the cause, never the texts."""
+
+
+class EmbedderRefused(EmbedderError):
+    """The server refused the input itself (vLLM answers HTTP 400 for a text longer than the model's window): the
+    texts' fault, deterministic, and no sign of the server's health (the breaker never sees it)."""
 
 
 @dataclass(frozen=True)
@@ -34,24 +41,29 @@ class EmbedderConfig:
 
 
 class Embedder(Protocol):
-    """Text to vectors. ``name`` says which model (a vector is only comparable with vectors of the same name)."""
+    """Text to vectors. ``name`` says which model (a vector is only comparable with vectors of the same name).
+    A backend answers a vector per text; the loaded embedder (``load_embedder``) answers None for a text the server
+    refused even in parts (recall ranks that one lexically)."""
 
     @property
     def name(self) -> str: ...
 
-    def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+    def embed(self, texts: Sequence[str]) -> list[Vector | None]: ...
 
 
-def checked_vectors(vectors: object, count: int) -> list[Vector]:
-    """``vectors`` if they are ``count`` non-empty lists of finite numbers of one dimension, else ``EmbedderError``."""
+def checked_vectors(vectors: object, count: int, *, refused: bool = False) -> list[Vector | None]:
+    """``vectors`` if they are ``count`` non-empty lists of finite numbers of one dimension (or None, a refused
+    text, when ``refused``), else ``EmbedderError``."""
     if not isinstance(vectors, list) or len(vectors) != count:
         raise EmbedderError(f"the embedder answered {type(vectors).__name__} of the wrong length, not {count} vectors")
     dimension = None
     for vector in vectors:
+        if vector is None and refused:
+            continue
         if not isinstance(vector, list) or not vector or not all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
             raise EmbedderError("the embedder answered a vector that is not a non-empty list of finite numbers")
         if dimension is not None and len(vector) != dimension:
             raise EmbedderError(f"the embedder answered vectors of {dimension} and {len(vector)} dimensions")
         dimension = len(vector)
-    return [[float(x) for x in vector] for vector in vectors]
+    return [None if vector is None else [float(x) for x in vector] for vector in vectors]

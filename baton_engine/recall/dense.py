@@ -5,10 +5,11 @@ The compaction that takes a region out queues its passages (and a search that fi
 queues those); one worker thread embeds them in batches into a process cache, and a lineage's index takes its
 vectors from there: a search ranks by meaning over the passages embedded so far (the rest still rank lexically).
 Vectors are keyed by the embedder's name (a changed model never mixes vectors) and the digest of the embedded
-text (a passage re-cut or edited is embedded anew); in memory they are numpy rows, normalised (at this scale a
-matrix product is enough: benchmarks/recall_latency_bench.py), and with a store (``keep_vectors_in``: the project's
-``.baton/cache/vectors/``) they are also kept on disk, so a restarted process takes them from there instead of the
-embedder.
+text (a passage re-cut or edited is embedded anew). A passage the embedder refuses even in parts (None: longer than
+the server's window, ``embedding/refusals.py``) is remembered as refused in memory, not asked again, and ranks
+lexically. In memory vectors are numpy rows, normalised (at this scale a matrix product is enough:
+benchmarks/recall_latency_bench.py), and with a store (``keep_vectors_in``: the project's ``.baton/cache/vectors/``)
+they are also kept on disk, so a restarted process takes them from there instead of the embedder.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ LOGGER = logging.getLogger("baton_engine.recall")
 BATCH = 16
 # Vectors of passages by (embedder, digest of the embedded text): a compaction embeds the region it takes out before
 # any lineage index holds it (with Hermes' store bound, the rows reach the lineage only after the rotation), and a
-# lineage index takes its vectors from here. 50,000 vectors of 384 float32 are 77 MB.
+# lineage index takes its vectors from here (None: the embedder refused that passage). 50,000 vectors of 384 float32
+# are 77 MB.
 CACHE_VECTORS = 50_000
 _CACHE: LRUCache[tuple[str, bytes], Any] = LRUCache(maxsize=CACHE_VECTORS)
 _CACHE_LOCK = threading.Lock()
@@ -74,10 +76,9 @@ def _key(name: str, passage: Passage) -> tuple[str, bytes]:
 
 
 def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Any]]:
-    """(number, vector) of those of the numbered ``passages`` whose vector is cached."""
+    """(number, vector, or None when refused) of those of the numbered ``passages`` whose answer is cached."""
     with _CACHE_LOCK:
-        found = [(number, _CACHE.get(_key(name, passage))) for number, passage in passages]
-    return [(number, vector) for number, vector in found if vector is not None]
+        return [(number, _CACHE[key]) for number, passage in passages if (key := _key(name, passage)) in _CACHE]
 
 
 def _stored(name: str, missing: list[Passage], store: VectorStore) -> list[Passage]:
@@ -104,14 +105,18 @@ def embed_passages(passages: Sequence[Passage], embedder: Embedder) -> None:
     try:
         for start in range(0, len(missing), BATCH):
             batch = missing[start:start + BATCH]
-            vectors = np.asarray(embedder.embed([embedded_text(p) for p in batch]), dtype=np.float32)
-            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            answers = embedder.embed([embedded_text(p) for p in batch])
+            embedded = [p for p, answer in zip(batch, answers, strict=True) if answer is not None]
+            vectors = np.asarray([answer for answer in answers if answer is not None], dtype=np.float32)
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
             with _CACHE_LOCK:
-                for passage, vector in zip(batch, vectors, strict=True):
+                for passage in batch:
+                    _CACHE[_key(embedder.name, passage)] = None  # refused, unless embedded just below
+                for passage, vector in zip(embedded, vectors, strict=True):
                     _CACHE[_key(embedder.name, passage)] = vector
-            if store is not None:
+            if store is not None and embedded:
                 store.put(embedder.name, [(store.digest(embedded_text(p)), v.tobytes())
-                                          for p, v in zip(batch, vectors, strict=True)])
+                                          for p, v in zip(embedded, vectors, strict=True)])
     except EmbedderError as exc:
         LOGGER.warning("recall: embedding stopped (%s); lexical ranking until the embedder answers", exc)
 
@@ -128,6 +133,7 @@ class Vectors:
         self.name = name
         self._numbers: list[int] = []
         self._rows: list[Any] = []
+        self._refused: set[int] = set()  # passage numbers the embedder refused: ranked lexically
         self._matrix: Any = None
         self._order: Any = None  # the passage number of each row of ``_matrix``
         self._lock = threading.Lock()
@@ -141,20 +147,26 @@ class Vectors:
     def update(self, passages: Sequence[Passage], embedder: Embedder) -> None:
         """Take the cached vectors of the passages not held yet; queue the rest for the worker (once at a time)."""
         with self._lock:
-            if len(self._rows) < len(passages):  # numbers are distinct passage numbers: equal counts, all held
-                held = set(self._numbers)
+            if self._answered < len(passages):  # numbers are distinct passage numbers: equal counts, all held
+                held = {*self._numbers, *self._refused}
                 self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
-            missing = len(self._rows) < len(passages) and not self._pending
+            missing = self._answered < len(passages) and not self._pending
             if missing:
                 self._pending = True
         if missing:
             _WORKER.submit(self._fill, list(passages), embedder)
 
+    @property
+    def _answered(self) -> int:
+        return len(self._rows) + len(self._refused)
+
     def _take(self, found: list[tuple[int, Any]]) -> None:
         for number, vector in found:
+            if vector is None:
+                self._refused.add(number)
+                continue
             self._numbers.append(number)
             self._rows.append(vector)
-        if found:
             self._matrix = None
 
     def _fill(self, passages: Sequence[Passage], embedder: Embedder) -> None:
@@ -163,7 +175,7 @@ class Vectors:
         finally:
             with self._lock:
                 self._pending = False
-                held = set(self._numbers)
+                held = {*self._numbers, *self._refused}
                 self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
 
     def nearest(self, query: Sequence[float], count: int) -> dict[int, float]:

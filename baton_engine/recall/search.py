@@ -169,7 +169,7 @@ def _lexical(index: LineageIndex, query: Query, limit: int) -> dict[int, float]:
 
 def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -> dict[int, float]:
     """Passage number -> cosine of the best ``limit * PASSAGES_PER_HIT`` embedded passages ({} when the embedder
-    cannot answer: the search goes on lexically)."""
+    cannot answer or refuses the question: the search goes on lexically)."""
     vectors = index.vectors(embedder)
     if not vectors.count:
         return {}
@@ -177,7 +177,7 @@ def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -
         (query_vector,) = embedder.embed([question])
     except EmbedderError:
         return {}
-    return vectors.nearest(query_vector, limit * PASSAGES_PER_HIT)
+    return {} if query_vector is None else vectors.nearest(query_vector, limit * PASSAGES_PER_HIT)
 
 
 def _fused(lexical: dict[int, float], dense: dict[int, float]) -> dict[int, tuple[float, bool]]:

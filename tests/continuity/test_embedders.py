@@ -1,12 +1,16 @@
-"""Embedders (issue 32 item 2): the OpenAI-compatible backend over real HTTP, its errors and breaker, the kit's
-conformance check, the settings, and hybrid ranking that finds a paraphrase lexical ranking cannot."""
+"""Embedders (issue 32 item 2): the OpenAI-compatible backend over real HTTP, its errors and breaker, texts longer
+than the server's window, the kit's conformance check, the settings, and hybrid ranking that finds a paraphrase
+lexical ranking cannot."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 from batontest.embedding_standin import EmbeddingStandin, toy_vector
 
 from baton_engine.embedding import EmbedderBreaker, EmbedderConfig, EmbedderError, load_embedder
+from baton_engine.embedding.refusals import mean_direction
 from baton_engine.recall import MemoryIndex, dense, recall_tool
 from baton_engine.settings import SettingsError, load_settings
 from baton_engine.testing.embedder_conformance import check_embedder
@@ -42,6 +46,41 @@ def test_a_failing_server_is_a_clear_error_then_the_circuit_fails_fast(fault: st
         server.fail_with, server.malformed = None, False
         now[0] = 61.0  # after the cool-off one call probes, and success closes the circuit
         assert embedder.embed(["a"]) and embedder.healthy
+
+
+def test_a_text_longer_than_the_window_costs_only_itself(caplog: pytest.LogCaptureFixture) -> None:
+    """A server that refuses the whole batch (HTTP 400, as vLLM does) for one text over its window: the others
+    keep their vectors, a long text of several lines is embedded in parts (their mean direction), a single line
+    or a text whose parts are still too long gets no vector, and the breaker stays closed."""
+    lines = [f"line {n} of the deploy notes: bounce the ingest workers after the port change" for n in range(4)]
+    parts = "\n".join(lines[:2]) + "\n", "\n".join(lines[2:])
+    one_line, many_lines = "x" * 300, "\n".join(["y" * 150] * 16)
+    texts = ["short one", "\n".join(lines), "short two", one_line, many_lines]
+    assert len(texts[1]) > 200 and all(len(part) <= 200 for part in parts)
+    with EmbeddingStandin(max_chars=200) as server, caplog.at_level(logging.WARNING, "baton_engine.embedding"):
+        embedder = load_embedder(_config(server.url))
+        vectors = embedder.embed(texts)
+        requests = list(server.requests)
+        assert embedder.embed(["z" * 201]) == [None] and embedder.healthy
+    assert vectors[0] == pytest.approx(toy_vector(texts[0])) and vectors[2] == pytest.approx(toy_vector(texts[2]))
+    assert vectors[1] == pytest.approx(mean_direction([toy_vector(part) for part in parts]))
+    assert vectors[3] is None and vectors[4] is None
+    # the batch, each text alone, the long one's halves; the 16 lines cut three times (15 requests); the lone text
+    assert requests == [5, 1, 1, 1, 1, 1, 1, 1, *[1] * 14] and server.requests[len(requests):] == [1]
+    assert [r.getMessage() for r in caplog.records] == [
+        "embedder: the server refused a batch of 5 text(s); 2 embedded alone, 1 in parts, 2 not at all (ranked "
+        "lexically)", "embedder: the server refused a batch of 1 text(s); 0 embedded alone, 0 in parts, 1 not at all "
+        "(ranked lexically)"]
+
+
+def test_a_server_that_says_its_window_cuts_each_text_to_its_head() -> None:
+    """vLLM reports ``max_model_len`` on ``/v1/models``: every request asks it to cut (``truncate_prompt_tokens``),
+    so a batch with a long text is answered at once and the long text's vector is its head's."""
+    texts = ["short one", "w" * 150 + " the tail past the window", "short two"]
+    with EmbeddingStandin(max_chars=150, says_window=True) as server:
+        vectors = load_embedder(_config(server.url)).embed(texts)
+        assert server.requests == [3]
+    assert vectors == [pytest.approx(toy_vector(text[:150])) for text in texts]
 
 
 def test_an_unknown_backend_or_missing_url_says_how_to_fix_it() -> None:
@@ -89,3 +128,23 @@ def test_hybrid_ranking_finds_the_paraphrase_lexical_ranking_cannot() -> None:
         dense.wait_idle()
         hybrid = recall_tool(index.source("k"), question, rough, embedder)
     assert "6543" in hybrid["hits"][0]["snippet"]
+
+
+def test_a_passage_the_embedder_refuses_ranks_lexically_and_is_not_asked_again() -> None:
+    index = MemoryIndex()
+    index.add("k", [{"role": "user", "content": "Staging pgbouncer settled: DB_PORT=6543."},
+                    {"role": "user", "content": "ZEBRA_TOKEN " + "q" * 180},
+                    *({"role": "user", "content": f"Review note {n}: rename the helper in module {n}."}
+                      for n in range(30))])
+    question = {"mode": "search", "query": "which socket does the pre-production pooler listen on?"}
+    with EmbeddingStandin(max_chars=120) as server:
+        embedder = load_embedder(_config(server.url))
+        recall_tool(index.source("k"), question, rough, embedder)
+        dense.wait_idle()
+        hybrid = recall_tool(index.source("k"), question, rough, embedder)
+        by_its_word = recall_tool(index.source("k"), {"mode": "search", "query": "ZEBRA_TOKEN"}, rough, embedder)
+        dense.wait_idle()
+        asked = list(server.requests)
+    assert "6543" in hybrid["hits"][0]["snippet"] and embedder.healthy
+    assert "ZEBRA_TOKEN" in by_its_word["hits"][0]["snippet"]
+    assert asked[-2:] == [1, 1], asked  # after the first search: the two questions only, never the refused passage
