@@ -18,7 +18,7 @@ from baton_engine import policy
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
 from baton_engine.hermes import metrics, request_view
-from baton_engine.hermes.ledger import Ledger, Route, frame_tokens
+from baton_engine.hermes.ledger import Ledger, Route, RouteLedgers, frame_tokens
 from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.notices import Notices
 from baton_engine.hermes.project import Project
@@ -92,6 +92,7 @@ class RequestBudgeter:
         self.scan_ahead = scan_ahead
         self.route = Route()
         self.ledger = Ledger()
+        self.left = RouteLedgers()  # the ledgers of the routes this agent left, for a switch back
         self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
@@ -103,11 +104,13 @@ class RequestBudgeter:
         return get_runtime().for_route(route.model, route.base_url, route.provider, self.project.settings())
 
     def move_route(self, route: Route) -> None:
-        """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
-        anchor, verdict, frame and learned window belong to the old one)."""
+        """The agent's requests now go to ``route``: another model or server takes up that route's ledger (its
+        counts, anchor, verdict, frame and learned window; a fresh one for a route not kept) and keeps this one
+        for a switch back (``RouteLedgers``, at most ``route_states`` routes)."""
         if self.route.differs_from(route):
-            LOGGER.info("baton route moved by=%s; counts start over for the new route", route.changed_by)
-            self.ledger = Ledger()
+            self.ledger = self.left.switch(self.ledger, self.route, route, self.project.settings().route_states)
+            LOGGER.info("baton route moved by=%s; state of the new route %s", route.changed_by,
+                        "found" if self.ledger.sent_requests else "starts over")
         self.route = route
         self.fit_window()
 
@@ -241,12 +244,15 @@ class RequestBudgeter:
         route = self.route
         return rule_of(provider=route.provider, base_url=route.base_url, model=route.model, api_mode=route.api_mode)
 
-    def count(self, view: ProviderRequest) -> TokenCount:
+    def count(self, view: ProviderRequest, *, auxiliary: bool = False) -> TokenCount:
         """The view's provider-visible size: exact, anchored on real usage, or rough + margin. A tokenizer
-        server states its window with a count: the threshold fits it from here on."""
+        server states its window with a count: the threshold fits it from here on. An auxiliary request is
+        counted on the route's scale (its check) but in a ledger of its own: it never replaces the main request's
+        memo or anchor, which the main request's usage is verified against."""
         counting = self.counting()
-        counted = self.ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES,
-                                    media_rule=self.media_rule())
+        ledger = Ledger(frame=self.ledger.frame, check=self.ledger.check) if auxiliary else self.ledger
+        counted = ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES,
+                               media_rule=self.media_rule())
         self.fit_window(counting)
         return counted
 
@@ -273,7 +279,7 @@ class RequestBudgeter:
         if not auxiliary:
             self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
                                              why="request"))
-        counted = self.count(view)
+        counted = self.count(view, auxiliary=auxiliary)
         if not auxiliary:
             self.ledger.sent_request(view)
         decision, rewritten = self._budget(request, view, counted)

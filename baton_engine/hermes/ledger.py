@@ -11,6 +11,7 @@ the basis of the next estimate when exact counting is unavailable.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,10 @@ class Route:
         return any(mine and theirs and mine != theirs for mine, theirs in
                    ((self.model, other.model), (self.base_url, other.base_url)))
 
+    def key(self) -> tuple[str | None, str | None, str | None, str | None]:
+        """What names this route's state (``RouteLedgers``): model, server, provider, API mode."""
+        return self.model, self.base_url, self.provider, self.api_mode
+
     def serves(self, model: Any, base_url: Any) -> bool:
         """True when a request to (model, base_url) goes to this route's model (unknown parts match)."""
         if self.model and model and str(model) != self.model:
@@ -80,8 +85,27 @@ class Measure:
 
 
 @dataclass
+class RouteLedgers:
+    """One agent's ledgers of the routes it left, by ``Route.key``, least recently used dropped first: a switch
+    back (``/model`` A -> B -> A, a fallback provider and back) finds its route's verification, calibration,
+    learned window and anchor. Plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole."""
+
+    left: OrderedDict[tuple[str | None, ...], Ledger] = field(default_factory=OrderedDict)
+
+    def switch(self, current: Ledger, old: Route, new: Route, capacity: int) -> Ledger:
+        """Keep ``current`` as ``old``'s state and return ``new``'s (a fresh ledger for a route never seen, or one
+        dropped); at most ``capacity`` routes are kept, the current one included."""
+        self.left[old.key()] = current
+        self.left.move_to_end(old.key())
+        ledger = self.left.pop(new.key(), None) or Ledger()
+        while self.left and len(self.left) >= max(capacity, 1):
+            self.left.popitem(last=False)
+        return ledger
+
+
+@dataclass
 class Ledger:
-    """One route's request state: it starts over when the agent moves to another model or server."""
+    """One route's request state for one agent; kept in ``RouteLedgers`` while the agent is on another route."""
 
     frame: ProviderRequest | None = None
     sent: dict[str, Any] | None = None  # the count request of the last main request sent
