@@ -343,6 +343,16 @@ def record_file_name(record: HandoffRecord) -> str:
     return name
 
 
+def _is_canonical(entry: StoreEntry) -> bool:
+    return entry.path.name == record_file_name(entry.record)
+
+
+def _displaces(held_canonical: bool | None, canonical: bool) -> bool:
+    """The one rule for copies of one id (``list`` and ``latest``), read in file name order: the first copy is
+    kept (``held_canonical`` None: none kept yet) unless a later one is canonically named and the kept one is not."""
+    return held_canonical is None or (canonical and not held_canonical)
+
+
 def _order(entry: StoreEntry) -> tuple[Any, str]:
     """Where a record stands in the store: by creation time, then id (``list``'s order)."""
     return ids.parse_timestamp(entry.record.created_at), entry.record.id
@@ -385,18 +395,21 @@ class HandoffStore:
 
     def list(self) -> ListResult:
         """Every readable record (oldest first) and every problem file; never raises for a bad file."""
-        found: dict[str, list[StoreEntry]] = {}
+        kept: dict[str, StoreEntry] = {}
+        extras: list[StoreEntry] = []
         problems: list[StoreProblem] = []
         for entry in self._scan(problems):
-            found.setdefault(entry.record.id, []).append(entry)
-        entries: list[StoreEntry] = []
-        for copies in found.values():
-            # The canonically named file wins; any other copy of the same id is reported.
-            copies.sort(key=lambda entry: entry.path.name != record_file_name(entry.record))
-            entries.append(copies[0])
-            for extra in copies[1:]:
-                problems.append(StoreProblem(extra.path, "duplicate", f"repeats record {extra.record.short_id} "
-                                             f"stored in {copies[0].path.name}"))
+            held = kept.get(entry.record.id)
+            if _displaces(None if held is None else _is_canonical(held), _is_canonical(entry)):
+                kept[entry.record.id], displaced = entry, held
+            else:
+                displaced = entry
+            if displaced is not None:
+                extras.append(displaced)
+        for extra in extras:  # any other copy of a kept id is reported
+            problems.append(StoreProblem(extra.path, "duplicate", f"repeats record {extra.record.short_id} "
+                                         f"stored in {kept[extra.record.id].path.name}"))
+        entries = list(kept.values())
         problems.sort(key=lambda problem: problem.path.name)
         entries.sort(key=_order)
         return ListResult(entries, problems)
@@ -500,11 +513,10 @@ class HandoffStore:
 
         winners: dict[str, tuple[bool, Path, tuple[Any, str] | None]] = {}  # id -> (canonical, file, order if wanted)
         for entry in self._scan([]):
-            canonical = entry.path.name == record_file_name(entry.record)
             held = winners.get(entry.record.id)
-            if held is not None and (held[0] or not canonical):
-                continue  # list() keeps the first canonically named copy, else the first copy
-            winners[entry.record.id] = (canonical, entry.path, _order(entry) if admits(entry.record) else None)
+            canonical = _is_canonical(entry)
+            if _displaces(None if held is None else held[0], canonical):
+                winners[entry.record.id] = (canonical, entry.path, _order(entry) if admits(entry.record) else None)
         found = [(order, path) for _, path, order in winners.values() if order is not None]
         if not found:
             return None
@@ -576,8 +588,11 @@ class HandoffStore:
             return None
         for path in sorted(self.paths.handoffs_dir.glob(f"*--{record_id.replace('-', '')[-8:]}.json")):
             stored, _problem = _read_record(path)
-            if stored is not None and stored.id.lower() == record_id and path.name == record_file_name(stored):
-                return StoreEntry(path, stored) if where is None or where(stored) else None
+            if stored is None or stored.id.lower() != record_id:
+                continue
+            entry = StoreEntry(path, stored)
+            if _is_canonical(entry):
+                return entry if where is None or where(stored) else None
         return None
 
     def _previous(self, record: HandoffRecord) -> StoreEntry | None:

@@ -220,7 +220,7 @@ class BatonContextEngine(ContextEngine):
         total = usage_value(usage, "total_tokens")
         self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
         self.compaction.turns += 1
-        self.requests.observe_reported(reported_prompt_tokens(usage), self.last_completion_tokens)
+        self.observe_response_usage(usage)
 
     def _builtin_usage(self, usage: Any) -> None:
         """Hermes' built-in compressor's ``update_from_response``: its display counters from the usage as given."""
@@ -236,7 +236,15 @@ class BatonContextEngine(ContextEngine):
         """Hermes 0.20+: the usage of the turn's last response, which answers the last request sent. It feeds
         the anchor and the route's verification when ``update_from_response`` did not already report that
         request's size (0.22 reports both; a host path that skips update_from_response does not)."""
-        if isinstance(usage, dict) and not self.requests.ledger.usage_observed():
+        if isinstance(usage, dict):
+            self.observe_response_usage(usage)
+
+    def observe_response_usage(self, usage: dict[str, Any]) -> None:
+        """The provider's usage of the last request sent, from whichever host path delivers it first: the
+        ``llm_execution`` middleware (every main-loop response, also those Hermes never passes to
+        ``update_from_response``: cut at max_tokens, refused), ``update_from_response``, ``on_turn_complete``.
+        Observed once per request, so a response that reaches several of them is counted once."""
+        if not self.requests.ledger.usage_observed():
             self.requests.observe_reported(reported_prompt_tokens(usage),
                                            usage_value(usage, "completion_tokens", "output_tokens"))
 

@@ -261,6 +261,17 @@ class Activation:
                                       base_url=base_url, provider=provider)
         return None if rewritten is None else {"request": rewritten}
 
+    def llm_execution(self, request: Any = None, next_call: Any = None, session_id: Any = None,
+                      provider: Any = None, api_mode: Any = None, **_: Any) -> Any:
+        """``llm_execution`` middleware: the provider call is Hermes' own (run unchanged; its errors are Hermes' and
+        pass through), then the response's usage goes to the calling agent's route verification. This sees every
+        main-loop response, streamed or not, also those Hermes never passes to ``update_from_response`` (0.19: cut at
+        max_tokens, refused by a content filter), so a route whose replies are often cut still confirms."""
+        response = next_call()
+        if self.active:
+            _observe_usage(response, session_id, provider, api_mode)
+        return response
+
     def _auxiliary(self, original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         signature = _signature(original)
 
@@ -284,6 +295,23 @@ class Activation:
             return original(agent, *args, **kwargs)
 
         return check_compression_model_feasibility_unless_baton
+
+
+@guarded("response usage", nothing, instead="the usage left to update_from_response")
+def _observe_usage(response: Any, session_id: Any, provider: Any, api_mode: Any) -> None:
+    """The response's usage as Hermes normalises it (``normalize_usage``: one shape for chat, Anthropic and Responses
+    replies), observed once for the request sent (``observe_response_usage``)."""
+    raw = getattr(response, "usage", None)
+    if not raw:
+        return
+    _agent, engine = _calling(session_id)
+    if engine is None:
+        return
+    from agent.usage_pricing import normalize_usage  # Hermes' own, both 0.19 and 0.22
+
+    canonical = normalize_usage(raw, provider=provider, api_mode=api_mode)
+    engine.observe_response_usage({"prompt_tokens": canonical.prompt_tokens,
+                                   "completion_tokens": canonical.output_tokens})
 
 
 @guarded("auxiliary clamp", lambda built, _base_url: built, instead="the auxiliary request unchanged")

@@ -1,7 +1,7 @@
 """Hermes plugin entry: ``register(ctx)`` wires Baton into the host (entry point ``hermes_agent.plugins``).
 
-Registers the engine (a real ``ContextEngine`` subclass), the bundled skill, the ``llm_request``
-middleware, and the guarded estimator/auxiliary patches. Settings are validated HERE, at start-up, in
+Registers the engine (a real ``ContextEngine`` subclass), the bundled skill, the ``llm_request`` and
+``llm_execution`` middleware, and the guarded estimator/auxiliary patches. Settings are validated HERE, at start-up, in
 the one precedence (``settings.load_settings``, the working directory's ``.baton/config.json`` lowest): a
 malformed value (BATON_*, ``baton:`` or project config) raises an error naming it (Hermes reports the plugin
 as failed and uses its own compressor). Registration never selects the engine: the user's ``context.engine:
@@ -80,6 +80,7 @@ def register(ctx: Any) -> None:
     if replaced is not None:
         replaced.deactivate()
     ctx.register_middleware("llm_request", current.llm_request)
+    ctx.register_middleware("llm_execution", current.llm_execution)
     if view.engine_selected:
         skipped = current.activate()
         global _STARTING
