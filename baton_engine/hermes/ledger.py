@@ -86,21 +86,41 @@ class Measure:
 
 @dataclass
 class RouteLedgers:
-    """One agent's ledgers of the routes it left, by ``Route.key``, least recently used dropped first: a switch
+    """One agent's ledgers of the routes it is not on, by ``Route.key``, least recently used dropped first: a switch
     back (``/model`` A -> B -> A, a fallback provider and back) finds its route's verification, calibration,
-    learned window and anchor. Plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole."""
+    learned window and anchor, and an auxiliary model's route (titles, vision, summaries on another model or server)
+    keeps its own verification across calls. Plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole."""
 
     left: OrderedDict[tuple[str | None, ...], Ledger] = field(default_factory=OrderedDict)
 
     def switch(self, current: Ledger, old: Route, new: Route, capacity: int) -> Ledger:
         """Keep ``current`` as ``old``'s state and return ``new``'s (a fresh ledger for a route never seen, or one
         dropped); at most ``capacity`` routes are kept, the current one included."""
-        self.left[old.key()] = current
-        self.left.move_to_end(old.key())
+        self._keep(old.key(), current)
         ledger = self.left.pop(new.key(), None) or Ledger()
+        self._bound(capacity)
+        return ledger
+
+    def auxiliary(self, route: Route, capacity: int) -> Ledger:
+        """The ledger of ``route``, another route than the agent's own that an auxiliary call goes to (a fresh one
+        for a route never seen, or one dropped), now the most recently used; at most ``capacity`` routes are kept,
+        the agent's own included."""
+        ledger = self.left.get(route.key()) or Ledger()
+        self._keep(route.key(), ledger)
+        self._bound(capacity)  # with room for the agent's own route only, nothing else is kept
+        return ledger
+
+    def routes(self) -> list[tuple[tuple[str | None, ...], Ledger]]:
+        """The routes kept, least recently used first (status lists their verification)."""
+        return list(self.left.items())
+
+    def _keep(self, key: tuple[str | None, ...], ledger: Ledger) -> None:
+        self.left[key] = ledger
+        self.left.move_to_end(key)
+
+    def _bound(self, capacity: int) -> None:
         while self.left and len(self.left) >= max(capacity, 1):
             self.left.popitem(last=False)
-        return ledger
 
 
 @dataclass
@@ -160,10 +180,12 @@ class Ledger:
             return memo
         return None
 
-    def sent_request(self, view: ProviderRequest) -> None:
-        """The main request about to go out (counted just before): its frame completes later estimates, its
-        body anchors usage, its count is what the response's reported size is checked against."""
-        self.frame = view.frame()
+    def sent_request(self, view: ProviderRequest, *, auxiliary: bool = False) -> None:
+        """The request about to go out (counted just before): its body anchors usage, its count is what the
+        response's reported size is checked against; a main request's frame completes later estimates (an
+        auxiliary call's frame, a title's or a vision prompt's, is no frame of the agent's requests)."""
+        if not auxiliary:
+            self.frame = view.frame()
         self.sent = view.count_request()
         self.sent_count = self.memo if view.key is not None and view.key == self.memo_key else None
         self.sent_requests += 1
