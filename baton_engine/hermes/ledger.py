@@ -105,7 +105,9 @@ class RouteLedgers:
         """The ledger of ``route``, another route than the agent's own that an auxiliary call goes to (a fresh one
         for a route never seen, or one dropped), now the most recently used; at most ``capacity`` routes are kept,
         the agent's own included."""
-        ledger = self.left.get(route.key()) or Ledger()
+        # the anchor of one request: an auxiliary request may carry an image (vision), and a kept route's cost is what
+        # its ledger references (benchmarks/FINDINGS.md, "State kept per route")
+        ledger = self.left.get(route.key()) or Ledger(anchor=UsageAnchor(recent_observations=1))
         self._keep(route.key(), ledger)
         self._bound(capacity)  # with room for the agent's own route only, nothing else is kept
         return ledger
