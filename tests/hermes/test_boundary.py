@@ -7,6 +7,7 @@ import importlib
 import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
@@ -99,11 +100,14 @@ def test_the_patches_and_middleware_answer_hermes_own_values_when_the_core_fails
             assert in_agent(agent, patched, *args, **kwargs) == patched.__baton_original__(*args, **kwargs), patched
         request = {"model": "qwen3", "messages": MESSAGES, "max_tokens": 65536}
         assert in_agent(agent, activation.llm_request, request=request, model="qwen3") is None  # unchanged
+        response = SimpleNamespace(usage=SimpleNamespace(prompt_tokens=120, completion_tokens=8))
+        assert in_agent(agent, activation.llm_execution, next_call=lambda: response, session_id=None,
+                        provider="custom", api_mode="chat_completions") is response  # Hermes' own response
         built = in_agent(agent, aux._build_call_kwargs, "nvidia", "qwen3", MESSAGES[1:], max_tokens=65536)
         assert built == aux._build_call_kwargs.__baton_original__("nvidia", "qwen3", MESSAGES[1:], max_tokens=65536)
     errors = internal_errors()
     assert {"exact estimate: CoreFaultPatches", "llm_request middleware: CoreFaultPatches",
-            "auxiliary clamp: CoreFaultPatches"} <= set(errors), errors
+            "auxiliary clamp: CoreFaultPatches", "response usage: CoreFaultPatches"} <= set(errors), errors
 
 
 def test_the_refusal_observer_returns_hermes_classification_when_the_engine_fails(

@@ -31,7 +31,7 @@ def test_the_conversation_completes_with_a_failing_core(tmp_path: Path) -> None:
     assert not server.rejections and len(server.main_requests) >= 6
     errors = result["status"]["internal_errors"]
     faults = {kind.split(": ")[0] for kind in errors if kind.endswith(": CoreFault")}
-    assert {"update_from_response", "should_compress_info", "llm_request middleware", "exact estimate",
+    assert {"update_from_response", "should_compress_info", "llm_request middleware", "response usage", "exact estimate",
             "get_tool_schemas", "on_session_start", "update_model"} <= faults, errors
     assert result["status"]["status_error"] == "internal_error"
     # no Baton tools offered (the built-in has none): the model's baton_capture calls got Hermes' own answer
