@@ -370,13 +370,16 @@ def _observe_auxiliary(sent: tuple[Any, Any], validated: Any, response: Any, pro
 
 def _accounting_session() -> Any:
     """The session whose turn is running, as Hermes publishes it for its auxiliary usage accounting
-    (``agent.aux_accounting``: a context variable, so a tool's worker thread or event loop inherits it); None
-    outside a turn, or on a Hermes without it."""
+    (``agent.aux_accounting``: a context variable, so a tool's worker thread or event loop inherits it; Hermes sets it
+    when the agent has its session database, as the CLI and gateway give it); None outside a turn, or on a Hermes
+    without it. 0.19 reads it with ``get_accounting_context``; 0.22 has no reader, only the variable itself."""
     try:
-        from agent.aux_accounting import get_accounting_context
+        from agent import aux_accounting
     except ImportError:
         return None
-    context = get_accounting_context()
+    reader = getattr(aux_accounting, "get_accounting_context", None)
+    variable = getattr(aux_accounting, "_accounting", None)
+    context = reader() if callable(reader) else variable.get() if isinstance(variable, ContextVar) else None
     return context[1] if isinstance(context, tuple) and len(context) == 2 else None
 
 
