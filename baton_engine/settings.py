@@ -119,6 +119,7 @@ class BatonSettings:
     auto_checkpoint_on_end: bool = True
     fallback_token_threshold: int | None = None
     degradation_keep_recent: int = 6
+    route_states: int = 8  # routes whose state (verification, calibration, anchor) an agent keeps for a switch back
     degradation_max_tokens: int | None = None
     brief_max_tokens: int = DEFAULT_MAX_TOKENS  # every brief: the compaction's and ``baton resume``'s
     fresh_tail_tokens: int | None = None
@@ -259,6 +260,7 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "auto_checkpoint_on_end": _bool,
     "fallback_token_threshold": _int(1),
     "degradation_keep_recent": _int(0),
+    "route_states": _int(1),
     "degradation_max_tokens": _int(1),
     "brief_max_tokens": _int(MIN_MAX_TOKENS),  # below it no brief can be rendered
     "fresh_tail_tokens": _int(1),

@@ -25,10 +25,10 @@ from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.engine_requests import AgentWindow, RequestBudgeter, ScanAhead
+from baton_engine.hermes.engine_requests import AgentWindow, AuxiliaryCall, RequestBudgeter, ScanAhead
 from baton_engine.hermes.engine_tools import ToolHandler
 from baton_engine.hermes.guard import guarded, internal_errors, nothing
-from baton_engine.hermes.ledger import Route
+from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.refusal import Refusal
@@ -196,8 +196,12 @@ class BatonContextEngine(ContextEngine):
     def on_request(self, request: dict[str, Any], **kwargs: Any) -> dict[str, Any] | None:
         return self.requests.on_request(request, **kwargs)
 
-    def on_auxiliary(self, request: dict[str, Any], *, base_url: Any = None) -> dict[str, Any] | None:
+    def on_auxiliary(self, request: dict[str, Any], *, base_url: Any = None) -> AuxiliaryCall:
         return self.requests.on_auxiliary(request, base_url=base_url)
+
+    def observe_auxiliary_usage(self, ledger: Ledger, usage: dict[str, Any]) -> None:
+        """An auxiliary reply's usage, for the request ``on_auxiliary`` counted in ``ledger`` (its route's)."""
+        self.requests.observe_auxiliary(ledger, reported_prompt_tokens(usage))
 
     def aux_matches_route(self, model: Any, base_url: Any) -> bool:
         return self.requests.aux_matches_route(model, base_url)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine import policy
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
 from baton_engine.hermes import metrics, request_view
-from baton_engine.hermes.ledger import Ledger, Route, frame_tokens
+from baton_engine.hermes.ledger import Ledger, Route, RouteLedgers, frame_tokens
 from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.notices import Notices
 from baton_engine.hermes.project import Project
@@ -29,7 +29,7 @@ from baton_engine.shapes import Shape
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.media import MediaRule, rule_of
 from baton_engine.tokens.server_window import OLLAMA_FIX, ServedWindow, server_window
-from baton_engine.tokens.verify import RouteCheck, below, truncated
+from baton_engine.tokens.verify import below, truncated
 
 if TYPE_CHECKING:
     from baton_engine.refusal import Refusal
@@ -82,6 +82,14 @@ class ScanAhead:
             LOGGER.warning("baton scan ahead failed type=%s", type(exc).__name__)
 
 
+class AuxiliaryCall(NamedTuple):
+    """An auxiliary call as budgeted: the request rewritten (None: unchanged) and the ledger its reply verifies (None:
+    not counted)."""
+
+    request: dict[str, Any] | None
+    ledger: Ledger | None
+
+
 class RequestBudgeter:
     """One agent's requests: its route (and the tokenizer that fits it), one count per request view in its
     ledger, the window it budgets against, and ``budget.decide`` on each request about to be sent."""
@@ -92,6 +100,7 @@ class RequestBudgeter:
         self.scan_ahead = scan_ahead
         self.route = Route()
         self.ledger = Ledger()
+        self.left = RouteLedgers()  # the ledgers of the routes this agent left, for a switch back
         self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
@@ -103,11 +112,13 @@ class RequestBudgeter:
         return get_runtime().for_route(route.model, route.base_url, route.provider, self.project.settings())
 
     def move_route(self, route: Route) -> None:
-        """The agent's requests now go to ``route``: another model or server starts a new ledger (its counts,
-        anchor, verdict, frame and learned window belong to the old one)."""
+        """The agent's requests now go to ``route``: another model or server takes up that route's ledger (its
+        counts, anchor, verdict, frame and learned window; a fresh one for a route not kept) and keeps this one
+        for a switch back (``RouteLedgers``, at most ``route_states`` routes)."""
         if self.route.differs_from(route):
-            LOGGER.info("baton route moved by=%s; counts start over for the new route", route.changed_by)
-            self.ledger = Ledger()
+            self.ledger = self.left.switch(self.ledger, self.route, route, self.project.settings().route_states)
+            LOGGER.info("baton route moved by=%s; state of the new route %s", route.changed_by,
+                        "found" if self.ledger.sent_requests else "starts over")
         self.route = route
         self.fit_window()
 
@@ -241,12 +252,14 @@ class RequestBudgeter:
         route = self.route
         return rule_of(provider=route.provider, base_url=route.base_url, model=route.model, api_mode=route.api_mode)
 
-    def count(self, view: ProviderRequest) -> TokenCount:
+    def count(self, view: ProviderRequest, *, ledger: Ledger | None = None) -> TokenCount:
         """The view's provider-visible size: exact, anchored on real usage, or rough + margin. A tokenizer
-        server states its window with a count: the threshold fits it from here on."""
+        server states its window with a count: the threshold fits it from here on. ``ledger``: an auxiliary
+        request's own (``on_auxiliary``), else the agent's."""
         counting = self.counting()
-        counted = self.ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES,
-                                    media_rule=self.media_rule())
+        ledger = ledger if ledger is not None else self.ledger
+        counted = ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES,
+                               media_rule=self.media_rule())
         self.fit_window(counting)
         return counted
 
@@ -259,9 +272,10 @@ class RequestBudgeter:
         return counted
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
-                   provider: Any = None, auxiliary: bool = False) -> dict[str, Any] | None:
+                   provider: Any = None, auxiliary: Ledger | None = None) -> dict[str, Any] | None:
         """A provider request about to be sent: its output budget, applied in the field it already uses, and when its
-        prompt alone does not fit, the request shortened to fit (``request_only_compaction``).
+        prompt alone does not fit, the request shortened to fit (``request_only_compaction``). ``auxiliary``: an
+        auxiliary call to this agent's own model, counted and sent in that ledger of its own (``on_auxiliary``).
 
         Returns the rewritten request, or None to leave it unchanged."""
         started, shortened = time.perf_counter(), self.ledger.request_compactions
@@ -270,14 +284,13 @@ class RequestBudgeter:
         if view is None:
             return None
         view = self.memos.keyed(view)
-        if not auxiliary:
+        if auxiliary is None:
             self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
                                              why="request"))
-        counted = self.count(view)
-        if not auxiliary:
-            self.ledger.sent_request(view)
+        counted = self.count(view, ledger=auxiliary)
+        (auxiliary or self.ledger).sent_request(view, auxiliary=auxiliary is not None)
         decision, rewritten = self._budget(request, view, counted)
-        if decision.action == "needs_compaction" and not auxiliary:
+        if decision.action == "needs_compaction" and auxiliary is None:
             shorter = self.request_only_compaction(shape, request, view, counted)
             if shorter is not None:
                 request, view = shorter
@@ -286,11 +299,11 @@ class RequestBudgeter:
                 self.ledger.sent_request(view)
                 decision, rewritten = self._budget(request, view, counted)
                 rewritten = rewritten if rewritten is not None else request
-        self.ledger.decided(decision, auxiliary=auxiliary)
-        metrics.request(self, view, counted, decision, auxiliary=auxiliary, seconds=time.perf_counter() - started,
-                        shortened=self.ledger.request_compactions > shortened)
+        self.ledger.decided(decision, auxiliary=auxiliary is not None)
+        metrics.request(self, view, counted, decision, auxiliary=auxiliary is not None,
+                        seconds=time.perf_counter() - started, shortened=self.ledger.request_compactions > shortened)
         LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,
-                    counted.source, auxiliary)
+                    counted.source, auxiliary is not None)
         return rewritten
 
     def _budget(self, request: dict[str, Any], view: ProviderRequest,
@@ -345,32 +358,43 @@ class RequestBudgeter:
         """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""
         return self.route.serves(model, base_url)
 
-    def on_auxiliary(self, request: dict[str, Any], *, base_url: Any = None) -> dict[str, Any] | None:
-        """An auxiliary call (a title, vision, a search summary): budgeted on the route it goes to. To this
-        agent's own model it is one of the ledger's requests; to another model it counts with that route's
-        tokenizer against that route's window (its tokenizer server's, or its ``tokenizer_routes`` entry's
-        ``context_length``) and keeps the unconfirmed room, since no usage of it ever comes back to verify it.
-        A route whose window Baton does not know is left alone: a guessed window is no budget.
-
-        Returns the rewritten request, or None to leave it unchanged."""
+    def on_auxiliary(self, request: dict[str, Any], *, base_url: Any = None) -> AuxiliaryCall:
+        """An auxiliary call (a title, vision, a search summary): budgeted on the route it goes to, and counted in a
+        ledger its reply verifies (``observe_auxiliary``), never the main request's memo or anchor (the main
+        request's usage is verified against them). To this agent's own model it counts on the route's scale, in a
+        ledger of its own that shares the route's check. To another model it counts in THAT route's ledger, kept
+        with the agent's other routes (``RouteLedgers``, ``route_states``), with that route's tokenizer against that
+        route's window (its tokenizer server's, or its ``tokenizer_routes`` entry's ``context_length``), and keeps
+        the unconfirmed room until that route's own replies confirm its counts. A route whose window Baton does not
+        know is counted (its reply still verifies it) but left alone: a guessed window is no budget."""
         model = request.get("model")
         if self.aux_matches_route(model, base_url):
-            return self.on_request(request, auxiliary=True)
+            own = Ledger(frame=self.ledger.frame, check=self.ledger.check)
+            return AuxiliaryCall(self.on_request(request, auxiliary=own), own)
         view = request_view.from_provider_kwargs(request, None)
         if view is None:
-            return None
-        counting = get_runtime().for_route(str(model) if model else None, str(base_url) if base_url else None,
-                                           settings=self.project.settings())
-        counted = counting.count_chat(view.count_request())
+            return AuxiliaryCall(None, None)
+        route = Route().moved(model=model, base_url=base_url, why="auxiliary")
+        settings = self.project.settings()
+        counting = get_runtime().for_route(route.model, route.base_url, settings=settings)
+        ledger = self.left.auxiliary(route, settings.route_states)
+        counted = ledger.count(view, counting, media_rule=rule_of(model=route.model, base_url=route.base_url))
+        ledger.sent_request(view, auxiliary=True)
         window = counting.known_window()
         if window is None or counted.tokens is None:
-            return None
-        settings = self.project.settings()
+            return AuxiliaryCall(None, ledger)
         limits = policy.Limits.of_window(window, settings.min_output_tokens, settings.fallback_margin_tokens)
         decision, rewritten = apply_output(request, counted, limits, cap=view.cap,
                                            unconfirmed_margin=0 if counting.counts_on(base_url)
-                                           else RouteCheck().output_margin(counted))
+                                           else ledger.check.output_margin(counted))
         self.ledger.decided(decision, auxiliary=True)
         LOGGER.info("baton auxiliary output budget action=%s prompt=%s window=%s source=%s", decision.action,
                     counted.tokens, window, counted.source)
-        return rewritten
+        return AuxiliaryCall(rewritten, ledger)
+
+    def observe_auxiliary(self, ledger: Ledger, prompt_tokens: int) -> None:
+        """An auxiliary call's reported size (0 = none), for the request ``on_auxiliary`` counted in ``ledger``: the
+        anchor and the check of the route it went to, once, when plausible (``Ledger.observe_usage``)."""
+        if ledger.observe_usage(prompt_tokens):
+            LOGGER.info("baton auxiliary route calibrated ratio=%.3f after=%d responses", ledger.check.ratio,
+                        ledger.check.requests_seen)

@@ -11,6 +11,7 @@ the basis of the next estimate when exact counting is unavailable.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,10 @@ class Route:
         return any(mine and theirs and mine != theirs for mine, theirs in
                    ((self.model, other.model), (self.base_url, other.base_url)))
 
+    def key(self) -> tuple[str | None, str | None, str | None, str | None]:
+        """What names this route's state (``RouteLedgers``): model, server, provider, API mode."""
+        return self.model, self.base_url, self.provider, self.api_mode
+
     def serves(self, model: Any, base_url: Any) -> bool:
         """True when a request to (model, base_url) goes to this route's model (unknown parts match)."""
         if self.model and model and str(model) != self.model:
@@ -80,8 +85,49 @@ class Measure:
 
 
 @dataclass
+class RouteLedgers:
+    """One agent's ledgers of the routes it is not on, by ``Route.key``, least recently used dropped first: a switch
+    back (``/model`` A -> B -> A, a fallback provider and back) finds its route's verification, calibration,
+    learned window and anchor, and an auxiliary model's route (titles, vision, summaries on another model or server)
+    keeps its own verification across calls. Plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole."""
+
+    left: OrderedDict[tuple[str | None, ...], Ledger] = field(default_factory=OrderedDict)
+
+    def switch(self, current: Ledger, old: Route, new: Route, capacity: int) -> Ledger:
+        """Keep ``current`` as ``old``'s state and return ``new``'s (a fresh ledger for a route never seen, or one
+        dropped); at most ``capacity`` routes are kept, the current one included."""
+        self._keep(old.key(), current)
+        ledger = self.left.pop(new.key(), None) or Ledger()
+        self._bound(capacity)
+        return ledger
+
+    def auxiliary(self, route: Route, capacity: int) -> Ledger:
+        """The ledger of ``route``, another route than the agent's own that an auxiliary call goes to (a fresh one
+        for a route never seen, or one dropped), now the most recently used; at most ``capacity`` routes are kept,
+        the agent's own included."""
+        # the anchor of one request: an auxiliary request may carry an image (vision), and a kept route's cost is what
+        # its ledger references (benchmarks/FINDINGS.md, "State kept per route")
+        ledger = self.left.get(route.key()) or Ledger(anchor=UsageAnchor(recent_observations=1))
+        self._keep(route.key(), ledger)
+        self._bound(capacity)  # with room for the agent's own route only, nothing else is kept
+        return ledger
+
+    def routes(self) -> list[tuple[tuple[str | None, ...], Ledger]]:
+        """The routes kept, least recently used first (status lists their verification)."""
+        return list(self.left.items())
+
+    def _keep(self, key: tuple[str | None, ...], ledger: Ledger) -> None:
+        self.left[key] = ledger
+        self.left.move_to_end(key)
+
+    def _bound(self, capacity: int) -> None:
+        while self.left and len(self.left) >= max(capacity, 1):
+            self.left.popitem(last=False)
+
+
+@dataclass
 class Ledger:
-    """One route's request state: it starts over when the agent moves to another model or server."""
+    """One route's request state for one agent; kept in ``RouteLedgers`` while the agent is on another route."""
 
     frame: ProviderRequest | None = None
     sent: dict[str, Any] | None = None  # the count request of the last main request sent
@@ -136,10 +182,12 @@ class Ledger:
             return memo
         return None
 
-    def sent_request(self, view: ProviderRequest) -> None:
-        """The main request about to go out (counted just before): its frame completes later estimates, its
-        body anchors usage, its count is what the response's reported size is checked against."""
-        self.frame = view.frame()
+    def sent_request(self, view: ProviderRequest, *, auxiliary: bool = False) -> None:
+        """The request about to go out (counted just before): its body anchors usage, its count is what the
+        response's reported size is checked against; a main request's frame completes later estimates (an
+        auxiliary call's frame, a title's or a vision prompt's, is no frame of the agent's requests)."""
+        if not auxiliary:
+            self.frame = view.frame()
         self.sent = view.count_request()
         self.sent_count = self.memo if view.key is not None and view.key == self.memo_key else None
         self.sent_requests += 1

@@ -20,6 +20,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,10 @@ from baton_engine.hermes.runtime import get_runtime
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 _MISSING = object()
+# the auxiliary request last built in this thread or task, as (engine, the ledger its reply verifies): Hermes builds
+# each auxiliary call (``_build_call_kwargs``), sends it and validates its reply (``_validate_llm_response``) in one
+# thread or task, so the next reply validated there answers it
+_AUXILIARY_SENT: ContextVar[tuple[Any, Any] | None] = ContextVar("baton_auxiliary_sent", default=None)
 
 
 @dataclass
@@ -223,6 +228,7 @@ class Activation:
             Patch("agent.turn_context", "anchored_context_tokens", e.no_rough_anchor, optional=True),
             Patch("agent.turn_request_assembly", "anchored_context_tokens", e.no_rough_anchor, optional=True),
             Patch("agent.auxiliary_client", "_build_call_kwargs", self._auxiliary),
+            Patch("agent.auxiliary_client", "_validate_llm_response", self._auxiliary_reply),
             Patch("agent.conversation_compression", "check_compression_model_feasibility",
                   self._no_summariser_check, optional=True),
         ]
@@ -276,12 +282,31 @@ class Activation:
         signature = _signature(original)
 
         def build_call_kwargs_clamped(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            _AUXILIARY_SENT.set(None)
             built = original(*args, **kwargs)
             if not self.active or not isinstance(built, dict):
                 return built
             return _clamped(built, _argument(signature, args, kwargs, "base_url"))
 
         return build_call_kwargs_clamped
+
+    def _auxiliary_reply(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Hermes validates every auxiliary reply (sync and async, primary, retry and fallback) in
+        ``_validate_llm_response``, its own accounting point for auxiliary usage: the reply's usage goes to the
+        verification of the route its request was counted on (``_clamped``). Hermes' validation runs unchanged
+        (its errors are Hermes' own)."""
+        signature = _signature(original)
+
+        def validate_llm_response_observed(response: Any, *args: Any, **kwargs: Any) -> Any:
+            sent = _AUXILIARY_SENT.get()
+            _AUXILIARY_SENT.set(None)  # one reply per request built
+            validated = original(response, *args, **kwargs)
+            if self.active and sent is not None:
+                _observe_auxiliary(sent, validated, response,
+                                   _argument(signature, (response, *args), kwargs, "provider"))
+            return validated
+
+        return validate_llm_response_observed
 
     def _no_summariser_check(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """Hermes checks, before an agent's first compaction and after ``/model``, that its auxiliary summariser's
@@ -317,10 +342,45 @@ def _observe_usage(response: Any, session_id: Any, provider: Any, api_mode: Any)
 @guarded("auxiliary clamp", lambda built, _base_url: built, instead="the auxiliary request unchanged")
 def _clamped(built: dict[str, Any], base_url: Any) -> dict[str, Any]:
     """Hermes builds every auxiliary call (titles, vision, summaries) through ``_build_call_kwargs``: the calling
-    agent's engine clamps the kwargs it built."""
-    _agent, engine = _calling()
-    rewritten = engine.on_auxiliary(built, base_url=base_url) if engine is not None else None
-    return built if rewritten is None else rewritten
+    agent's engine (its loop's frames, else the session Hermes publishes for the turn's auxiliary accounting: a
+    tool's event loop or worker thread holds no agent frame) clamps the kwargs it built, and the request awaits its
+    reply (``_observe_auxiliary``)."""
+    _agent, engine = _calling(_accounting_session())
+    if engine is None:
+        return built
+    call = engine.on_auxiliary(built, base_url=base_url)
+    if call.ledger is not None:
+        _AUXILIARY_SENT.set((engine, call.ledger))
+    return built if call.request is None else call.request
+
+
+@guarded("auxiliary reply usage", nothing, instead="the auxiliary reply left unobserved")
+def _observe_auxiliary(sent: tuple[Any, Any], validated: Any, response: Any, provider: Any) -> None:
+    """An auxiliary reply's usage as Hermes normalises it, observed in the ledger its request was counted in."""
+    raw = getattr(validated, "usage", None) or getattr(response, "usage", None)
+    if not raw:
+        return
+    from agent.usage_pricing import normalize_usage  # Hermes' own, both 0.19 and 0.22
+
+    engine, ledger = sent
+    canonical = normalize_usage(raw, provider=provider)
+    engine.observe_auxiliary_usage(ledger, {"prompt_tokens": canonical.prompt_tokens,
+                                            "completion_tokens": canonical.output_tokens})
+
+
+def _accounting_session() -> Any:
+    """The session whose turn is running, as Hermes publishes it for its auxiliary usage accounting
+    (``agent.aux_accounting``: a context variable, so a tool's worker thread or event loop inherits it; Hermes sets it
+    when the agent has its session database, as the CLI and gateway give it); None outside a turn, or on a Hermes
+    without it. 0.19 reads it with ``get_accounting_context``; 0.22 has no reader, only the variable itself."""
+    try:
+        from agent import aux_accounting
+    except ImportError:
+        return None
+    reader = getattr(aux_accounting, "get_accounting_context", None)
+    variable = getattr(aux_accounting, "_accounting", None)
+    context = reader() if callable(reader) else variable.get() if isinstance(variable, ContextVar) else None
+    return context[1] if isinstance(context, tuple) and len(context) == 2 else None
 
 
 @guarded("summariser check bypass", lambda _agent: False, instead="Hermes' own check", default=False)

@@ -67,6 +67,11 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
                          f"budgeting against {window}") if window != context_length else None,
         },
         "verification": {**ledger.check.status(counting.source()), "refusals": ledger.refusals},
+        # the other routes this agent keeps state for (a switch back, auxiliary models), least recently used first
+        "other_routes": [{"model": model, "base_url": base_url, "provider": provider, "api_mode": api_mode,
+                          "verdict": kept.check.verdict, "ratio": round(kept.check.ratio, 4),
+                          "requests_seen": kept.check.requests_seen}
+                         for (model, base_url, provider, api_mode), kept in requests.left.routes()],
         "tokenizer": {
             "source": counting.source(), "chosen_by": counting.why,
             "counting": counting_mode(last) if last is not None else None,

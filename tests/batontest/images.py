@@ -15,6 +15,15 @@ def png(width: int, height: int, payload: int = 0) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", bytes(range(256)) * (payload // 256))
 
 
+def decodable_png(width: int, height: int) -> bytes:
+    """A complete PNG of one colour that an image decoder opens (Hermes 0.22's vision tool decodes the image before it
+    sends it; ``png``'s IDAT is noise)."""
+    chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\0" + bytes((40, 90, 200)) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
 def jpeg(width: int, height: int, exif: int = 0) -> bytes:
     """SOI, an APP1 segment of ``exif`` bytes (a camera's EXIF block), then the SOF0 frame header."""
     app1 = b"\xff\xe1" + struct.pack(">H", exif + 2) + b"\0" * exif

@@ -335,7 +335,8 @@ class ModelServer(LoopbackServer):
     """Start/stop as a context manager; binds 127.0.0.1 on a free port.
 
     ``prompt_inflation`` is added to the REPORTED ``usage.prompt_tokens`` only (to force
-    compaction on small transcripts); the window check always uses the real count.
+    compaction on small transcripts); ``prompt_scale`` multiplies it (a provider whose tokenizer is not the one
+    Baton counts with: its route calibrates); the window check always uses the real count.
     ``on_request`` is called after each recorded chat request (the demo prints from it).
     ``fail_main_requests`` (1-based ordinals over the main, streaming requests in arrival order,
     failed attempts included) answers each of those requests ONCE with HTTP 500, before the
@@ -358,6 +359,7 @@ class ModelServer(LoopbackServer):
         model_name: str = DEFAULT_MODEL_NAME,
         tokenizer_dir: str | Path | None = None,
         prompt_inflation: int = 0,
+        prompt_scale: float = 1.0,
         on_request: Callable[[RecordedRequest], None] | None = None,
         fail_main_requests: Iterable[int] = (),
         counts_for_itself: bool = False,
@@ -379,6 +381,7 @@ class ModelServer(LoopbackServer):
         self.context_window = context_window
         self.model_name = model_name
         self.prompt_inflation = prompt_inflation
+        self.prompt_scale = prompt_scale
         self.on_request = on_request
         self.tokenizer_dir = str(tokenizer_dir) if tokenizer_dir else None
         self.requests: list[RecordedRequest] = []
@@ -443,10 +446,11 @@ class ModelServer(LoopbackServer):
             return refusal
         assert record.reply is not None and record.prompt_tokens is not None
         completion_tokens = self.count_completion(_reply_text(record.reply))
+        reported = round(record.prompt_tokens * self.prompt_scale) + self.prompt_inflation
         usage = {
-            "prompt_tokens": record.prompt_tokens + self.prompt_inflation,
+            "prompt_tokens": reported,
             "completion_tokens": completion_tokens,
-            "total_tokens": record.prompt_tokens + self.prompt_inflation + completion_tokens,
+            "total_tokens": reported + completion_tokens,
         }
         completion_id = f"chatcmpl-{record.index}"
         calls = f"{self.call_id_tag}{record.index}"  # tool-call ids: call_<tag><request index>_<n>

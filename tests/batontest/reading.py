@@ -46,12 +46,15 @@ def reading_script(project: Path, count: int) -> ScriptedPolicy:
 def run_reading(workdir: Path, server: ModelServer, *, files: int, context_length: int, max_tokens: int | None,
                 baton: Mapping[str, Any], turns: Sequence[str] = TURNS, timeout: float = 240,
                 file_words: int = FILE_WORDS, hermes: Mapping[str, Any] | None = None,
-                switches: Sequence[Mapping[str, Any]] = ()) -> tuple[dict[str, Any], Path, float]:
+                switches: Sequence[Mapping[str, Any]] = (),
+                toolsets: Sequence[str] = ("file", "context_engine"),
+                session_db: bool = False) -> tuple[dict[str, Any], Path, float]:
     """``batontest.hermes_run.run_scenario`` with the design files in the project and Hermes' ``file`` toolset;
     returns (driver output, Hermes home, wall seconds of the agent run). The project is ``workdir/project``;
     ``hermes`` adds top-level config.yaml sections (e.g. 0.22's ``agent.minimum_tool_context_length``);
     ``switches`` are ``/model`` before turns (the driver calls ``AIAgent.switch_model``; each turn's status is
-    in the output)."""
+    in the output); ``toolsets`` Hermes' toolsets the agent gets (``vision`` for its auxiliary vision calls);
+    ``session_db``: the agent gets ``$HERMES_HOME/state.db``, as the hermes CLI and gateway give it."""
     require_hermes()
     home = write_hermes_home(workdir / "hermes-home", {**hermes_config(
         base_url=server.base_url, model=MODEL, context_length=context_length, max_tokens=max_tokens, baton=baton),
@@ -60,7 +63,7 @@ def run_reading(workdir: Path, server: ModelServer, *, files: int, context_lengt
     baton_init(project)
     spec_path, out_path = workdir / "spec.json", workdir / "out.json"
     spec = {"base_url": server.base_url, "model": MODEL, "turns": list(turns), "max_iterations": files + 10,
-            "toolsets": ["file", "context_engine"], "switches": [dict(switch) for switch in switches]}
+            "toolsets": list(toolsets), "switches": [dict(switch) for switch in switches], "session_db": session_db}
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(DRIVER), str(spec_path), str(out_path)], cwd=project,

@@ -89,9 +89,13 @@ def test_the_patches_and_middleware_answer_hermes_own_values_when_the_core_fails
         engine: BatonContextEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     agent = LoopAgent(engine, TOOLS)
     with activated() as activation:
-        fail_core(monkeypatch.setattr, fault_type("CoreFaultPatches"))
-        loop = importlib.import_module("agent.conversation_loop")
         aux = importlib.import_module("agent.auxiliary_client")
+        in_agent(agent, aux._build_call_kwargs, "nvidia", "qwen3", MESSAGES[1:], max_tokens=65536)  # awaits its reply
+        fail_core(monkeypatch.setattr, fault_type("CoreFaultPatches"))
+        reply = SimpleNamespace(model="qwen3", choices=[SimpleNamespace(message=SimpleNamespace(content="A title"))],
+                                usage=SimpleNamespace(prompt_tokens=90, completion_tokens=4, total_tokens=94))
+        assert aux._validate_llm_response(reply, "title_generation") is reply  # Hermes' own validation
+        loop = importlib.import_module("agent.conversation_loop")
         for patched, args, kwargs in (  # where each tested Hermes' loop reads them (batontest.engines)
                 (hermes_estimator("estimate_request_tokens_rough"), (MESSAGES[1:],),
                  {"system_prompt": "S", "tools": TOOLS}),
@@ -107,7 +111,8 @@ def test_the_patches_and_middleware_answer_hermes_own_values_when_the_core_fails
         assert built == aux._build_call_kwargs.__baton_original__("nvidia", "qwen3", MESSAGES[1:], max_tokens=65536)
     errors = internal_errors()
     assert {"exact estimate: CoreFaultPatches", "llm_request middleware: CoreFaultPatches",
-            "auxiliary clamp: CoreFaultPatches", "response usage: CoreFaultPatches"} <= set(errors), errors
+            "auxiliary clamp: CoreFaultPatches", "response usage: CoreFaultPatches",
+            "auxiliary reply usage: CoreFaultPatches"} <= set(errors), errors
 
 
 def test_the_refusal_observer_returns_hermes_classification_when_the_engine_fails(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib
 import logging
+from types import SimpleNamespace
 
 import pytest
 
@@ -30,14 +31,16 @@ TARGETS_019 = [("agent.turn_context", "estimate_request_tokens_rough"),
                ("agent.conversation_loop", "estimate_request_tokens_rough"),
                ("agent.conversation_loop", "estimate_messages_tokens_rough"),
                ("agent.conversation_loop", "_estimate_tools_tokens_rough"),
-               ("agent.auxiliary_client", "_build_call_kwargs")]
+               ("agent.auxiliary_client", "_build_call_kwargs"),
+               ("agent.auxiliary_client", "_validate_llm_response")]
 TARGETS_022 = [("agent.turn_context", "estimate_request_tokens_rough"),
                ("agent.model_metadata", "estimate_messages_tokens_rough"),
                ("agent.conversation_loop", "_estimate_tools_tokens_rough"),
                ("agent.usage_anchor", "anchored_context_tokens"),
                ("agent.turn_context", "anchored_context_tokens"),
                ("agent.turn_request_assembly", "anchored_context_tokens"),
-               ("agent.auxiliary_client", "_build_call_kwargs")]
+               ("agent.auxiliary_client", "_build_call_kwargs"),
+               ("agent.auxiliary_client", "_validate_llm_response")]
 TARGETS = TARGETS_019 if hasattr(importlib.import_module("agent.conversation_loop"),
                                  "estimate_messages_tokens_rough") else TARGETS_022
 
@@ -272,3 +275,38 @@ def test_an_auxiliary_call_to_another_model_is_budgeted_on_that_models_route(qwe
     prompt = counter.count_chat({"messages": messages}).tokens
     assert built["max_tokens"] == unconfirmed_cap(small, prompt)
     assert agent.context_compressor.get_status()["output_budget"]["auxiliary_last_reason"] is not None
+
+
+def test_an_auxiliary_reply_verifies_its_own_route_never_the_agents(qwen3_env, agent: LoopAgent) -> None:
+    """Auxiliary calls to another model (its ``tokenizer_routes`` entry): each reply's usage, which Hermes validates in
+    ``_validate_llm_response``, verifies THAT route's counts, kept across calls among the agent's routes (so they
+    calibrate at its provider's scale), and never the agent's own route: its check, memo and anchor stay as they were.
+    A reply validated again without a request built before it is not observed twice."""
+    aux_url, scale = "http://10.0.0.2:8000/v1", 1.5
+    settings = load_settings({}, {"tokenizer_routes": [{"match": {"model": "summary-*"}, "backend": "hf",
+                                                       "path": str(qwen3_dir()), "context_length": 20_000}]})
+    installed = BatonRuntime(settings, HermesView(model=MODEL, base_url=BASE_URL, context_length=CONTEXT))
+    set_runtime(installed)
+    counter = installed.counter_of(TokenizerConfig(backend="hf", path=str(qwen3_dir())))
+    aux = importlib.import_module("agent.auxiliary_client")
+    engine = agent.context_compressor
+    with activated():
+        in_agent(agent, aux._build_call_kwargs, "custom", MODEL, _messages(), max_tokens=512, base_url=BASE_URL)
+        ledger = engine.requests.ledger
+        own = (engine.get_status()["verification"], ledger.memo_key, ledger.anchor.observations)
+        for n in range(3):
+            messages = [{"role": "user", "content": f"summarise part {n}: " + "word " * (60 * (n + 1))}]
+            in_agent(agent, aux._build_call_kwargs, "custom", "summary-model", messages, max_tokens=512,
+                     base_url=aux_url)
+            reported = round(counter.count_chat({"messages": messages}).tokens * scale)
+            reply = SimpleNamespace(model="summary-model", choices=[SimpleNamespace(message=SimpleNamespace(
+                content="a summary"))], usage=SimpleNamespace(prompt_tokens=reported, completion_tokens=3,
+                                                               total_tokens=reported + 3))
+            assert aux._validate_llm_response(reply, "compression") is reply
+        aux._validate_llm_response(reply, "compression")  # no request built before it: not observed again
+    status = engine.get_status()
+    assert (status["verification"], ledger.memo_key, ledger.anchor.observations) == own
+    [kept] = status["other_routes"]
+    assert (kept["model"], kept["base_url"], kept["verdict"], kept["requests_seen"]) == \
+        ("summary-model", aux_url, "calibrated", 3), kept
+    assert kept["ratio"] == pytest.approx(scale, abs=0.02)

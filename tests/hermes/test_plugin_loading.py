@@ -47,9 +47,11 @@ def test_entry_point_registers_engine_skill_middleware_and_patches(hermes_home: 
     assert _patched()
     installed = engine.get_status()["exact_estimators"]["installed"]
     # what each tested Hermes has (docs/hermes-versions.md): 0.19's estimators in conversation_loop; 0.22's
-    # pre-API estimate in model_metadata and its usage anchor in three places; both check a summariser's window
-    expected = {"hermes-0.19.0": 7, "hermes-0.22.2.post1": 9}[engine.compaction.adapter_version]
+    # pre-API estimate in model_metadata and its usage anchor in three places; both check a summariser's window and
+    # validate every auxiliary reply
+    expected = {"hermes-0.19.0": 8, "hermes-0.22.2.post1": 10}[engine.compaction.adapter_version]
     assert "agent.conversation_compression.check_compression_model_feasibility" in installed, installed
+    assert "agent.auxiliary_client._validate_llm_response" in installed, installed
     assert "agent.turn_context.estimate_request_tokens_rough" in installed and len(installed) == expected, installed
     observers = [name for name in installed if name.endswith(".classify_api_error")]  # the refusal observer
     assert observers in (["agent.conversation_loop.classify_api_error"], ["agent.turn_api_error.classify_api_error"])
