@@ -1,5 +1,11 @@
 """Vectors of a lineage's passages, computed off the request path, and cosine ranking over them.
 
+Why each line too: a one-line fact in a passage of filler (``DB_PORT=6543`` among five log lines) is diluted in
+the passage's vector (cosine 0.25 to a paraphrased question with all-MiniLM-L6-v2) and clear in its own line's.
+A passage's units are its lines that hold a word (``units``); its score is the best of its lines' cosines, and the
+best line is the answer-bearing one (measured on the paraphrase corpus: benchmarks/paraphrase_bench.py,
+docs/recall.md; the passage's own vector beside its lines, or the whole message's, ranked worse).
+
 Why a background worker: embedding 400 passages takes seconds on a CPU model; a search must not wait for it.
 The compaction that takes a region out queues its passages (and a search that finds passages without vectors
 queues those); one worker thread embeds them in batches into a process cache, and a lineage's index takes its
@@ -20,7 +26,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachetools import LRUCache
 
@@ -30,10 +36,12 @@ from baton_engine.recall.vector_store import VectorStore
 
 LOGGER = logging.getLogger("baton_engine.recall")
 BATCH = 16
-# Vectors of passages by (embedder, digest of the embedded text): a compaction embeds the region it takes out before
+# Vectors of units by (embedder, digest of the embedded text): a compaction embeds the region it takes out before
 # any lineage index holds it (with Hermes' store bound, the rows reach the lineage only after the rotation), and a
-# lineage index takes its vectors from here. 50,000 vectors of 384 float32 are 77 MB.
-CACHE_VECTORS = 50_000
+# lineage index takes its vectors from here. A passage is up to 6 units (its lines; a line repeated anywhere is one
+# vector): 100,000 vectors of 384 float32 are 154 MB.
+CACHE_VECTORS = 100_000
+MIN_UNIT_WORD_CHARS = 3  # a line with fewer letters and digits (``}``, ``----``) is no unit of its own
 _CACHE: LRUCache[tuple[str, bytes], Any] = LRUCache(maxsize=CACHE_VECTORS)
 _CACHE_LOCK = threading.Lock()
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-embed")
@@ -64,54 +72,71 @@ def _numpy() -> Any:
     return numpy
 
 
-def embedded_text(passage: Passage) -> str:
-    """What is embedded for ``passage``: its lines."""
-    return passage.text
+class Unit(NamedTuple):
+    """A text embedded for a passage: one of its lines (``line``: 0-based in the passage), or the passage itself
+    (``line`` None) when no line of it holds a word."""
+
+    line: int | None
+    text: str
 
 
-def _key(name: str, passage: Passage) -> tuple[str, bytes]:
-    return name, hashlib.blake2b(embedded_text(passage).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def units(passage: Passage) -> tuple[Unit, ...]:
+    """What is embedded for ``passage``: each of its lines holding a word (stripped: indentation is no meaning; a
+    line repeated in the passage once), else its text."""
+    worded: dict[str, int] = {}
+    for number, line in enumerate(passage.text.split("\n")):
+        if sum(ch.isalnum() for ch in line) >= MIN_UNIT_WORD_CHARS:
+            worded.setdefault(line.strip(), number)
+    return tuple(Unit(number, text) for text, number in worded.items()) or (Unit(None, passage.text),)
 
 
-def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Any]]:
-    """(number, vector) of those of the numbered ``passages`` whose vector is cached."""
+def _key(name: str, text: str) -> tuple[str, bytes]:
+    return name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Passage, list[Any]]]:
+    """(number, passage, its units' vectors) of those of the numbered ``passages`` whose units are all cached."""
+    found = []
     with _CACHE_LOCK:
-        found = [(number, _CACHE.get(_key(name, passage))) for number, passage in passages]
-    return [(number, vector) for number, vector in found if vector is not None]
+        for number, passage in passages:
+            vectors = [_CACHE.get(_key(name, unit.text)) for unit in units(passage)]
+            if all(vector is not None for vector in vectors):
+                found.append((number, passage, vectors))
+    return found
 
 
-def _stored(name: str, missing: list[Passage], store: VectorStore) -> list[Passage]:
-    """Take the vectors of ``missing`` that ``store`` holds into the cache; the passages still missing."""
+def _stored(name: str, missing: list[str], store: VectorStore) -> list[str]:
+    """Take the vectors of the ``missing`` texts that ``store`` holds into the cache; the texts still missing."""
     np = _numpy()
-    digests = {p: store.digest(embedded_text(p)) for p in missing}
+    digests = {text: store.digest(text) for text in missing}
     found = store.get(name, list(set(digests.values())))
     with _CACHE_LOCK:
-        for passage, digest in digests.items():
+        for text, digest in digests.items():
             if digest in found:
-                _CACHE[_key(name, passage)] = np.frombuffer(found[digest], dtype=np.float32)
-    return [p for p in missing if digests[p] not in found]
+                _CACHE[_key(name, text)] = np.frombuffer(found[digest], dtype=np.float32)
+    return [text for text in missing if digests[text] not in found]
 
 
 def embed_passages(passages: Sequence[Passage], embedder: Embedder) -> None:
-    """Embed the passages not cached yet (from the store when it holds them), a batch at a time (the worker's
-    job); stops at the first error."""
+    """Embed the units of ``passages`` not cached yet (from the store when it holds them), a batch at a time (the
+    worker's job); stops at the first error."""
     np = _numpy()
     with _CACHE_LOCK:
-        missing = list({p: None for p in passages if _key(embedder.name, p) not in _CACHE})
+        missing = list({u.text: None for p in passages for u in units(p) if _key(embedder.name, u.text) not in _CACHE})
         store = _STORE
     if store is not None and missing:
         missing = _stored(embedder.name, missing, store)
     try:
         for start in range(0, len(missing), BATCH):
             batch = missing[start:start + BATCH]
-            vectors = np.asarray(embedder.embed([embedded_text(p) for p in batch]), dtype=np.float32)
+            vectors = np.asarray(embedder.embed(batch), dtype=np.float32)
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             with _CACHE_LOCK:
-                for passage, vector in zip(batch, vectors, strict=True):
-                    _CACHE[_key(embedder.name, passage)] = vector
+                for text, vector in zip(batch, vectors, strict=True):
+                    _CACHE[_key(embedder.name, text)] = vector
             if store is not None:
-                store.put(embedder.name, [(store.digest(embedded_text(p)), v.tobytes())
-                                          for p, v in zip(batch, vectors, strict=True)])
+                store.put(embedder.name, [(store.digest(text), v.tobytes()) for text, v in zip(batch, vectors,
+                                                                                                strict=True)])
     except EmbedderError as exc:
         LOGGER.warning("recall: embedding stopped (%s); lexical ranking until the embedder answers", exc)
 
@@ -122,38 +147,44 @@ def queue(passages: Sequence[Passage], embedder: Embedder) -> None:
 
 
 class Vectors:
-    """Normalised vectors of those of a lineage's passages that are embedded, for one embedder (from the cache)."""
+    """Normalised vectors of the units of those of a lineage's passages that are embedded, for one embedder (from
+    the cache). A passage's rows are contiguous: its score is their best cosine (``numpy.maximum.reduceat``)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._numbers: list[int] = []
+        self._held: set[int] = set()  # passage numbers whose rows are taken
         self._rows: list[Any] = []
+        self._starts: list[int] = []  # the first row of each held passage
+        self._passage_of: list[int] = []  # the passage number of each held passage's rows
+        self._line_of: list[int | None] = []  # each row's line in its passage (0-based; None: the passage itself)
         self._matrix: Any = None
-        self._order: Any = None  # the passage number of each row of ``_matrix``
         self._lock = threading.Lock()
         self._pending = False
 
     @property
     def count(self) -> int:
+        """Passages embedded."""
         with self._lock:
-            return len(self._rows)
+            return len(self._held)
 
     def update(self, passages: Sequence[Passage], embedder: Embedder) -> None:
         """Take the cached vectors of the passages not held yet; queue the rest for the worker (once at a time)."""
         with self._lock:
-            if len(self._rows) < len(passages):  # numbers are distinct passage numbers: equal counts, all held
-                held = set(self._numbers)
-                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
-            missing = len(self._rows) < len(passages) and not self._pending
+            if len(self._held) < len(passages):  # held are distinct passage numbers: equal counts, all held
+                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in self._held]))
+            missing = len(self._held) < len(passages) and not self._pending
             if missing:
                 self._pending = True
         if missing:
             _WORKER.submit(self._fill, list(passages), embedder)
 
-    def _take(self, found: list[tuple[int, Any]]) -> None:
-        for number, vector in found:
-            self._numbers.append(number)
-            self._rows.append(vector)
+    def _take(self, found: list[tuple[int, Passage, list[Any]]]) -> None:
+        for number, passage, vectors in found:
+            self._held.add(number)
+            self._starts.append(len(self._rows))
+            self._passage_of.append(number)
+            self._rows.extend(vectors)
+            self._line_of.extend(unit.line for unit in units(passage))
         if found:
             self._matrix = None
 
@@ -163,24 +194,29 @@ class Vectors:
         finally:
             with self._lock:
                 self._pending = False
-                held = set(self._numbers)
-                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
+                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in self._held]))
 
-    def nearest(self, query: Sequence[float], count: int) -> dict[int, float]:
-        """Passage number -> cosine with the query, for the ``count`` embedded passages nearest to it (a matrix
-        product and a partial sort: 12,000 passages in a few ms)."""
+    def nearest(self, query: Sequence[float], count: int) -> dict[int, tuple[float, int | None]]:
+        """Passage number -> (its best unit's cosine with the query, that unit's line in the passage or None), for
+        the ``count`` embedded passages nearest to it (a matrix product, a per-passage max and a partial sort)."""
         np = _numpy()
         with self._lock:
             if self._matrix is None:
                 self._matrix = np.vstack(self._rows) if self._rows else np.zeros((0, len(query)), np.float32)
-                self._order = np.asarray(self._numbers, dtype=np.int64)
-            matrix, numbers = self._matrix, self._order
+            matrix, starts, passage_of, line_of = self._matrix, list(self._starts), list(self._passage_of), \
+                list(self._line_of)
+        if not starts:
+            return {}
         vector = np.asarray(query, dtype=np.float32)
-        scores = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
-        if len(scores) > count:
-            top = np.argpartition(-scores, count - 1)[:count]
-            numbers, scores = numbers[top], scores[top]
-        return dict(zip(numbers.tolist(), scores.tolist(), strict=True))
+        rows = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
+        best = np.maximum.reduceat(rows, np.asarray(starts))
+        top = np.argpartition(-best, count - 1)[:count] if len(best) > count else np.arange(len(best))
+        ends = [*starts[1:], len(rows)]
+        found = {}
+        for group in top.tolist():
+            row = starts[group] + int(np.argmax(rows[starts[group]:ends[group]]))
+            found[passage_of[group]] = (float(best[group]), line_of[row])
+        return found
 
 
 def wait_idle() -> None:
