@@ -246,7 +246,7 @@ def _variants(embedder: bool) -> dict[str, Any]:
     if not embedder:
         return {"lexical": shipped}
     return {"hybrid (shipped)": shipped, "dense only (weight 0)": patched(LEXICAL_WEIGHT=0.0),
-            "weight 0.05": patched(LEXICAL_WEIGHT=0.05), "weight 0.2": patched(LEXICAL_WEIGHT=0.2),
+            "weight 0.1": patched(LEXICAL_WEIGHT=0.1), "weight 0.2": patched(LEXICAL_WEIGHT=0.2),
             "plain RRF": patched(_fused=_rrf), "hit = whole passage": patched(around=lambda passage, _line: passage),
             "restore": lambda: shipped() or True}
 

@@ -38,10 +38,11 @@ LEXICAL_FLOOR = 12.0
 # LEXICAL_WEIGHT is the most a lexical match adds to the cosine. Measured with all-MiniLM-L6-v2 on the paraphrase
 # corpus (benchmarks/paraphrase_bench.py, docs/recall.md): a passage scores its best line's cosine; over the whole
 # session the best lines of the 10 absent questions reached 0.527 and 0.522, the answerable questions' best 0.26-0.63
-# (the model does not separate them): floor 0.53, 0 false "found" in 10 (0.50: 2). Weights 0.1 and 0.2 answered
-# 22 / 36 on the quick session with passages, 0 (dense only) 20, 0.4 raised false "found" to 2, plain RRF 21.
+# (the model does not separate them): floor 0.53, 0 false "found" in 10 (0.50: 2). Lexical weight 0.05 answered
+# 23 / 36 at 16K and 24 / 36 at 64K, 0.1 and 0.2 one fewer, 0 (dense only) two fewer, plain RRF two fewer (1 false
+# "found"); retrieval alone 19, 18, 18, 17, 17.
 DENSE_FLOOR = 0.53
-LEXICAL_WEIGHT = 0.1
+LEXICAL_WEIGHT = 0.05
 CONTEXT_LINES = 1  # a hit ranked by meaning shows its best line and this many lines of the message on each side
 PASSAGES_PER_HIT = 4  # passages ranked per hit asked for: several passages of one message make one hit
 # What a hit costs to build: its passage and its whole message redacted (a 160-line tool result: tens of ms on a
