@@ -11,8 +11,14 @@ latency is the wall time of the tool call. With ``--builtin``, Hermes' own compr
 loopback stub: only verbatim survivors count) and keep-recent (the newest messages that fit the same threshold)
 are scored on the same session.
 
-Run: ``python benchmarks/paraphrase_bench.py [--quick] [--builtin] [--out FILE]`` from the repo (tests/ and
-benchmarks/ on the path); the hermes tox env has everything but the embedder.
+With ``--retrieval``, no window and no brief: every message of the session is the compacted lineage and each
+question is one ``baton_recall`` search over it (the ranking alone, minutes instead of the full feed's tens of
+minutes with an embedder). ``--vectors DIR`` keeps the passages' vectors in DIR across runs (the engine's vector
+store; else each run's fresh project holds them, and every run embeds the session again).
+
+Run: ``python benchmarks/paraphrase_bench.py [--quick] [--retrieval] [--builtin] [--embedder-path DIR | --embedder-url
+URL] [--vectors DIR] [--out FILE]`` from the repo (tests/ and benchmarks/ on the path); the hermes tox env has
+everything but the embedder.
 """
 
 from __future__ import annotations
@@ -39,8 +45,8 @@ from batontest.hermes_home import git_project  # noqa: E402
 from baton_engine.embedding import EmbedderConfig  # noqa: E402
 from baton_engine.messages.markers import is_baton_message  # noqa: E402
 from baton_engine.operations.handoffs import init  # noqa: E402
-from baton_engine.recall import dense  # noqa: E402
-from baton_engine.results import call  # noqa: E402
+from baton_engine.recall import MemoryIndex, dense, recall_tool  # noqa: E402
+from baton_engine.results import call, dumps  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
 
 search = importlib.import_module("baton_engine.recall.search")  # the module (the package exports the function)
@@ -127,16 +133,36 @@ def score_baton(runtime: Any, session: corpus.Session, window: int, variants: di
     started = time.perf_counter()
     dense.wait_idle()  # the vectors computed in the background during the session (none without an embedder)
     waited = time.perf_counter() - started
-    return [{**_questions(arm, runtime, final), "variant": name, "window": window, "compactions": compactions,
+    return [{**_questions(lambda question: ask(arm, runtime, question), final), "variant": name, "window": window, "compactions": compactions,
              "feed_seconds": fed, "embed_wait_seconds": waited,
              "degraded": arm.engine.compaction.degradation_reason} for name, setup in variants.items() if not setup()]
 
 
-def _questions(arm: arms.BatonArm, runtime: Any, final: list[Message]) -> dict[str, Any]:
+def score_retrieval(runtime: Any, session: corpus.Session, variants: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every message of the session as the compacted lineage, each question one search over it (no window)."""
+    index = MemoryIndex()
+    index.add("lineage", session.messages)
+    source, embedder = index.source("lineage"), runtime.embedder()
+    count = lambda text: runtime.main.count_text(text).tokens or 0  # noqa: E731
+
+    def one(question: str) -> tuple[dict[str, Any], int, float]:
+        started = time.perf_counter()
+        answer = recall_tool(source, {"mode": "search", "query": question}, count, embedder)
+        return answer, count(dumps(answer)), time.perf_counter() - started
+
+    started = time.perf_counter()
+    one("warm up")  # indexes the lineage and queues its vectors
+    dense.wait_idle()
+    waited = time.perf_counter() - started
+    return [{**_questions(one, []), "variant": name, "window": 0, "compactions": 0, "feed_seconds": 0.0,
+             "embed_wait_seconds": waited, "degraded": None} for name, setup in variants.items() if not setup()]
+
+
+def _questions(ask_one: Any, final: list[Message]) -> dict[str, Any]:
     brief = [m for m in final if is_baton_message(m)]
     rows, tokens, seconds = [], [], []
     for fact in corpus.FACTS:
-        answer, cost, took = ask(arm, runtime, fact.question)
+        answer, cost, took = ask_one(fact.question)
         tokens.append(cost)
         seconds.append(took)
         rows.append({"question": fact.question, "domain": fact.domain, "where": fact.where,
@@ -146,7 +172,7 @@ def _questions(arm: arms.BatonArm, runtime: Any, final: list[Message]) -> dict[s
                      "top_score": _top(answer), "answer_score": _answer_score(answer, fact.answer)})
     absent = []
     for question in corpus.ABSENT:
-        answer, cost, took = ask(arm, runtime, question)
+        answer, cost, took = ask_one(question)
         tokens.append(cost)
         seconds.append(took)
         absent.append({"question": question, "found": _found(answer), "top_score": _top(answer)})
@@ -207,24 +233,27 @@ def _rrf(lexical: dict[int, float], dense_scores: dict[int, float]) -> dict[int,
 
 def _variants(embedder: bool) -> dict[str, Any]:
     """Ranking variants asked on the same fed session: the engine's as shipped, and with an embedder the
-    lexical weight swept and plain RRF (patched in this process only)."""
-    fused, weight = search._fused, search.LEXICAL_WEIGHT
+    lexical weight swept, plain RRF, and a hit showing its whole passage instead of its best line's window (patched
+    in this process only)."""
+    fused, weight, around = search._fused, search.LEXICAL_WEIGHT, search.around
 
     def shipped() -> None:
-        search._fused, search.LEXICAL_WEIGHT = fused, weight
+        search._fused, search.LEXICAL_WEIGHT, search.around = fused, weight, around
 
-    def weighted(value: float) -> Any:
-        return lambda: setattr(search, "LEXICAL_WEIGHT", value) or setattr(search, "_fused", fused)
+    def patched(**values: Any) -> Any:
+        return lambda: shipped() or any(setattr(search, name, value) for name, value in values.items())
 
     if not embedder:
         return {"lexical": shipped}
-    return {"hybrid (shipped)": shipped, "dense only (weight 0)": weighted(0.0),
-            "weight 0.05": weighted(0.05), "weight 0.2": weighted(0.2), "weight 0.4": weighted(0.4),
-            "plain RRF": lambda: setattr(search, "_fused", _rrf), "restore": lambda: shipped() or True}
+    return {"hybrid (shipped)": shipped, "dense only (weight 0)": patched(LEXICAL_WEIGHT=0.0),
+            "weight 0.1": patched(LEXICAL_WEIGHT=0.1), "weight 0.2": patched(LEXICAL_WEIGHT=0.2),
+            "plain RRF": patched(_fused=_rrf), "hit = whole passage": patched(around=lambda passage, _line: passage),
+            "restore": lambda: shipped() or True}
 
 
 def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
-        embedder_model: str = "all-MiniLM-L6-v2", embedder_path: str | None = None) -> dict[str, Any]:
+        embedder_model: str = "all-MiniLM-L6-v2", embedder_path: str | None = None, retrieval: bool = False,
+        vectors: Path | None = None) -> dict[str, Any]:
     session = corpus.build_session(filler_turns=20 if quick else 80)
     runtime = arms.baton_runtime(QWEN3, None)
     if embedder_url:
@@ -232,11 +261,15 @@ def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
     elif embedder_path:  # in-process (the ``st`` backend: sentence-transformers installed beside the engine)
         runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("st", path=embedder_path))
         embedder_url, embedder_model = embedder_path, Path(embedder_path).name
+    if vectors is not None and runtime.embedder() is not None:  # after the runtime opened its own store: this one wins
+        dense.keep_vectors_in(vectors)
     windows = WINDOWS[:1] if quick else WINDOWS
+    variants = _variants(bool(embedder_url))
     result: dict[str, Any] = {
         "session_tokens": runtime.count_chat({"messages": list(session.messages)}).tokens,
         "messages": len(session.messages), "embedder": embedder_model if embedder_url else None,
-        "baton": [row for w in windows for row in score_baton(runtime, session, w, _variants(bool(embedder_url)))]}
+        "baton": score_retrieval(runtime, session, variants) if retrieval else
+        [row for w in windows for row in score_baton(runtime, session, w, variants)]}
     if builtin:
         result["builtin"] = [score_builtin(runtime, session, w) for w in windows]
     return result
@@ -251,7 +284,8 @@ def render(result: dict[str, Any]) -> list[str]:
            "| window | ranking | compactions | answered | in the window (brief) | by one call | shared-word questions | "
            "false \"found\" | tokens per call mean / max | p50 / p99 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["baton"]:
-        out.append(f"| {r['window'] // 1024}K | {r['variant']} | {r['compactions']} | {r['answered']} / {r['facts']} | "
+        window = f"{r['window'] // 1024}K" if r["window"] else "none (retrieval)"
+        out.append(f"| {window} | {r['variant']} | {r['compactions']} | {r['answered']} / {r['facts']} | "
                    f"{r['in_window']} ({r['in_brief']}) | {r['by_one_call']} | {r['shared_answered']} / "
                    f"{r['shared']} | {r['false_found']} / {r['absent']} | {r['tokens_mean']:.0f} / {r['tokens_max']} | "
                    f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f} |")
@@ -269,9 +303,12 @@ def main() -> None:
     parser.add_argument("--embedder-url", help="an OpenAI-compatible embeddings server (e.g. embedding_server.py)")
     parser.add_argument("--embedder-model", default="all-MiniLM-L6-v2")
     parser.add_argument("--embedder-path", help="a sentence-transformers model directory, embedded in-process (st)")
+    parser.add_argument("--retrieval", action="store_true", help="the ranking alone: the whole session compacted")
+    parser.add_argument("--vectors", type=Path, help="keep the passages' vectors in this directory across runs")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model, args.embedder_path)
+    result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model, args.embedder_path, args.retrieval,
+                 args.vectors)
     print("\n".join(render(result)))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")

@@ -1,13 +1,19 @@
 """Vectors of a lineage's passages, computed off the request path, and cosine ranking over them.
 
+Why each line too: a one-line fact in a passage of filler (``DB_PORT=6543`` among five log lines) is diluted in
+the passage's vector (cosine 0.25 to a paraphrased question with all-MiniLM-L6-v2) and clear in its own line's.
+A passage's units are its lines that hold a word (``units``); its score is the best of its lines' cosines, and the
+best line is the answer-bearing one (measured on the paraphrase corpus: benchmarks/paraphrase_bench.py,
+docs/recall.md; the passage's own vector beside its lines, or the whole message's, ranked worse).
+
 Why a background worker: embedding 400 passages takes seconds on a CPU model; a search must not wait for it.
 The compaction that takes a region out queues its passages (and a search that finds passages without vectors
 queues those); one worker thread embeds them in batches into a process cache, and a lineage's index takes its
 vectors from there: a search ranks by meaning over the passages embedded so far (the rest still rank lexically).
 Vectors are keyed by the embedder's name (a changed model never mixes vectors) and the digest of the embedded
-text (a passage re-cut or edited is embedded anew). A passage the embedder refuses even in parts (None: longer than
-the server's window, ``embedding/refusals.py``) is remembered as refused in memory, not asked again, and ranks
-lexically. In memory vectors are numpy rows, normalised (at this scale a matrix product is enough:
+text (a passage re-cut or edited is embedded anew). A unit the embedder refuses even in parts (None: longer than
+the server's window, ``embedding/refusals.py``) is remembered as refused in memory and not asked again; a passage
+ranks by its other units, lexically when it has none. In memory vectors are numpy rows, normalised (at this scale a matrix product is enough:
 benchmarks/recall_latency_bench.py), and with a store (``keep_vectors_in``: the project's ``.baton/cache/vectors/``)
 they are also kept on disk, so a restarted process takes them from there instead of the embedder.
 """
@@ -21,7 +27,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachetools import LRUCache
 
@@ -31,11 +37,12 @@ from baton_engine.recall.vector_store import VectorStore
 
 LOGGER = logging.getLogger("baton_engine.recall")
 BATCH = 16
-# Vectors of passages by (embedder, digest of the embedded text): a compaction embeds the region it takes out before
+# Vectors of units by (embedder, digest of the embedded text): a compaction embeds the region it takes out before
 # any lineage index holds it (with Hermes' store bound, the rows reach the lineage only after the rotation), and a
-# lineage index takes its vectors from here (None: the embedder refused that passage). 50,000 vectors of 384 float32
-# are 77 MB.
-CACHE_VECTORS = 50_000
+# lineage index takes its vectors from here (None: the embedder refused that text). A passage is up to 6 units (its
+# lines; a line repeated anywhere is one vector): 100,000 vectors of 384 float32 are 154 MB.
+CACHE_VECTORS = 100_000
+MIN_UNIT_WORD_CHARS = 3  # a line with fewer letters and digits (``}``, ``----``) is no unit of its own
 _CACHE: LRUCache[tuple[str, bytes], Any] = LRUCache(maxsize=CACHE_VECTORS)
 _CACHE_LOCK = threading.Lock()
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-embed")
@@ -66,57 +73,76 @@ def _numpy() -> Any:
     return numpy
 
 
-def embedded_text(passage: Passage) -> str:
-    """What is embedded for ``passage``: its lines."""
-    return passage.text
+class Unit(NamedTuple):
+    """A text embedded for a passage: one of its lines (``line``: 0-based in the passage), or the passage itself
+    (``line`` None) when no line of it holds a word."""
+
+    line: int | None
+    text: str
 
 
-def _key(name: str, passage: Passage) -> tuple[str, bytes]:
-    return name, hashlib.blake2b(embedded_text(passage).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def units(passage: Passage) -> tuple[Unit, ...]:
+    """What is embedded for ``passage``: each of its lines holding a word (stripped: indentation is no meaning; a
+    line repeated in the passage once), else its text."""
+    worded: dict[str, int] = {}
+    for number, line in enumerate(passage.text.split("\n")):
+        if sum(ch.isalnum() for ch in line) >= MIN_UNIT_WORD_CHARS:
+            worded.setdefault(line.strip(), number)
+    return tuple(Unit(number, text) for text, number in worded.items()) or (Unit(None, passage.text),)
 
 
-def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Any]]:
-    """(number, vector, or None when refused) of those of the numbered ``passages`` whose answer is cached."""
+def _key(name: str, text: str) -> tuple[str, bytes]:
+    return name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Passage, list[Any]]]:
+    """(number, passage, its units' vectors: None for a unit the embedder refused) of those of the numbered
+    ``passages`` whose units are all answered."""
+    found = []
     with _CACHE_LOCK:
-        return [(number, _CACHE[key]) for number, passage in passages if (key := _key(name, passage)) in _CACHE]
+        for number, passage in passages:
+            keys = [_key(name, unit.text) for unit in units(passage)]
+            if all(key in _CACHE for key in keys):
+                found.append((number, passage, [_CACHE[key] for key in keys]))
+    return found
 
 
-def _stored(name: str, missing: list[Passage], store: VectorStore) -> list[Passage]:
-    """Take the vectors of ``missing`` that ``store`` holds into the cache; the passages still missing."""
+def _stored(name: str, missing: list[str], store: VectorStore) -> list[str]:
+    """Take the vectors of the ``missing`` texts that ``store`` holds into the cache; the texts still missing."""
     np = _numpy()
-    digests = {p: store.digest(embedded_text(p)) for p in missing}
+    digests = {text: store.digest(text) for text in missing}
     found = store.get(name, list(set(digests.values())))
     with _CACHE_LOCK:
-        for passage, digest in digests.items():
+        for text, digest in digests.items():
             if digest in found:
-                _CACHE[_key(name, passage)] = np.frombuffer(found[digest], dtype=np.float32)
-    return [p for p in missing if digests[p] not in found]
+                _CACHE[_key(name, text)] = np.frombuffer(found[digest], dtype=np.float32)
+    return [text for text in missing if digests[text] not in found]
 
 
 def embed_passages(passages: Sequence[Passage], embedder: Embedder) -> None:
-    """Embed the passages not cached yet (from the store when it holds them), a batch at a time (the worker's
-    job); stops at the first error."""
+    """Embed the units of ``passages`` not cached yet (from the store when it holds them), a batch at a time (the
+    worker's job); stops at the first error."""
     np = _numpy()
     with _CACHE_LOCK:
-        missing = list({p: None for p in passages if _key(embedder.name, p) not in _CACHE})
+        missing = list({u.text: None for p in passages for u in units(p) if _key(embedder.name, u.text) not in _CACHE})
         store = _STORE
     if store is not None and missing:
         missing = _stored(embedder.name, missing, store)
     try:
         for start in range(0, len(missing), BATCH):
             batch = missing[start:start + BATCH]
-            answers = embedder.embed([embedded_text(p) for p in batch])
-            embedded = [p for p, answer in zip(batch, answers, strict=True) if answer is not None]
+            answers = embedder.embed(batch)
+            embedded = [text for text, answer in zip(batch, answers, strict=True) if answer is not None]
             vectors = np.asarray([answer for answer in answers if answer is not None], dtype=np.float32)
             vectors /= np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
             with _CACHE_LOCK:
-                for passage in batch:
-                    _CACHE[_key(embedder.name, passage)] = None  # refused, unless embedded just below
-                for passage, vector in zip(embedded, vectors, strict=True):
-                    _CACHE[_key(embedder.name, passage)] = vector
+                for text in batch:
+                    _CACHE[_key(embedder.name, text)] = None  # refused, unless embedded just below
+                for text, vector in zip(embedded, vectors, strict=True):
+                    _CACHE[_key(embedder.name, text)] = vector
             if store is not None and embedded:
-                store.put(embedder.name, [(store.digest(embedded_text(p)), v.tobytes())
-                                          for p, v in zip(embedded, vectors, strict=True)])
+                store.put(embedder.name, [(store.digest(text), v.tobytes()) for text, v in zip(embedded, vectors,
+                                                                                                strict=True)])
     except EmbedderError as exc:
         LOGGER.warning("recall: embedding stopped (%s); lexical ranking until the embedder answers", exc)
 
@@ -127,46 +153,48 @@ def queue(passages: Sequence[Passage], embedder: Embedder) -> None:
 
 
 class Vectors:
-    """Normalised vectors of those of a lineage's passages that are embedded, for one embedder (from the cache)."""
+    """Normalised vectors of the units of those of a lineage's passages that are embedded, for one embedder (from
+    the cache). A passage's rows are contiguous: its score is their best cosine (``numpy.maximum.reduceat``)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._numbers: list[int] = []
+        self._held: set[int] = set()  # passage numbers whose rows are taken
         self._rows: list[Any] = []
-        self._refused: set[int] = set()  # passage numbers the embedder refused: ranked lexically
+        self._starts: list[int] = []  # the first row of each passage with a vector
+        self._passage_of: list[int] = []  # the passage number of each such passage's rows
+        self._line_of: list[int | None] = []  # each row's line in its passage (0-based; None: the passage itself)
         self._matrix: Any = None
-        self._order: Any = None  # the passage number of each row of ``_matrix``
         self._lock = threading.Lock()
         self._pending = False
 
     @property
     def count(self) -> int:
+        """Passages with a vector (a refused one has none)."""
         with self._lock:
-            return len(self._rows)
+            return len(self._starts)
 
     def update(self, passages: Sequence[Passage], embedder: Embedder) -> None:
         """Take the cached vectors of the passages not held yet; queue the rest for the worker (once at a time)."""
         with self._lock:
-            if self._answered < len(passages):  # numbers are distinct passage numbers: equal counts, all held
-                held = {*self._numbers, *self._refused}
-                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
-            missing = self._answered < len(passages) and not self._pending
+            if len(self._held) < len(passages):  # held are distinct passage numbers: equal counts, all held
+                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in self._held]))
+            missing = len(self._held) < len(passages) and not self._pending
             if missing:
                 self._pending = True
         if missing:
             _WORKER.submit(self._fill, list(passages), embedder)
 
-    @property
-    def _answered(self) -> int:
-        return len(self._rows) + len(self._refused)
-
-    def _take(self, found: list[tuple[int, Any]]) -> None:
-        for number, vector in found:
-            if vector is None:
-                self._refused.add(number)
-                continue
-            self._numbers.append(number)
-            self._rows.append(vector)
+    def _take(self, found: list[tuple[int, Passage, list[Any]]]) -> None:
+        for number, passage, vectors in found:
+            self._held.add(number)
+            rows = [(unit.line, vector) for unit, vector in zip(units(passage), vectors, strict=True)
+                    if vector is not None]  # a refused unit has no row; a passage with none ranks lexically
+            if rows:
+                self._starts.append(len(self._rows))
+                self._passage_of.append(number)
+                self._rows.extend(vector for _, vector in rows)
+                self._line_of.extend(line for line, _ in rows)
+        if found:
             self._matrix = None
 
     def _fill(self, passages: Sequence[Passage], embedder: Embedder) -> None:
@@ -175,24 +203,29 @@ class Vectors:
         finally:
             with self._lock:
                 self._pending = False
-                held = {*self._numbers, *self._refused}
-                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in held]))
+                self._take(_cached(self.name, [(n, p) for n, p in enumerate(passages) if n not in self._held]))
 
-    def nearest(self, query: Sequence[float], count: int) -> dict[int, float]:
-        """Passage number -> cosine with the query, for the ``count`` embedded passages nearest to it (a matrix
-        product and a partial sort: 12,000 passages in a few ms)."""
+    def nearest(self, query: Sequence[float], count: int) -> dict[int, tuple[float, int | None]]:
+        """Passage number -> (its best unit's cosine with the query, that unit's line in the passage or None), for
+        the ``count`` embedded passages nearest to it (a matrix product, a per-passage max and a partial sort)."""
         np = _numpy()
         with self._lock:
             if self._matrix is None:
                 self._matrix = np.vstack(self._rows) if self._rows else np.zeros((0, len(query)), np.float32)
-                self._order = np.asarray(self._numbers, dtype=np.int64)
-            matrix, numbers = self._matrix, self._order
+            matrix, starts, passage_of, line_of = self._matrix, list(self._starts), list(self._passage_of), \
+                list(self._line_of)
+        if not starts:
+            return {}
         vector = np.asarray(query, dtype=np.float32)
-        scores = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
-        if len(scores) > count:
-            top = np.argpartition(-scores, count - 1)[:count]
-            numbers, scores = numbers[top], scores[top]
-        return dict(zip(numbers.tolist(), scores.tolist(), strict=True))
+        rows = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
+        best = np.maximum.reduceat(rows, np.asarray(starts))
+        top = np.argpartition(-best, count - 1)[:count] if len(best) > count else np.arange(len(best))
+        ends = [*starts[1:], len(rows)]
+        found = {}
+        for group in top.tolist():
+            row = starts[group] + int(np.argmax(rows[starts[group]:ends[group]]))
+            found[passage_of[group]] = (float(best[group]), line_of[row])
+        return found
 
 
 def wait_idle() -> None:

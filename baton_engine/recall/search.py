@@ -36,11 +36,14 @@ ARGUMENTS_CHARS = 160
 LEXICAL_FLOOR = 12.0
 # With an embedder: a hit is weak when its cosine is under DENSE_FLOOR and its BM25 under LEXICAL_FLOOR;
 # LEXICAL_WEIGHT is the most a lexical match adds to the cosine. Measured with all-MiniLM-L6-v2 on the paraphrase
-# corpus's quick session (benchmarks/paraphrase_bench.py --quick, docs/recall.md): the best hits of absent
-# questions reached 0.42 (floor 0.42: 0 false "found" in 10; 0.35 gave 3); weights 0.1 and 0.2 answered 22 / 36,
-# 0 (dense only) 20, 0.4 raised false "found" to 2, plain reciprocal rank fusion 21.
-DENSE_FLOOR = 0.42
-LEXICAL_WEIGHT = 0.1
+# corpus (benchmarks/paraphrase_bench.py, docs/recall.md): a passage scores its best line's cosine; over the whole
+# session the best lines of the 10 absent questions reached 0.527 and 0.522, the answerable questions' best 0.26-0.63
+# (the model does not separate them): floor 0.53, 0 false "found" in 10 (0.50: 2). Lexical weight 0.05 answered
+# 23 / 36 at 16K and 24 / 36 at 64K, 0.1 and 0.2 one fewer, 0 (dense only) two fewer, plain RRF two fewer (1 false
+# "found"); retrieval alone 19, 18, 18, 17, 17.
+DENSE_FLOOR = 0.53
+LEXICAL_WEIGHT = 0.05
+CONTEXT_LINES = 1  # a hit ranked by meaning shows its best line and this many lines of the message on each side
 PASSAGES_PER_HIT = 4  # passages ranked per hit asked for: several passages of one message make one hit
 # What a hit costs to build: its passage and its whole message redacted (a 160-line tool result: tens of ms on a
 # loaded CPU). Refs are content-addressed, so a ref's redacted text never goes stale; the count of the message stays
@@ -100,14 +103,30 @@ def clip_redacted(text: str | None, limit: int) -> str | None:
     return clean if len(clean) <= limit else clean[:limit] + "…"
 
 
-def make_hit(passage: Passage, score: float, weak: bool, query: Query, count_text: CountText) -> Hit:
+def around(passage: Passage, best_line: int) -> Passage:
+    """The passage's ``best_line`` (0-based in it) with ``CONTEXT_LINES`` of the message on each side: the
+    answer-bearing lines at about half a passage's cost, so more hits fit one call's budget."""
+    lines = passage.entry.text.split("\n")
+    line = passage.first_line + best_line
+    first, last = max(1, line - CONTEXT_LINES), min(len(lines), line + CONTEXT_LINES)
+    return Passage(passage.entry, first, last, "\n".join(lines[first - 1:last]))
+
+
+def make_hit(passage: Passage, score: float, weak: bool, query: Query, count_text: CountText,
+             best_line: int | None = None) -> Hit:
     """A hit for ``passage``: its lines (or, when the match is in the call that produced it, that call), redacted;
-    ``line`` is the line of the match in the message, ``tokens`` what paging the whole message in costs."""
+    ``line`` is the line of the match in the message; when ranking by meaning named the passage's ``best_line``
+    (0-based), the hit is that line and its context (``around``). ``tokens``: what paging the whole message in
+    costs."""
     entry = passage.entry
+    if best_line is not None:
+        line = passage.first_line + best_line
+        passage = around(passage, best_line)
     text = _redacted(passage)
     span = locate(text, query.terms)
-    line = passage.first_line + (text.count("\n", 0, span[0]) if span else 0)
-    if span is None and _call_only(entry, query):
+    if best_line is None:
+        line = passage.first_line + (text.count("\n", 0, span[0]) if span else 0)
+    if span is None and best_line is None and _call_only(entry, query):
         searchable = redact_text(entry.searchable)[0]  # the match is in the tool name or arguments: show that
         snippet = _snippet(searchable, locate(searchable, query.terms))
     else:
@@ -167,9 +186,9 @@ def _lexical(index: LineageIndex, query: Query, limit: int) -> dict[int, float]:
         wanted *= 4
 
 
-def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -> dict[int, float]:
-    """Passage number -> cosine of the best ``limit * PASSAGES_PER_HIT`` embedded passages ({} when the embedder
-    cannot answer or refuses the question: the search goes on lexically)."""
+def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -> dict[int, tuple[float, int | None]]:
+    """Passage number -> (best cosine of its units, the line of that unit) of the best ``limit * PASSAGES_PER_HIT``
+    embedded passages ({} when the embedder cannot answer or refuses the question: the search goes on lexically)."""
     vectors = index.vectors(embedder)
     if not vectors.count:
         return {}
@@ -193,22 +212,24 @@ def _fused(lexical: dict[int, float], dense: dict[int, float]) -> dict[int, tupl
 
 
 def ranked(source: RecallSource, query: Query, limit: int, question: str = "",
-           embedder: Embedder | None = None) -> list[tuple[Passage, float, bool]]:
-    """The best passage of each of the ``limit`` best messages: (passage, score, weak)."""
+           embedder: Embedder | None = None) -> list[tuple[Passage, float, bool, int | None]]:
+    """The best passage of each of the ``limit`` best messages: (passage, score, weak, its best line by meaning)."""
     entries = list(source.entries())
     if not entries:
         return []
     index = lineage_index(entries, embedder)
     lexical = _lexical(index, query, limit)
     dense = _dense(index, question, embedder, limit) if embedder is not None else {}
-    scored = _fused(lexical, dense) if dense else {n: (s, s < LEXICAL_FLOOR) for n, s in lexical.items()}
-    best: dict[str, tuple[Passage, float, bool]] = {}
+    cosines = {number: cosine for number, (cosine, _line) in dense.items()}
+    scored = _fused(lexical, cosines) if dense else {n: (s, s < LEXICAL_FLOOR) for n, s in lexical.items()}
+    best: dict[str, tuple[Passage, float, bool, int | None]] = {}
     for number, (score, weak) in scored.items():
         passage = index.passages[number]
         kept = best.get(passage.entry.ref)
         if kept is None or round(score, 4) > kept[1] or (round(score, 4) == kept[1] and
                                                          passage.first_line < kept[0].first_line):
-            best[passage.entry.ref] = (passage, round(score, 4), weak)  # ordered by the score the hit shows
+            line = dense[number][1] if number in dense else None
+            best[passage.entry.ref] = (passage, round(score, 4), weak, line)  # ordered by the score the hit shows
     order = sorted(best.values(), key=lambda item: (-item[1], item[0].entry.position, item[0].first_line))
     return order[:limit]
 
@@ -220,5 +241,5 @@ def search(source: RecallSource, query: str, limit: int, count_text: CountText,
     if not int_in_range(limit, 1, MAX_LIMIT):
         raise UserInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
     parsed = parse_query(query)
-    return [make_hit(passage, score, weak, parsed, count_text)
-            for passage, score, weak in ranked(source, parsed, limit, query, embedder)]
+    return [make_hit(passage, score, weak, parsed, count_text, line)
+            for passage, score, weak, line in ranked(source, parsed, limit, query, embedder)]

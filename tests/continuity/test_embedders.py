@@ -148,3 +148,35 @@ def test_a_passage_the_embedder_refuses_ranks_lexically_and_is_not_asked_again()
     assert "6543" in hybrid["hits"][0]["snippet"] and embedder.healthy
     assert "ZEBRA_TOKEN" in by_its_word["hits"][0]["snippet"]
     assert asked[-2:] == [1, 1], asked  # after the first search: the two questions only, never the refused passage
+
+
+def test_a_one_line_fact_in_a_passage_of_filler_ranks_by_its_own_line() -> None:
+    """The passage's own vector is diluted by its filler (toy cosine 0.10, under the floor); its line's is not
+    (0.83): the hit is found, not weak, and shows that line with one line of context on each side."""
+    filler = [f"worker {n}: restart ingest process after reboot, bounce loader" for n in range(5)]
+    output = "\n".join([*filler[:2], "staging pgbouncer: DB_PORT=6543", *filler[2:]])
+    call = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "cat .env"}'}}
+    index = MemoryIndex()
+    index.add("k", [{"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "content": output}])
+    question = {"mode": "search", "query": "which socket does the pre-production pooler listen on?"}
+    with EmbeddingStandin() as server:
+        embedder = load_embedder(_config(server.url))
+        recall_tool(index.source("k"), question, rough, embedder)
+        dense.wait_idle()
+        answer = recall_tool(index.source("k"), question, rough, embedder)
+    hit = answer["hits"][0]
+    assert answer["found"] is True and hit["role"] == "tool" and not hit["weak"] and hit["score"] > 0.8
+    assert hit["line"] == 3 and (hit["first_line"], hit["last_line"]) == (2, 4)
+    assert hit["snippet"] == "\n".join(output.split("\n")[1:4])
+
+
+def test_a_passage_is_embedded_line_by_line() -> None:
+    from baton_engine.messages.entry import Entry
+    from baton_engine.recall.passages import passages
+
+    entry = Entry("msg-1", 0, "tool", "  port = 6543\n}\nport = 6543\nretries: 4\n----")
+    (passage,) = passages(entry)
+    assert dense.units(passage) == (dense.Unit(0, "port = 6543"), dense.Unit(3, "retries: 4"))
+    (wordless,) = passages(Entry("msg-2", 1, "tool", "}\n----"))
+    assert dense.units(wordless) == (dense.Unit(None, "}\n----"),)
