@@ -5,7 +5,7 @@
 Needs Hermes with the API server's aiohttp (the tox env ``hermes`` or ``hermes022``: run it with that env's Python).
 The driver and its checks are ``tests/batontest/gateway_soak.py``, shared with CI's scaled-down run
 (``tests/hermes_gateway/test_gateway_soak.py``), so "cross-talk" and "overflow" mean the same in both. Not part of
-CI: at full size it takes hours on a loaded 2-core machine. Writes ``gateway_soak.json`` (figures only) and prints
+CI: at full size it took 52-66 minutes on a shared 2-core machine. Writes ``gateway_soak.json`` (figures only) and prints
 them; exits 1 when a required figure does not hold.
 """
 
