@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,24 +58,27 @@ class Agent:
 
     def __init__(self, template: Any, history: list[dict[str, Any]], upcoming: list[dict[str, Any]]) -> None:
         self.engine = clone(template)
+        self.model = MODEL
         self.engine.update_model(MODEL, 10_000_000)
         self.loop = LoopAgent(self.engine, workload.TOOLS)
         self.stored = [SYSTEM, *history]
         self.upcoming = list(upcoming)
 
-    def call(self, estimate: Any, middleware: Any) -> float:
-        """One API call of Hermes' loop after the next message arrived; CPU seconds spent in Baton (this
-        thread's: robust to the other load of a shared machine; the counting is single-threaded)."""
+    def call(self, estimate: Any, middleware: Any, clock: Callable[[], float] = time.thread_time) -> float:
+        """One API call of Hermes' loop after the next message arrived (if one is left); seconds by ``clock``, by
+        default CPU seconds spent in Baton (this thread's: robust to the other load of a shared machine; the
+        counting is single-threaded)."""
         from baton_engine.hermes.request_view import _sent_message
 
-        self.stored.append(self.upcoming.pop(0))
+        if self.upcoming:
+            self.stored.append(self.upcoming.pop(0))
         api_messages = [_sent_message(m) for m in self.stored]  # Hermes' per-call copies (outside the timing)
-        request = {"model": MODEL, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}
-        started = time.thread_time()
+        request = {"model": self.model, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}
+        started = clock()
         tokens = in_agent(self.loop, estimate, api_messages)
         self.engine.should_compress(tokens)
-        in_agent(self.loop, middleware, request=request, model=MODEL)
-        return time.thread_time() - started
+        in_agent(self.loop, middleware, request=request, model=self.model)
+        return clock() - started
 
 
 def clone(template: Any) -> Any:
@@ -83,11 +87,12 @@ def clone(template: Any) -> Any:
     return own() if callable(own) else copy.deepcopy(template)
 
 
-def _histories(count: int, turns: int, rounds: int) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+def histories(count: int, turns: int, rounds: int, first_seed: int = 100) -> list[tuple[list[dict[str, Any]],
+                                                                                      list[dict[str, Any]]]]:
     """``count`` different sessions: (the history before the timed calls, the messages the calls add)."""
     out = []
     for seed in range(count):
-        messages = workload.session_of_turns(turns, seed=100 + seed, scale=0.3).messages()
+        messages = workload.session_of_turns(turns, seed=first_seed + seed, scale=0.3).messages()
         out.append((messages[:-rounds], messages[-rounds:]))
     return out
 
@@ -113,7 +118,7 @@ def run(quick: bool) -> dict[str, Any]:
     template = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-agents-")))
     template.update_model(MODEL, 10_000_000)
     # alone and in turns run different sessions of the same sizes: no count of one is in the caches of the other
-    sessions = _histories(2 * AGENTS, turns, rounds + 2)
+    sessions = histories(2 * AGENTS, turns, rounds + 2)
 
     def warmed(index: int) -> Agent:
         """An agent whose earlier turns were already requested (two calls: its memos hold its history)."""

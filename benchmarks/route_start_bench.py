@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,7 @@ sys.path[:0] = [str(HERE), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
 import workload  # noqa: E402
-from agents_bench import clone  # noqa: E402
-from batontest.agent_frames import LoopAgent, in_agent  # noqa: E402
+import agents_bench  # noqa: E402
 from batontest.assets import LOOP_TRIGGER, hf_backend, looping_template_dir, qwen3_dir  # noqa: E402
 from percentiles import percentile  # noqa: E402
 
@@ -70,16 +70,11 @@ def count_times(samples: int) -> dict[str, Any]:
             "p99_s": percentile(seconds, 0.99), "p999_s": percentile(seconds, 0.999), "max_s": max(seconds)}
 
 
-class Agent:
-    """One Hermes agent as Baton sees it: its engine, tools and stored history; calls timed in wall seconds."""
+class Agent(agents_bench.Agent):
+    """One Hermes agent as Baton sees it (``agents_bench.Agent``), its calls timed in wall seconds, and switchable."""
 
     def __init__(self, template: Any, history: list[dict[str, Any]], upcoming: list[dict[str, Any]]) -> None:
-        self.engine = clone(template)
-        self.model = MODEL
-        self.engine.update_model(MODEL, 10_000_000)
-        self.loop = LoopAgent(self.engine, workload.TOOLS)
-        self.stored = [SYSTEM, *history]
-        self.upcoming = list(upcoming)
+        super().__init__(template, history, upcoming)
         self.samples: list[float] = []
 
     def switch(self, model: str, note: str = "") -> None:
@@ -89,26 +84,10 @@ class Agent:
         if note:
             self.stored.append({"role": "user", "content": note})
 
-    def call(self, estimate: Any, middleware: Any) -> None:
-        from baton_engine.hermes.request_view import _sent_message
-
-        if self.upcoming:
-            self.stored.append(self.upcoming.pop(0))
-        api_messages = [_sent_message(m) for m in self.stored]
-        request = {"model": self.model, "messages": api_messages, "tools": workload.TOOLS, "max_tokens": 4096}
-        started = time.perf_counter()
-        tokens = in_agent(self.loop, estimate, api_messages)
-        self.engine.should_compress(tokens)
-        in_agent(self.loop, middleware, request=request, model=self.model)
-        self.samples.append(time.perf_counter() - started)
-
-
-def _sessions(count: int, turns: int, calls: int) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
-    out = []
-    for seed in range(count):
-        messages = workload.session_of_turns(turns, seed=300 + seed, scale=0.3).messages()
-        out.append((messages[:-calls], messages[-calls:]))
-    return out
+    def call(self, estimate: Any, middleware: Any, clock: Callable[[], float] = time.perf_counter) -> float:
+        seconds = super().call(estimate, middleware, clock)
+        self.samples.append(seconds)
+        return seconds
 
 
 def agents_phase(name: str, slow: bool, loop: bool, calls: int, pause: float, turns: int,
@@ -136,7 +115,7 @@ def agents_phase(name: str, slow: bool, loop: bool, calls: int, pause: float, tu
     template = BatonContextEngine(project_dir=Path(tempfile.mkdtemp(prefix="baton-bench-start-", dir=work)))
     template.update_model(MODEL, 10_000_000)
     agents = []
-    for history, upcoming in _sessions(AGENTS, turns, calls + 2):
+    for history, upcoming in agents_bench.histories(AGENTS, turns, calls + 2, first_seed=300):
         agent = Agent(template, history, upcoming)
         agent.call(estimate, activation.llm_request)
         agent.call(estimate, activation.llm_request)
