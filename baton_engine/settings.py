@@ -144,6 +144,15 @@ class BatonSettings:
     telemetry: bool = False
     prometheus_port: int | None = None  # set: telemetry on, the Prometheus endpoint started on this port
     prometheus_host: str = "127.0.0.1"  # the address it listens on (0.0.0.0: every interface)
+    # reclamation (docs/compaction.md, "Reclaiming answered tool output"): from a request of this many tokens on,
+    # answered tool output is pruned to stubs (0: off) when a prune takes out at least reclaim_min_tokens and pays
+    # for the prompt-cache prefix it breaks (cached_price_ratio: a cached prompt token's price against an uncached
+    # one); the next waits until the request regrew by reclaim_runway_tokens (default: what the last one took out,
+    # at least the trigger). Hermes' compression.proactive_prune_tokens / _min_reclaim_tokens apply where set.
+    reclaim_trigger_tokens: int = 32_000
+    reclaim_min_tokens: int = 4096
+    reclaim_runway_tokens: int | None = None
+    cached_price_ratio: float = 0.1
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo
     # never stops the plugin (Hermes would fall back to its compressor without a word on the terminal); the
@@ -218,6 +227,16 @@ def _flag(raw: Any, label: str) -> bool:
     raise SettingsError(f"{label} must be true or false (or 1/0, yes/no, on/off)")
 
 
+def _ratio(raw: Any, label: str) -> float:
+    try:
+        value = float(raw.strip()) if isinstance(raw, str) else float(raw) if isinstance(raw, (int, float)) else None
+    except ValueError:
+        value = None
+    if isinstance(raw, bool) or value is None or not 0 <= value <= 1:
+        raise SettingsError(f"{label} must be a number from 0 to 1 (a cached token's price against an uncached one)")
+    return value
+
+
 def _port(raw: Any, label: str) -> int:
     value = _int(1)(raw, label)
     if value > 65535:
@@ -270,7 +289,15 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "metrics_max_age_days": _int(1),
     "metrics_max_total_mb": _int(1),
     "metrics_live_hours": _int(1),
+    "reclaim_trigger_tokens": _int(0),
+    "reclaim_min_tokens": _int(1),
+    "reclaim_runway_tokens": _int(1),
+    "cached_price_ratio": _ratio,
 }
+# Hermes' own keys for its compressor's pruning (config.yaml ``compression:``), honoured below the ``baton:`` block
+# where they are set to a positive number (0, Hermes 0.22's default, means its own pruning is off, not Baton's)
+HERMES_PRUNE_KEYS = {"proactive_prune_tokens": "reclaim_trigger_tokens",
+                     "proactive_prune_min_reclaim_tokens": "reclaim_min_tokens"}
 EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
 
 
@@ -404,17 +431,30 @@ def _project_values(project: BatonConfig | None) -> dict[str, tuple[Any, str]]:
     return found
 
 
+def _compression_values(compression: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
+    """setting -> (value, key) from Hermes' ``compression:`` pruning keys set to a positive integer."""
+    found: dict[str, tuple[Any, str]] = {}
+    for key, setting in HERMES_PRUNE_KEYS.items():
+        value = compression.get(key) if isinstance(compression, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            found[setting] = (value, f"compression.{key} in config.yaml")
+    return found
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     hermes_block: Mapping[str, Any] | None = None,
     project: BatonConfig | None = None,
+    compression: Mapping[str, Any] | None = None,
 ) -> BatonSettings:
     """Read the settings afresh: ``env`` defaults to ``os.environ``; ``hermes_block`` is config.yaml's ``baton:``;
-    ``project`` is the project's ``.baton/config.json``."""
+    ``project`` is the project's ``.baton/config.json``; ``compression`` config.yaml's ``compression:`` (its pruning
+    keys, below the ``baton:`` block)."""
     from_env = _env_values(env)
     block, ignored = _config_values(hermes_block)
     hermes = {key: chosen for key, chosen in block.items() if chosen[0] is not None}
-    from_config = {**_project_values(project), **hermes}  # an explicit null in config.yaml falls through
+    # an explicit null in config.yaml falls through
+    from_config = {**_project_values(project), **_compression_values(compression), **hermes}
     parsers = {**_TOKENIZER_PARSERS, **_BUDGET_PARSERS, **_TELEMETRY_PARSERS, **_CONFIG_ONLY_PARSERS,
                "tokenizer_routes": lambda routes, _label: routes}
     values: dict[str, Any] = {}

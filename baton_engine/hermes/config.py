@@ -90,6 +90,7 @@ class HermesView:
     max_tokens: int | None = None
     context_length: int | None = None
     baton_block: Mapping[str, Any] | None = field(default=None, repr=False)
+    compression: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def engine_selected(self) -> bool:
@@ -116,6 +117,7 @@ def hermes_view(config: Mapping[str, Any]) -> HermesView:
         max_tokens=positive_int(model.get("max_tokens")),
         context_length=positive_int(model.get("context_length")),
         baton_block=block if block is None or isinstance(block, Mapping) else {"__invalid__": block},
+        compression=_section(config, "compression"),
     )
 
 
@@ -129,7 +131,8 @@ def load_hermes_settings(
     SettingsError / UserInputError."""
     view = hermes_view(read_config_file(hermes_home(home)))
     project = project_config(project_dir if project_dir is not None else agent_cwd())
-    return load_settings(env=env, hermes_block=checked_block(view), project=project), view
+    return load_settings(env=env, hermes_block=checked_block(view), project=project,
+                         compression=view.compression), view
 
 
 def checked_block(view: HermesView) -> Mapping[str, Any] | None:

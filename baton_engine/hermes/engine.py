@@ -24,6 +24,7 @@ from baton_engine.hermes import status
 from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
 from baton_engine.hermes.engine_compaction import CompactionRunner
+from baton_engine.hermes.engine_pruning import Pruner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import AgentWindow, AuxiliaryCall, RequestBudgeter, ScanAhead
 from baton_engine.hermes.engine_tools import ToolHandler
@@ -34,7 +35,7 @@ from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, g
 from baton_engine.refusal import Refusal
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
-from baton_engine.tokens.verify import reported_prompt_tokens, usage_value
+from baton_engine.tokens.verify import cached_prompt_tokens, reported_prompt_tokens, usage_value
 
 # What a new agent's engine takes from the registered one (``clone_for_agent``): configuration the plugin or the
 # host set before any agent existed. Everything else (ledger, memos, session, handoff, policy) starts fresh.
@@ -67,6 +68,7 @@ class BatonContextEngine(ContextEngine):
         self.compaction = CompactionRunner(self.requests, self.recall_binding, self.project, self.scan_ahead,
                                            adapter_version=f"hermes-{hermes_version()}")
         self.tool_handler = ToolHandler(self.compaction, self.requests, self.recall_binding)
+        self.pruner = Pruner(self.requests, self.compaction, self.recall_binding)
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
         self.last_total_tokens = 0
@@ -236,11 +238,14 @@ class BatonContextEngine(ContextEngine):
                 self.last_prompt_tokens + self.last_completion_tokens
 
     @guarded("on_turn_complete", nothing, instead="nothing observed (an observe-only hook)")
-    def on_turn_complete(self, messages: Any = None, usage: Any = None, **_: Any) -> None:
+    def on_turn_complete(self, messages: Any = None, usage: Any = None, *, turn_id: Any = None, task_id: Any = None,
+                         api_call_count: Any = None, interrupted: bool = False, failed: bool = False,
+                         turn_exit_reason: Any = None, **_: Any) -> None:
         """Hermes 0.20+: the usage of the turn's last response, which answers the last request sent. It feeds
         the anchor and the route's verification when ``update_from_response`` did not already report that
-        request's size (0.22 reports both; a host path that skips update_from_response does not)."""
-        if isinstance(usage, dict):
+        request's size (0.22 reports both; a host path that skips update_from_response does not). An interrupted
+        or failed turn's usage may answer no request Baton counted (a retry, a cut stream): the anchor stays."""
+        if isinstance(usage, dict) and not interrupted and not failed:
             self.observe_response_usage(usage)
 
     def observe_response_usage(self, usage: dict[str, Any]) -> None:
@@ -249,8 +254,10 @@ class BatonContextEngine(ContextEngine):
         ``update_from_response``: cut at max_tokens, refused), ``update_from_response``, ``on_turn_complete``.
         Observed once per request, so a response that reaches several of them is counted once."""
         if not self.requests.ledger.usage_observed():
-            self.requests.observe_reported(reported_prompt_tokens(usage),
-                                           usage_value(usage, "completion_tokens", "output_tokens"))
+            self.requests.observe_reported(
+                reported_prompt_tokens(usage), usage_value(usage, "completion_tokens", "output_tokens"),
+                cached=cached_prompt_tokens(usage),
+                written=usage_value(usage, "cache_creation_input_tokens", "cache_write_tokens"))
 
     @guarded("select_context", nothing, instead="the request as Hermes built it")
 
@@ -293,6 +300,33 @@ class BatonContextEngine(ContextEngine):
         """Hermes' built-in compressor's rule on the numbers it gave: at or above ``threshold_tokens``."""
         threshold = self.threshold_tokens
         return threshold > 0 and self._asked_tokens(prompt_tokens) >= threshold
+
+    @guarded("should_compress_preflight", lambda *_, **__: False, instead="no engine-driven preflight compaction",
+             default=False)
+    def should_compress_preflight(self, messages: Any = None) -> bool:
+        """Hermes 0.22's sub-threshold maintenance asks before its rough preflight: answered from the exact count of
+        the request these messages make, by the same decision as ``should_compress`` (so what fits is never
+        compacted; a count already made for the request is reused)."""
+        if not isinstance(messages, list) or not messages:
+            return False
+        counted = self.requests.count(self.requests.ledger.view_of(messages, self.requests.memos))
+        if counted.tokens is None:
+            return False
+        return self.compaction.decide(counted.tokens, awaiting_usage=self.last_prompt_tokens == -1).compact
+
+    @guarded("pending_compression_operation", nothing, instead="no operation announced")
+    def pending_compression_operation(self, messages: Any = None, **_: Any) -> str | None:
+        """Upstream's newer hook: "sanitize" when the next compress would only sanitise. Baton's never does: each
+        compaction writes a handoff (or, degraded, drops turns), so the honest answer is None."""
+        return None
+
+    @guarded("prune_tool_results_only", lambda self, messages, *_, **__: (messages, 0),
+             instead="the messages unchanged (no prune)", default=([], 0))
+    def prune_tool_results_only(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
+                                **_: Any) -> tuple[list[dict[str, Any]], int]:
+        """Hermes 0.22's preflight before a request that does not compress: answered tool output reclaimed
+        (``Pruner``; the decision is core's). A NEW list and the number of messages pruned, or the input and 0."""
+        return self.pruner.prune(messages)
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
         """Never: while Baton is active the pre-flight number is an exact count, not a noisy estimate."""
@@ -401,7 +435,7 @@ class BatonContextEngine(ContextEngine):
              default={"engine": ENGINE_NAME, "status_error": "internal_error"})
     def get_status(self) -> dict[str, Any]:
         return {**super().get_status(), **status.engine_status(self.requests, self.compaction, self.recall_binding),
-                "internal_errors": internal_errors()}
+                "reclaim": self.pruner.status(), "internal_errors": internal_errors()}
 
     def _minimal_status(self) -> dict[str, Any]:
         """Hermes' base status (its display numbers) and that Baton's own could not be read."""

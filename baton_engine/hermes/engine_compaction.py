@@ -75,6 +75,7 @@ class CompactionRunner:
         self.started_at = clock_now().timestamp()
         self.detector_state: dict[str, Any] = {}
         self.last_decision = "not evaluated yet"
+        self.compacting = False  # inside compress(): no prune runs then
         self.last_detector: dict[str, Any] | None = None
 
     def settings(self) -> BatonSettings:
@@ -135,6 +136,14 @@ class CompactionRunner:
 
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                  force: bool) -> Compression:
+        self.compacting = True
+        try:
+            return self._compress(messages, current_tokens, focus_topic, force)
+        finally:
+            self.compacting = False
+
+    def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
+                  force: bool) -> Compression:
         runtime = get_runtime()
         started = time.perf_counter()
         settings = self.settings()

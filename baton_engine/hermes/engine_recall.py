@@ -13,7 +13,7 @@ from typing import Any
 from baton_engine.compaction import continuity
 from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.runtime import get_runtime
-from baton_engine.messages.entry import Entry
+from baton_engine.messages.entry import Entry, build_entries
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
 from baton_engine.recall import dense
 from baton_engine.recall.index import lineage_index
@@ -39,6 +39,7 @@ class RecallBinding:
         self.requests = requests
         self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
         self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
+        self.pruned_refs: set[str] = set()  # live messages of the bound session a prune took out (recallable)
 
     @property
     def session_db(self) -> Any:
@@ -79,27 +80,34 @@ class RecallBinding:
     def source(self, session_id: str | None) -> RecallSource:
         """Hermes' own store of this lineage when bound, else what Baton compacted (in-process only)."""
         if self.session_db is not None and session_id:
-            return SessionStoreSource(self.session_db, session_id)
+            return SessionStoreSource(self.session_db, session_id, pruned=frozenset(self.pruned_refs))
         return get_runtime().recall_index.source(self._lineage(session_id))
 
     def hooks(self, session_id: str | None) -> continuity.Recall:
         source = self.source(session_id)
-        embedder = get_runtime().embedder()
-
-        def embed(entries: list[Entry]) -> None:  # the region's vectors, in the background (off the request path)
-            if embedder is not None:
-                dense.queue([p for entry in entries for p in passages(entry)], embedder)
-
         if isinstance(source, SessionStoreSource):  # Hermes' store keeps the region; only its vectors are Baton's
-            return continuity.Recall(remember=embed if embedder is not None else None, lineage=source.entries)
+            embedding = get_runtime().embedder() is not None
+            return continuity.Recall(remember=_embed if embedding else None, lineage=source.entries)
         index, key = get_runtime().recall_index, self._lineage(session_id)
 
         def remember(entries: list[Entry]) -> None:
             index.add_entries(key, entries)
             lineage_index(source.entries())  # the region's passages indexed now, not by the next search
-            embed(entries)
+            _embed(entries)
 
         return continuity.Recall(remember=remember, lineage=source.entries)
+
+    def remember_pruned(self, messages: list[dict[str, Any]], session_id: str | None) -> None:
+        """What a prune took out (each result with the call it answers), recallable from now on: into the in-process
+        index, or, with Hermes' store bound (whose rows still hold it, live in this session), named for its source to
+        include (``SessionStoreSource``'s ``pruned`` refs)."""
+        entries = build_entries(messages)
+        if self.session_db is not None and session_id:
+            self.pruned_refs.update(entry.ref for entry in entries)
+        else:
+            get_runtime().recall_index.add_entries(self._lineage(session_id), entries)
+            lineage_index(self.source(session_id).entries())  # indexed now, not by the next search
+        _embed(entries)
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
@@ -109,3 +117,10 @@ class RecallBinding:
     def recall(self, args: dict[str, Any], session_id: str | None) -> dict[str, Any]:
         """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
         return recall_tool(self.source(session_id), args, self.count_text_tokens, get_runtime().embedder())
+
+
+def _embed(entries: list[Entry]) -> None:
+    """The entries' vectors, in the background (off the request path), when an embedder is configured."""
+    embedder = get_runtime().embedder()
+    if embedder is not None:
+        dense.queue([p for entry in entries for p in passages(entry)], embedder)

@@ -24,6 +24,7 @@ from baton_engine.hermes.notices import Notices
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
+from baton_engine.prompt_cache import CacheBook
 from baton_engine.request import ProviderRequest, find_thinking_budget
 from baton_engine.shapes import Shape
 from baton_engine.tokens.contract import TokenCount
@@ -104,6 +105,7 @@ class RequestBudgeter:
         self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
+        self.cache = CacheBook()  # this session's prompts as the provider read them, and what reclamation took out
 
     def counting(self) -> RouteCounting:
         """This agent's route's counting: the tokenizer that fits its model under this session's project
@@ -186,15 +188,20 @@ class RequestBudgeter:
                            limits.configured_trigger, self.ledger.fixed[1] if self.ledger.fixed else "?",
                            limits.trigger, limits.trigger)
 
-    def observe_reported(self, prompt_tokens: int, output_tokens: int | None = None) -> None:
+    def observe_reported(self, prompt_tokens: int, output_tokens: int | None = None, *, cached: int | None = None,
+                         written: int = 0) -> None:
         """The provider's size of the last request sent: the anchor, and the check of this route's counts;
         said once (the terminal, then status and doctor) when it shows the counts are off, or that the server
-        cut the prompt to a smaller window (``cut_by``): then no calibration, the server's window from now on."""
+        cut the prompt to a smaller window (``cut_by``): then no calibration, the server's window from now on.
+        ``cached`` / ``written``: the part of the prompt read from / written to the provider's cache (None: the
+        route does not say), into the session's cache account."""
+        self.cache.observe(prompt_tokens, cached, written)
         served = self.cut_by(prompt_tokens)
         if served is not None:
             counted = self.ledger.sent_count.tokens if self.ledger.sent_count is not None else "?"
             self.ledger.observe_truncation(prompt_tokens, served)
-            metrics.reported(self, prompt_tokens, flipped=False, output_tokens=output_tokens)
+            metrics.reported(self, prompt_tokens, flipped=False, output_tokens=output_tokens, cached=cached,
+                             written=written)
             self.fit_window()
             fix = OLLAMA_FIX if served.ollama else "raise the server's window"
             self.notices.say(f"truncated {self.route.base_url} {self.route.model}",
@@ -206,7 +213,8 @@ class RequestBudgeter:
                              f"model.context_length to it")
             return
         flipped = self.ledger.observe_usage(prompt_tokens)
-        metrics.reported(self, prompt_tokens, flipped=flipped, output_tokens=output_tokens)
+        metrics.reported(self, prompt_tokens, flipped=flipped, output_tokens=output_tokens, cached=cached,
+                         written=written)
         if flipped:
             check, source = self.ledger.check, self.counting().source()
             self.notices.say(f"calibrated {self.route.base_url} {self.route.model}",
@@ -300,6 +308,8 @@ class RequestBudgeter:
                 decision, rewritten = self._budget(request, view, counted)
                 rewritten = rewritten if rewritten is not None else request
         self.ledger.decided(decision, auxiliary=auxiliary is not None)
+        if auxiliary is None and counted.tokens is not None:
+            self.cache.sized(counted.tokens)
         metrics.request(self, view, counted, decision, auxiliary=auxiliary is not None,
                         seconds=time.perf_counter() - started, shortened=self.ledger.request_compactions > shortened)
         LOGGER.info("baton output budget action=%s prompt=%s source=%s aux=%s", decision.action, counted.tokens,

@@ -66,15 +66,19 @@ def request(requests: Any, view: ProviderRequest, counted: TokenCount, decision:
         LOGGER.warning("baton metrics request failed type=%s", type(exc).__name__)
 
 
-def reported(requests: Any, prompt_tokens: int, *, flipped: bool, output_tokens: int | None = None) -> None:
-    """The provider's size of the last request sent (and of its reply, when given), and the route's verdict after
-    it (``baton doctor`` reads the latest ``route_check``)."""
+def reported(requests: Any, prompt_tokens: int, *, flipped: bool, output_tokens: int | None = None,
+             cached: int | None = None, written: int = 0) -> None:
+    """The provider's size of the last request sent (and of its reply, when given), the part of it read from the
+    provider's cache (None: the route does not say) and written to it, and the route's verdict after it (``baton
+    doctor`` reads the latest ``route_check``)."""
     try:
         if prompt_tokens <= 0:
             return
         check = requests.ledger.check.status(requests.counting().source())
         requests.metrics.emit("usage", request=requests.metrics.seq.get("request", 0), reported=prompt_tokens,
-                            output=output_tokens or None, flipped=flipped, route_check=check)
+                              output=output_tokens or None, flipped=flipped, route_check=check, cache_read=cached,
+                              cache_write=written or None,
+                              uncached=prompt_tokens - min(cached, prompt_tokens) if cached is not None else None)
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics usage failed type=%s", type(exc).__name__)
@@ -119,6 +123,19 @@ def compaction(requests: Any, outcome: CycleOutcome, before: TokenCount, after: 
     # the metrics log's contract (see start): never raised into Hermes' agent loop
     except Exception as exc:  # noqa: BLE001
         LOGGER.warning("baton metrics compaction failed type=%s", type(exc).__name__)
+
+
+def prune(requests: Any, *, committed: bool, reason: str, figures: dict[str, Any]) -> None:
+    """A prune committed (what it took out, exact or not, the first changed message) or declined, and why."""
+    try:
+        requests.metrics.emit("prune", request=requests.metrics.seq.get("request", 0), committed=committed,
+                              reason=reason, before=figures.get("before"), after=figures.get("after"),
+                              reclaimed=figures.get("reclaimed"), exact=figures.get("exact"),
+                              messages=sum((figures.get("pruned") or {}).values()) or None,
+                              first_changed=figures.get("first_changed"), net=figures.get("net"))
+    # the metrics log's contract (see start): never raised into Hermes' agent loop
+    except Exception as exc:  # noqa: BLE001
+        LOGGER.warning("baton metrics prune failed type=%s", type(exc).__name__)
 
 
 def _breaker(requests: Any) -> str | None:

@@ -54,17 +54,34 @@ RECALL_TOOL = "baton_recall"  # the engine tool that pages compacted text back i
 BATON_TOOLS = ("baton_capture", "baton_resume", "baton_status", RECALL_TOOL)  # the engine's tools in Hermes
 _STUB_ARGUMENT_CHARS = 200
 STUB_PREFIX = "[Result elided by Baton at compaction: "
+PRUNED_PREFIX = "[Baton pruned "  # what stands in for an answered result, argument or image reclaimed before compaction
 
 
 def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
     """What stands in for an unanswered tool result too large to keep: the call, its size, why, what to do."""
-    shown = arguments if len(arguments) <= _STUB_ARGUMENT_CHARS else arguments[:_STUB_ARGUMENT_CHARS] + "..."
     again = ("It is read-only: call it again (narrower, e.g. a line range) to see the result."
              if tool in READ_ONLY_TOOLS else
              "It already ran and may have changed state: do NOT run it again; ask the user or check its effect.")
-    return (f"{STUB_PREFIX}{tool}({shown}) returned {tokens} tokens; the compacted "
+    return (f"{STUB_PREFIX}{call_label(tool, arguments)} returned {tokens} tokens; the compacted "
             f"context keeps {budget} tokens for results not yet answered and this one did not fit. The full "
             f"result is kept for `{RECALL_TOOL}` (search a word of it or of the call, then expand a range). {again}]")
+
+
+def pruned_stub(what: str, call: str, tokens: int, ref: str) -> str:
+    """One line in place of what the model already answered: what it was, the call, its size and its ref."""
+    return (f"{PRUNED_PREFIX}{what} of {call}: {tokens} tokens, already answered; the whole text is one call away: "
+            f"`{RECALL_TOOL}` mode=expand ref={ref}]")
+
+
+def pruned_image(tokens: int) -> str:
+    """In place of an image or document the model already answered: it has no text for recall to keep."""
+    return f"{PRUNED_PREFIX}image: {tokens} tokens, already answered; not kept as text: ask for it again if needed]"
+
+
+def call_label(name: str, arguments: str) -> str:
+    """A tool call as a stub names it: ``name(arguments)``, the arguments cut at ``_STUB_ARGUMENT_CHARS``."""
+    shown = arguments if len(arguments) <= _STUB_ARGUMENT_CHARS else arguments[:_STUB_ARGUMENT_CHARS] + "..."
+    return f"{name}({shown})"
 
 
 def degraded_notice_text() -> str:
@@ -115,9 +132,9 @@ def is_baton_text(text: str) -> bool:
 
 def is_own_text(text: str) -> bool:
     """Text Baton wrote into a transcript, wherever it sits: a block, notice or degradation note
-    (``is_baton_text``) or the stub that stands in for an elided result. Never the user's or the tools' words:
+    (``is_baton_text``) or a stub that stands in for an elided or pruned result. Never the user's or the tools' words:
     the brief and the anchors leave it out (with the answers of Baton's own tools, ``BATON_TOOLS``)."""
-    return is_baton_text(text) or text.lstrip().startswith(STUB_PREFIX)
+    return is_baton_text(text) or text.lstrip().startswith((STUB_PREFIX, PRUNED_PREFIX))
 
 
 def embedded_block(message: dict[str, Any]) -> str | None:

@@ -18,13 +18,18 @@ FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "request": {"prompt": INT, "mode": TEXT, "source": TEXT, "fallback": TEXT, "window": INT, "window_source": TEXT,
                 "cap_asked": INT, "cap_sent": INT, "action": TEXT, "short": FLAG, "shortened": FLAG,
                 "breaker": TEXT, "ms": NUMBER, "model": TEXT, "provider": TEXT},
-    "usage": {"request": INT, "reported": INT, "output": INT, "flipped": FLAG, "route_check": MAPPING},
+    # cache_read None: the route does not report its cache (then uncached is None too)
+    "usage": {"request": INT, "reported": INT, "output": INT, "flipped": FLAG, "route_check": MAPPING,
+              "cache_read": INT, "cache_write": INT, "uncached": INT},
     "refusal": {"request": INT, "kind": TEXT, "window": INT, "prompt": INT},
     "compaction": {"request": INT, "before": INT, "after": INT, "mode": TEXT, "kept": INT, "stubbed": INT,
                    "recallable": INT, "compacted": INT, "handoff": TEXT, "short_id": TEXT, "status": TEXT,
                    "validation": TEXT, "degraded": TEXT, "brief_tokens": INT, "ms": NUMBER},
     # what Baton's tool schemas add to every request, as the session's status measured it
     "tools": {"offered": LIST, "schema_tokens": INT, "counted_by": TEXT},
+    # a prune of answered tool output, committed or declined (reason), with its exact figures
+    "prune": {"request": INT, "committed": FLAG, "reason": TEXT, "before": INT, "after": INT, "reclaimed": INT,
+              "exact": FLAG, "messages": INT, "first_changed": INT, "net": INT},
 }
 FIELDS["aux_request"] = FIELDS["request"]
 COMMON = {"ev": TEXT, "n": INT, "t": NUMBER}

@@ -70,6 +70,12 @@ COMPACTION_TOKENS = Instrument("baton.compaction.tokens", "histogram", "{token}"
                                "after a compaction", TOKEN_BUCKETS)
 REFUSALS = Instrument("baton.refusals.learned", "counter", "{refusal}", "Provider refusals Baton read and learned "
                       "from (a stated window, an exact prompt size)")
+CACHE_TOKENS = Instrument("baton.prompt.tokens", "counter", "{token}", "Prompt tokens of the main responses by how "
+                          "the provider read them: sent (all), read from its cache, uncached (the prefill it did)")
+RECLAIMED = Instrument("baton.reclaimed.tokens", "counter", "{token}", "Tokens a committed prune took out of the "
+                       "request (each later request is that much shorter)")
+PRUNES = Instrument("baton.prunes", "counter", "{prune}", "Prunes of answered tool output, committed or declined, by "
+                    "reason")
 
 READINGS: tuple[Reading, ...] = (
     Reading(TOKENS, "usage", "reported", fixed=((TOKEN_TYPE, "input"),)),
@@ -84,6 +90,11 @@ READINGS: tuple[Reading, ...] = (
     Reading(COMPACTION_TOKENS, "compaction", "before", fixed=(("baton.compaction.stage", "before"),)),
     Reading(COMPACTION_TOKENS, "compaction", "after", fixed=(("baton.compaction.stage", "after"),)),
     Reading(REFUSALS, "refusal"),
+    Reading(CACHE_TOKENS, "usage", "reported", fixed=(("baton.prompt.part", "sent"),)),
+    Reading(CACHE_TOKENS, "usage", "cache_read", fixed=(("baton.prompt.part", "cache_read"),)),
+    Reading(CACHE_TOKENS, "usage", "uncached", fixed=(("baton.prompt.part", "uncached"),)),
+    Reading(RECLAIMED, "prune", "reclaimed", only_if="committed"),
+    Reading(PRUNES, "prune"),
 )
 # measurements made from two events (the request a usage answers): the usage's time and the request's count
 PAIRED = (DURATION, COUNTED)
@@ -95,6 +106,7 @@ ATTRIBUTES: dict[str, dict[str, str]] = {
                 "mode": "baton.count.mode"},
     "compaction": {"mode": "baton.count.mode", "status": "baton.handoff.status", "degraded": "baton.degraded"},
     "refusal": {"kind": "baton.refusal.kind"},
+    "prune": {"committed": "baton.prune.committed", "reason": "baton.prune.reason"},
 }
 ATTRIBUTES["aux_request"] = ATTRIBUTES["request"]
 # event -> (span name, its attributes' prefix)

@@ -5,8 +5,9 @@ messages stay in the parent sessions (``parent_session_id`` chain, each parent e
 ``end_reason = "compression"``); with ``compression.in_place`` they stay in the same session as
 ``active = 0, compacted = 1`` rows. The lineage is walked up from the bound session only through
 compression parents, never into the session a ``/branch`` was made from or a delegating parent
-agent. Searched: every ancestor row plus the current session's compacted rows; rows a rewind took
-back (``active = 0, compacted = 0``) and the current session's live rows are not. Only public
+agent. Searched: every ancestor row plus the current session's compacted rows and the live rows a prune took out of
+the request (``pruned``: their refs); rows a rewind took back (``active = 0, compacted = 0``) and the current
+session's other live rows are not. Only public
 ``SessionDB`` methods are used (``get_session``, ``get_messages``); nothing is written.
 """
 
@@ -16,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from baton_engine.messages.entry import Entry, Message, build_entries
+from baton_engine.messages.entry import Entry, Message, build_entries, ref_for
 
 MAX_LINEAGE_DEPTH = 1000
 
@@ -42,9 +43,10 @@ def _as_message(row: dict[str, Any]) -> Message:
 class SessionStoreSource:
     """The compacted messages of the lineage ending at ``session_id``."""
 
-    def __init__(self, session_db: Any, session_id: str) -> None:
+    def __init__(self, session_db: Any, session_id: str, *, pruned: frozenset[str] = frozenset()) -> None:
         self._db = session_db
         self._session_id = session_id
+        self._pruned = pruned  # refs of the bound session's live messages a prune took out of the request
 
     def lineage(self) -> list[str]:
         """Session ids from the lineage root to the bound session."""
@@ -64,10 +66,14 @@ class SessionStoreSource:
             live_excluded = session_id == self._session_id
             for row in self._db.get_messages(session_id, include_inactive=True):
                 active, compacted = bool(row.get("active", 1)), bool(row.get("compacted", 0))
-                if (active and live_excluded) or (not active and not compacted):
+                if not active and not compacted:
                     continue
                 rows.append(_as_message(row))
-        return build_entries(rows)
+                if active and live_excluded:
+                    rows[-1]["_live"] = True
+        entries = build_entries(rows)
+        live = {ref_for(row) for row in rows if row.get("_live")} - {ref_for(row) for row in rows if not row.get("_live")}
+        return [entry for entry in entries if entry.ref not in live or entry.ref in self._pruned]
 
     def get(self, ref: str) -> Entry | None:
         return next((entry for entry in self.entries() if entry.ref == ref), None)

@@ -72,6 +72,28 @@ def reported_prompt_tokens(usage: Mapping[str, Any]) -> int:
         + usage_value(usage, "cache_creation_input_tokens", "cache_write_tokens"))
 
 
+# Where each usage shape says how much of the prompt the provider read from its cache: OpenAI chat and vLLM
+# (``--enable-prompt-tokens-details``) ``prompt_tokens_details.cached_tokens``, the Responses API
+# ``input_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``, Bedrock ``cacheReadInputTokens``,
+# DeepSeek ``prompt_cache_hit_tokens``, Hermes' canonical ``cache_read_tokens``.
+_CACHE_READ_KEYS = ("cache_read_tokens", "cache_read_input_tokens", "cacheReadInputTokens", "prompt_cache_hit_tokens")
+_CACHE_DETAILS = ("prompt_tokens_details", "input_tokens_details")
+
+
+def cached_prompt_tokens(usage: Mapping[str, Any]) -> int | None:
+    """The part of the prompt the provider read from its cache (part of ``reported_prompt_tokens`` on every shape),
+    None when the usage has no cache field at all (a route that does not say, not a miss)."""
+    for key in _CACHE_READ_KEYS:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    for key in _CACHE_DETAILS:
+        details = usage.get(key)
+        if isinstance(details, Mapping) and "cached_tokens" in details:
+            return usage_value(details, "cached_tokens")
+    return None
+
+
 PLAUSIBLE_FACTOR = 100  # a reported size this many times off the count answers another request (or none)
 
 

@@ -25,7 +25,8 @@ def test_the_genai_names_are_the_semantic_conventions_own() -> None:
     assert {i.name for i in every if not i.name.startswith("gen_ai.")} == {
         "baton.requests", "baton.request.tokens", "baton.request.duration", "baton.requests.shortened",
         "baton.tokens.counted", "baton.tokens.reported", "baton.compactions", "baton.compaction.duration",
-        "baton.compaction.tokens", "baton.refusals.learned", "baton.calibration.ratio"}
+        "baton.compaction.tokens", "baton.refusals.learned", "baton.calibration.ratio", "baton.prompt.tokens",
+        "baton.reclaimed.tokens", "baton.prunes"}
 
 
 def test_an_instrument_reads_only_a_field_the_events_define(monkeypatch: pytest.MonkeyPatch) -> None:
