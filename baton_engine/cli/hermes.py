@@ -11,7 +11,7 @@ from rich.console import Console
 from baton_engine.cli import cli
 from baton_engine.cli.output import json_option, run
 from baton_engine.hermes.config import hermes_home
-from baton_engine.hermes.install import install
+from baton_engine.hermes.install import install, uninstall
 
 
 @cli.group("hermes")
@@ -37,3 +37,18 @@ def install_command(home: Path | None, select: bool, link: bool, as_json: bool) 
             console.print(f"next: {step}")
 
     run(as_json, lambda: install(hermes_home(home), select=select, link=link), render)
+
+
+@hermes_group.command("uninstall")
+@click.option("--hermes-home", "home", type=click.Path(file_okay=False, path_type=Path),
+              help="Hermes home directory (default: $HERMES_HOME or ~/.hermes).")
+@json_option
+def uninstall_command(home: Path | None, as_json: bool) -> None:
+    """Turn Baton off (plugins.enabled, context.engine: compressor) and remove $HERMES_HOME/plugins/baton/; keeps the
+    baton: block and every .baton/. Works offline (Hermes 0.22's `hermes plugins disable` needs a download)."""
+
+    def render(console: Console, result: dict[str, Any]) -> None:
+        console.print(f"changed in {result['config']}: {', '.join(result['changed']) or 'nothing (Baton was off)'}")
+        console.print(f"removed: {result['removed'] or 'no plugin directory'}; kept: {result['kept']}")
+
+    run(as_json, lambda: uninstall(hermes_home(home)), render)

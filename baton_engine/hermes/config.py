@@ -141,3 +141,15 @@ def checked_block(view: HermesView) -> Mapping[str, Any] | None:
     if block is not None and "__invalid__" in block:
         raise SettingsError("baton: in config.yaml must be a mapping of settings")
     return block
+
+
+def misplaced_settings(config: Mapping[str, Any]) -> list[str]:
+    """Baton settings written under ``plugins.entries.baton.settings`` (where Hermes 0.22's plugin settings live, and
+    where its plugin hub writes the manifest's ``config_schema`` keys): Baton reads only its ``baton:`` block."""
+    entry = _section(_section(_section(config, "plugins"), "entries"), PLUGIN_NAME)
+    settings = entry.get("settings", entry.get("config"))
+    if not isinstance(settings, Mapping):
+        return []
+    where = "settings" if "settings" in entry else "config"
+    return [f"plugins.entries.{PLUGIN_NAME}.{where}.{key} is not read by Baton: move it to baton.{key}"
+            for key in settings]

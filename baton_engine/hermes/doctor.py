@@ -23,9 +23,11 @@ from baton_engine.hermes.config import (
     hermes_view,
     installed_hermes_version,
     load_hermes_settings,
+    misplaced_settings,
     read_config_file,
 )
-from baton_engine.hermes.install import plugin_target
+from baton_engine.hermes.admission import OFFLINE_WAY, admission
+from baton_engine.hermes.install import plugin_dir_state, plugin_target
 from baton_engine.operations.context import effective_settings, project_config
 from baton_engine.hermes.minimum import HermesMinimum, compression_window, hermes_minimum
 from baton_engine.settings import describe_line
@@ -63,18 +65,63 @@ def check_selection(home: Path) -> dict[str, str]:
             return _check("hermes.selection", "warn",
                           f"plugin enabled but context.engine is {view.engine!r}: Baton is loaded, not used; "
                           f"set context.engine: {ENGINE_NAME} (or `baton hermes install --select`)")
-        return _check("hermes.selection", "skipped", f"Baton is not selected in {home / 'config.yaml'}")
+        return _check("hermes.selection", "skipped", f"Baton is not selected in {home / 'config.yaml'} "
+                      f"(context.engine: {view.engine}): Hermes uses {_engine_named(view.engine)}")
     if not view.plugin_enabled:
         why = ("it is in plugins.disabled" if PLUGIN_NAME in view.plugins_disabled
                else "it is not in plugins.enabled")
         return _check("hermes.selection", "fail",
-                      f"context.engine is {ENGINE_NAME!r} but {why}; {FALLBACK}. "
-                      f"Run `hermes plugins enable {PLUGIN_NAME}` or `baton hermes install --select`")
+                      f"context.engine is {ENGINE_NAME!r} but {why}; {FALLBACK}. To enable it, "
+                      + admission(home).enable_hint())
     if not _entry_point_installed() and not (plugin_target(home) / "__init__.py").is_file():
         return _check("hermes.selection", "fail",
                       f"no Baton plugin found (no hermes_agent.plugins entry point, no {plugin_target(home)}); "
                       f"{FALLBACK}. Run `baton hermes install`")
     return _check("hermes.selection", "pass", f"context.engine: {ENGINE_NAME} and plugin enabled in {home}")
+
+
+def _engine_named(engine: str) -> str:
+    return "its built-in compressor" if engine == "compressor" else f"the context engine {engine!r}"
+
+
+def check_admission(home: Path) -> dict[str, str]:
+    """Hermes 0.22's plugin admission (``hermes/admission.py``): whether ``hermes plugins enable`` can work here, and
+    the way out when it cannot (the failure itself leaves no trace in Hermes' state)."""
+    gate = admission(home)
+    if not gate.gated:
+        return _check("hermes.admission", "skipped", "this Hermes has no plugin admission: `hermes plugins enable` "
+                      "writes config.yaml itself")
+    try:
+        view = hermes_view(read_config_file(home))
+    except BatonError as exc:
+        return _check("hermes.admission", "skipped", f"config.yaml unreadable ({exc})")
+    if gate.runtime in ("present", "packaged"):
+        return _check("hermes.admission", "pass", f"Hermes' plugin manager has its runtime ({gate.runtime}): "
+                      "`hermes plugins enable|disable|install` can admit plugin changes")
+    needs = (f"every `hermes plugins enable|disable|install` on this Hermes first downloads a managed CPython "
+             f"(python-build-standalone) into {gate.where or 'its tools/ store'}; without internet it fails with "
+             "`AdmissionRefused: python: install failed` and changes nothing")
+    if view.plugin_enabled:
+        return _check("hermes.admission", "pass", f"Baton is in plugins.enabled (loaded without admission); note: "
+                      f"{needs}. Offline, `baton hermes uninstall` turns Baton off")
+    if not view.engine_selected:
+        return _check("hermes.admission", "skipped", f"Baton is off; to turn it on here: {OFFLINE_WAY} ({needs})")
+    return _check("hermes.admission", "warn" if gate.runtime == "unknown" else "fail",
+                  f"context.engine is {ENGINE_NAME!r} but Baton is not enabled, and {needs}. The way out offline: "
+                  f"{OFFLINE_WAY}")
+
+
+def check_plugin_dir(home: Path) -> dict[str, str]:
+    """The copied plugin directory against the installed Baton's (a pip upgrade leaves the old copy behind)."""
+    state = plugin_dir_state(home)
+    if state == "absent":
+        return _check("hermes.plugin_dir", "skipped", f"no {plugin_target(home)} (Hermes loads Baton through its "
+                      "pip entry point)")
+    if state == "stale":
+        return _check("hermes.plugin_dir", "fail", f"{plugin_target(home)} is from another Baton version (its "
+                      "plugin.yaml differs from the installed Baton's): run `baton hermes install` to refresh it "
+                      "(config.yaml's baton: block and the project's .baton/ are not touched)")
+    return _check("hermes.plugin_dir", "pass", f"{plugin_target(home)} matches the installed Baton ({state})")
 
 
 def check_settings(home: Path, start: Path | None = None) -> dict[str, str]:
@@ -83,6 +130,9 @@ def check_settings(home: Path, start: Path | None = None) -> dict[str, str]:
         settings, _view = load_hermes_settings(home, project_dir=start)
     except BatonError as exc:
         return _check("hermes.settings", "fail", f"{exc}; the plugin refuses to start until this is fixed")
+    misplaced = misplaced_settings(read_config_file(home))
+    if misplaced:
+        return _check("hermes.settings", "fail", "; ".join(misplaced) + f" (in {home / 'config.yaml'})")
     if settings.ignored:
         return _check("hermes.settings", "fail", "; ".join(settings.ignored) + f". Fix the key(s) in "
                       f"{home / 'config.yaml'}: Baton starts without them, so the value you meant is not used")
@@ -193,6 +243,7 @@ def checks(home: Path | None = None) -> tuple[Callable[[Path], dict[str, str]], 
     def where() -> Path:
         return hermes_home(home)
 
-    return (lambda _start: check_selection(where()), lambda start: check_settings(where(), start),
+    return (lambda _start: check_selection(where()), lambda _start: check_admission(where()),
+            lambda _start: check_plugin_dir(where()), lambda start: check_settings(where(), start),
             lambda start: check_tokenizer(where(), start), lambda start: check_window(where(), start),
             lambda _start: check_engine_copy())

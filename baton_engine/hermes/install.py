@@ -45,6 +45,19 @@ def write_plugin_dir(home: Path, *, link: bool = False) -> dict[str, Any]:
     return {"path": str(target), "linked": link}
 
 
+def plugin_dir_state(home: Path) -> str:
+    """``absent``, ``linked`` (a symlink to this Baton's template), ``current`` (a copy of it) or ``stale`` (a copy or
+    link from another Baton: its plugin.yaml differs, e.g. left behind by a pip upgrade)."""
+    target = plugin_target(home)
+    if not target.exists():
+        return "absent"
+    if target.is_symlink() and target.resolve() == TEMPLATE_DIR.resolve():
+        return "linked"
+    same = all((target / name).is_file() and (target / name).read_bytes() == (TEMPLATE_DIR / name).read_bytes()
+               for name in TEMPLATE_FILES)
+    return "current" if same else "stale"
+
+
 def _atomic_yaml(path: Path, data: dict[str, Any]) -> None:
     fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".yaml", dir=path.parent)
     try:
@@ -57,7 +70,8 @@ def _atomic_yaml(path: Path, data: dict[str, Any]) -> None:
 
 
 def select_engine(home: Path) -> dict[str, Any]:
-    """Add ``baton`` to ``plugins.enabled`` and set ``context.engine: baton`` (other keys untouched)."""
+    """Add ``baton`` to ``plugins.enabled`` (and out of ``plugins.disabled``, where 0.19's ``hermes plugins disable``
+    puts it) and set ``context.engine: baton`` (other keys untouched)."""
     config = read_config_file(home)
     for key in ("plugins", "context"):
         if key in config and not isinstance(config[key], dict):
@@ -72,6 +86,10 @@ def select_engine(home: Path) -> dict[str, Any]:
         enabled.append(PLUGIN_NAME)
         changed.append("plugins.enabled")
     plugins["enabled"] = enabled
+    disabled = plugins.get("disabled")
+    if isinstance(disabled, list) and PLUGIN_NAME in disabled:  # Hermes: an explicit disable wins over enabled
+        plugins["disabled"] = [name for name in disabled if name != PLUGIN_NAME]
+        changed.append("plugins.disabled")
     context = config.setdefault("context", {})
     previous_engine = context.get("engine")
     if previous_engine != ENGINE_NAME:
@@ -90,3 +108,37 @@ def install(home: Path, *, select: bool = False, link: bool = False) -> dict[str
         f"hermes plugins enable {PLUGIN_NAME}", f"set context.engine: {ENGINE_NAME} in {home / 'config.yaml'}"]
     return {"ok": True, "hermes_home": str(home), "plugin_dir": written["path"], "linked": written["linked"],
             "selected": selected, "next_steps": next_steps}
+
+
+def uninstall(home: Path) -> dict[str, Any]:
+    """The ``baton hermes uninstall --json`` result: Hermes back on its built-in compressor, offline.
+
+    Removes ``baton`` from ``plugins.enabled``, sets ``context.engine: compressor`` when it was ``baton`` and deletes
+    the plugin directory this installer wrote (a foreign one is refused). Never touches the ``baton:`` block (a later
+    install finds the settings as they were) nor any project's ``.baton/``. Needed on Hermes 0.22+, whose ``hermes
+    plugins disable`` goes through the plugin manager's admission (a managed Python download)."""
+    config = read_config_file(home)
+    changed = []
+    plugins = config.get("plugins")
+    if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list) and PLUGIN_NAME in plugins["enabled"]:
+        plugins["enabled"] = [name for name in plugins["enabled"] if name != PLUGIN_NAME]
+        changed.append("plugins.enabled")
+    context = config.get("context")
+    if isinstance(context, dict) and context.get("engine") == ENGINE_NAME:
+        context["engine"] = "compressor"
+        changed.append("context.engine")
+    if changed:
+        _atomic_yaml(home / "config.yaml", config)
+    target = plugin_target(home)
+    removed = None
+    if target.is_symlink():
+        target.unlink()
+        removed = str(target)
+    elif target.exists():
+        if not target.is_dir() or set(p.name for p in target.iterdir()) - {*TEMPLATE_FILES, "__pycache__"}:
+            raise ConflictError(f"{target} holds other files; Baton was turned off in config.yaml, remove the "
+                                "directory by hand")
+        shutil.rmtree(target)
+        removed = str(target)
+    return {"ok": True, "hermes_home": str(home), "config": str(home / "config.yaml"), "changed": changed,
+            "removed": removed, "kept": "the baton: block in config.yaml and every project's .baton/"}

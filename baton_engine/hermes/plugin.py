@@ -23,6 +23,7 @@ from typing import Any
 
 from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.manifest import MIDDLEWARE
 from baton_engine.hermes.notices import tell
 from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
@@ -79,8 +80,8 @@ def register(ctx: Any) -> None:
     replaced = set_activation(current)
     if replaced is not None:
         replaced.deactivate()
-    ctx.register_middleware("llm_request", current.llm_request)
-    ctx.register_middleware("llm_execution", current.llm_execution)
+    for kind in MIDDLEWARE:  # what plugin.yaml declares (provides_middleware), from the same tuple
+        ctx.register_middleware(kind, getattr(current, kind))
     if view.engine_selected:
         skipped = current.activate()
         global _STARTING

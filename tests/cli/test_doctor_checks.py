@@ -16,7 +16,8 @@ def test_importing_the_hermes_checks_changes_nothing_and_the_cli_lists_them(tmp_
     assert not any(name.startswith("hermes.") for name in before)
     both = doctor(tmp_path, checks=(*CORE_CHECKS, *hermes_doctor.checks()))["checks"]
     assert [check["name"] for check in both][len(before):] == [
-        "hermes.selection", "hermes.settings", "hermes.tokenizer", "hermes.window", "hermes.engine"]
+        "hermes.selection", "hermes.admission", "hermes.plugin_dir", "hermes.settings", "hermes.tokenizer",
+        "hermes.window", "hermes.engine"]
 
 
 def test_doctor_says_where_each_setting_came_from(tmp_path: Path, monkeypatch) -> None:

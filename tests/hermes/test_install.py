@@ -55,6 +55,20 @@ def test_install_select_edits_only_the_two_keys_and_hermes_loads_it(hermes_home:
     assert selection["status"] == "pass"
 
 
+def test_select_takes_baton_out_of_plugins_disabled(tmp_path: Path) -> None:
+    """0.19's `hermes plugins disable baton` lists it in plugins.disabled, which wins over plugins.enabled."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(yaml.safe_dump({"plugins": {"enabled": [], "disabled": ["baton", "other"]},
+                                                      "context": {"engine": "baton"}}))
+    done = baton("hermes", "install", "--hermes-home", str(home), "--select", "--json")
+    assert json.loads(done.stdout)["selected"]["changed"] == ["plugins.enabled", "plugins.disabled"]
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    assert config["plugins"] == {"enabled": ["baton"], "disabled": ["other"]}
+    doctor = json.loads(baton("doctor", "--json", env_home=home).stdout)
+    assert next(c for c in doctor["checks"] if c["name"] == "hermes.selection")["status"] == "pass"
+
+
 def test_link_and_foreign_directory(tmp_path: Path) -> None:
     home = tmp_path / "home"
     done = baton("hermes", "install", "--hermes-home", str(home), "--link", "--json")
