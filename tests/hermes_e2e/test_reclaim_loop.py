@@ -19,6 +19,7 @@ from batontest.hermes_run import WINDOW
 from batontest.model_server import recall_steps
 from batontest.recall_loop import FINAL_ANSWER, NEEDLE, NEEDLE_LINE, last_tool_answer, recall_call_request, run
 
+from baton_engine.hermes.config import installed_hermes_version
 from baton_engine.messages.markers import PRUNED_PREFIX
 
 pytestmark = pytest.mark.hermes
@@ -27,7 +28,8 @@ pytestmark = pytest.mark.hermes
 @pytest.mark.parametrize("session_db", [False, True], ids=["memory", "state_db"])
 def test_a_prune_commits_in_the_real_loop_and_recall_brings_the_pruned_result_back_whole(tmp_path: Path,
                                                                                         session_db: bool) -> None:
-    pytest.importorskip("agent.turn_preflight", reason="Hermes 0.22's preflight calls the prune hook (0.19 has none)")
+    if (installed_hermes_version() or "0.19").startswith("0.19"):
+        pytest.skip("Hermes 0.22's preflight calls the prune hook (0.19 has none)")
     result, server, _project = run(tmp_path, in_place=False, session_db=session_db, files=12, trigger=48_000,
                                    baton={"reclaim_trigger_tokens": 10_000, "reclaim_min_tokens": 2_000,
                                           "tokenizer": {"backend": "hf", "path": str(qwen3_dir())}},
