@@ -202,7 +202,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     import memory_bench
     import soak_report
 
-    targets += [memory_bench.target(results), *soak_report.targets(results.get("soak"))]
+    import reclaim_report
+
+    targets += [memory_bench.target(results), *soak_report.targets(results.get("soak")),
+                *reclaim_report.targets(results.get("reclaim"))]
     if "recall" in results:
         import recall_bench
 
@@ -407,7 +410,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                     f"{r['compare_p50_ms']:.2f}" if "compare_p50_ms" in r else "-"] for r in overhead])
     if "overhead_vs_history.png" in plots:
         out += ["", "![per-turn overhead vs history](overhead_vs_history.png)"]
-    out += ["", *memory_bench.render(results), *soak_report.render(results.get("soak"))]
+    out += ["", *memory_bench.render(results), *soak_report.render(results.get("soak")),
+            *reclaim_report.render(results.get("reclaim"))]
     out += ["## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
     return "\n".join(out)
 
@@ -421,6 +425,8 @@ def write(results: dict[str, Any], out: Path) -> Path:
         results = {**results, "findings": FINDINGS_FILE.read_text(encoding="utf-8").strip().splitlines()}
     if (out / "soak.json").is_file():  # benchmarks/soak.py, run after the benchmark
         results = {**results, "soak": json.loads((out / "soak.json").read_text(encoding="utf-8"))}
+    if (out / "reclaim.json").is_file():  # benchmarks/reclaim_bench.py, run on Hermes 0.22's interface
+        results = {**results, "reclaim": json.loads((out / "reclaim.json").read_text(encoding="utf-8"))}
     plots = _plots(results, out)
     path = out / "REPORT.md"
     path.write_text(render(results, plots), encoding="utf-8")
