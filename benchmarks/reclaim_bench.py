@@ -12,9 +12,10 @@ Arms: Hermes' built-in compressor with ``proactive_prune_tokens`` at Hermes' own
 defaults (threshold 0.50, the 0.22 config default), the built-in with pruning off, Baton without reclamation
 (``reclaim_trigger_tokens: 0``), Baton with it (its defaults). The built-in's summary call goes to a loopback stub.
 
-The prefix cache is simulated as vLLM's automatic prefix caching keeps it: 16-token blocks, a request reads from
-the cache the full blocks of the prefix it shares with the request before it (the prefix ends at the first changed
-message: ``PrefixCache``), never its last token. Baton's arms get that figure back as their route's
+The prefix cache is simulated as vLLM's automatic prefix caching keeps it (``prefix_cache.py``): 16-token blocks, a
+request reads from the cache the full blocks of the prefix it shares with the request before it (the prefix ends at
+the first changed message), never its last token; ``tests/vllm/test_prefix_cache.py`` checks the figure against a
+real vLLM server's. Baton's arms get that figure back as their route's
 ``prompt_tokens_details.cached_tokens`` (a vLLM started with ``--enable-prompt-tokens-details``). Per arm: prompt
 tokens sent, uncached (the prefill a GPU does), compactions, prunes, cache breaks (a request that does not extend
 the one before), cost = uncached + r x cached for r = 0.1, 0.25, 0.5, the decode load (the sum over requests of the
@@ -38,6 +39,7 @@ from run import MODEL, QWEN3, Judge, new_project
 
 import arms
 import reclaim_report
+from prefix_cache import PrefixCache
 import workload
 from batontest.model_server import ModelServer, ScriptedPolicy
 
@@ -45,8 +47,6 @@ from baton_engine.hermes.config import installed_hermes_version
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
-BLOCK = 16  # vLLM's default block size: a cache hit runs over whole blocks
-GENERATION_PROMPT_TOKENS = 3  # Qwen3's "<|im_start|>assistant\n": counted by the judge, never a shared prefix
 WINDOWS = (65_536, 131_072, 200_000)
 HERMES_EXAMPLE_PRUNE = 48_000  # Hermes' own example value for compression.proactive_prune_tokens
 HERMES_THRESHOLD = 0.50  # Hermes 0.22's compression.threshold default
@@ -85,31 +85,6 @@ class Tally:
                 "cost": {name: round(self.cost(float(name))) for name in reclaim_report.RATIOS}}
 
 
-class PrefixCache:
-    """vLLM's automatic prefix caching, simulated: the request shares with the one before it the messages up to the
-    first changed one; the cache holds the full ``BLOCK``-token blocks of that prefix (never the prompt's last token)."""
-
-    def __init__(self, judge: Judge) -> None:
-        self.judge = judge
-        self.previous: list[str] = []
-
-    def read(self, history: list[dict[str, Any]], prompt: int) -> tuple[int, bool]:
-        """(tokens read from the cache, whether the request broke the cached prefix: it does not extend the last)."""
-        keys = [json.dumps(m, sort_keys=True) for m in history]
-        shared = 0
-        for old, new in zip(self.previous, keys):
-            if old != new:
-                break
-            shared += 1
-        broke = bool(self.previous) and shared < len(self.previous)
-        self.previous = keys
-        if not shared and not broke and prompt == self.judge.tokens([]):
-            return 0, False
-        prefix = self.judge.tokens(history[:shared]) - GENERATION_PROMPT_TOKENS
-        cached = min(prefix, prompt - 1) // BLOCK * BLOCK
-        return max(cached, 0), broke
-
-
 class BuiltinArm(arms.HermesArm):
     """Hermes 0.22's own ``ContextCompressor`` with its defaults, pruning on at ``prune`` tokens (0: off)."""
 
@@ -134,7 +109,7 @@ def baton_arm(label: str, session: workload.Session, window: int, reclaim: bool)
 def drive(arm: Any, judge: Judge, session: workload.Session, window: int) -> Tally:
     """The session through ``arm`` as Hermes 0.22 feeds an engine; the tally of what it sent."""
     tally = Tally(arm.label, window)
-    cache = PrefixCache(judge)
+    cache = PrefixCache(judge.tokens)
     history: list[dict[str, Any]] = []
     last_cached = 0
     started = time.perf_counter()
