@@ -38,7 +38,29 @@ def report_command(session: str | None, html_path: Path | None, platform: str | 
                            f"route {summary['route_verdict'] or 'unconfirmed'}, {summary['refusals']} refusals"
                            + (f", Baton's tool schemas {summary['tool_schema_tokens']:,} tokens per request"
                               if summary.get("tool_schema_tokens") is not None else "")))
+        console.print(Text(prompt_cache_line(summary)))
         console.print(Text(f"report: {result['html']}"))
 
     scope = Scope.filter(platform, conversation_id)
     run(as_json, lambda: maintenance.report(root, session, html=html_path, scope=scope), render)
+
+
+def prompt_cache_line(summary: dict[str, Any]) -> str:
+    """The prompt cache's account in one line: tokens sent, read from the cache and uncached (or that the route does
+    not say), what the committed prunes reclaimed (exact or not) and the declined ones by reason."""
+    if summary.get("prompt_tokens") is None:
+        sent = "prompt tokens sent: no usage reported"
+    elif summary.get("cache_read_tokens") is None:
+        sent = f"prompt tokens sent {summary['prompt_tokens']:,}, cache not reported by the route"
+    else:
+        sent = (f"prompt tokens sent {summary['prompt_tokens']:,}, {summary['cache_read_tokens']:,} read from the "
+                f"cache, {summary['uncached_prompt_tokens']:,} uncached")
+    declined = summary.get("prunes_declined") or {}
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in declined.items())
+    exact = {None: "", True: ", every figure exact", False: ", not every figure exact"}[summary.get("reclaimed_exact")]
+    if summary.get("reclaimed_tokens") is None:
+        pruned = "no prune logged"
+    else:
+        pruned = (f"{summary['reclaimed_tokens']:,} tokens reclaimed by {summary['prunes_committed']} prunes{exact}, "
+                  f"{sum(declined.values()):,} declined" + (f" ({reasons})" if reasons else ""))
+    return f"{sent}; {pruned}"

@@ -3,8 +3,8 @@ disk. A Content-Security-Policy forbids every fetch, so the page cannot reach an
 
 Why no JavaScript: the page must render the same in any browser, offline, years later; tooltips are SVG
 ``<title>`` elements and the numbers sit in tables below the chart. Every value is escaped. The chart's elements
-carry ``data-*`` attributes (request number, counts, compaction's handoff) so a test, or a person with the
-inspector, reads the numbers the chart was drawn from.
+carry ``data-*`` attributes (request number, counts, compaction's handoff, prune's reclaimed tokens) so a test, or
+a person with the inspector, reads the numbers the chart was drawn from.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def render(data: dict[str, Any]) -> str:
         _verdict(summary), _cards(summary),
         "<h2>Prompt size per request</h2>", _legend(), _chart(data),
         "<h2>Compactions</h2>", _compactions(data["compactions"]),
+        "<h2>Prunes</h2>", _prunes(data),
         "<h2>Counting mode changes</h2>", _changes(data["mode_changes"], "mode", with_reason=True),
         "<h2>Breaker events</h2>", _changes(data["breaker_events"], "breaker"),
         "<h2>Route verdict</h2>", _route(data["route_check"]),
@@ -96,30 +97,56 @@ def _verdict(summary: dict[str, Any]) -> str:
 
 
 def _cards(summary: dict[str, Any]) -> str:
-    cards = [("requests", summary["requests"], f"+{summary['auxiliary_requests']} auxiliary"),
-             ("compactions", summary["compactions"], f"{summary['handoffs']} handoffs"),
-             ("peak prompt", summary.get("peak_prompt"),
-              f"of {_n(summary.get('peak_window'))}" if summary.get("peak_window") else ""),
-             ("counting", summary.get("counting_mode"), f"{summary['mode_changes']} changes"),
-             ("route", summary.get("route_verdict") or "unconfirmed",
-              f"ratio {_n(summary.get('route_ratio'))}" if summary.get("route_ratio") else "no usage reported"),
-             ("Baton's tool schemas", summary.get("tool_schema_tokens"),
-              "tokens on every request" if summary.get("tool_schema_tokens") is not None else "not measured"),
-             ("refusals", summary["refusals"], f"{summary['breaker_events']} breaker events"),
-             ("duration", f"{summary['duration_seconds']:.0f}s", f"{summary['caps_lowered']} caps lowered")]
+    cards = _session_cards(summary) + _cache_cards(summary)
     return '<div class="cards">' + "".join(
-        f'<div class="card"><span>{escape(label)}</span><b>{_n(value)}</b><span>{escape(note)}</span></div>'
-        for label, value, note in cards) + "</div>"
+        f'<div class="card" id="card-{key}"><span>{escape(label)}</span><b>{_n(value)}</b>'
+        f'<span>{escape(note)}</span></div>' for key, label, value, note in cards) + "</div>"
+
+
+def _session_cards(summary: dict[str, Any]) -> list[tuple[str, str, Any, str]]:
+    return [("requests", "requests", summary["requests"], f"+{summary['auxiliary_requests']} auxiliary"),
+            ("compactions", "compactions", summary["compactions"], f"{summary['handoffs']} handoffs"),
+            ("peak", "peak prompt", summary.get("peak_prompt"),
+             f"of {_n(summary.get('peak_window'))}" if summary.get("peak_window") else ""),
+            ("counting", "counting", summary.get("counting_mode"), f"{summary['mode_changes']} changes"),
+            ("route", "route", summary.get("route_verdict") or "unconfirmed",
+             f"ratio {_n(summary.get('route_ratio'))}" if summary.get("route_ratio") else "no usage reported"),
+            ("tools", "Baton's tool schemas", summary.get("tool_schema_tokens"),
+             "tokens on every request" if summary.get("tool_schema_tokens") is not None else "not measured"),
+            ("refusals", "refusals", summary["refusals"], f"{summary['breaker_events']} breaker events"),
+            ("duration", "duration", f"{summary['duration_seconds']:.0f}s", f"{summary['caps_lowered']} caps lowered")]
+
+
+NOT_REPORTED = "not reported by the route"
+
+
+def _cache_cards(summary: dict[str, Any]) -> list[tuple[str, str, Any, str]]:
+    """The prompt cache's account: what the provider was sent and read from its cache, what reclamation took out."""
+    responses, cached = summary.get("responses") or 0, summary.get("responses_reporting_cache") or 0
+    cache_note = f"{cached:,} of {responses:,} responses reported it" if cached else NOT_REPORTED
+    committed, declined = summary.get("prunes_committed") or 0, summary.get("prunes_declined") or {}
+    exact = summary.get("reclaimed_exact")
+    return [("prompt-sent", "prompt tokens sent", summary.get("prompt_tokens"),
+             f"{responses:,} responses reported" if responses else "no usage reported"),
+            ("cache-read", "read from the cache", summary.get("cache_read_tokens"), cache_note),
+            ("uncached", "uncached prompt tokens", summary.get("uncached_prompt_tokens"),
+             "the prefill the provider did" if cached else NOT_REPORTED),
+            ("reclaimed", "tokens reclaimed", summary.get("reclaimed_tokens"),
+             "no prune logged" if summary.get("reclaimed_tokens") is None else "no prune committed" if exact is None
+             else "every figure exact" if exact else "not every figure exact"),
+            ("prunes", "prunes committed", committed,
+             f"{sum(declined.values()):,} declined" + (": " + ", ".join(f"{reason} {n:,}" for reason, n in
+                                                                      declined.items()) if declined else ""))]
 
 
 COLORS = {"prompt": "#3b6fb6", "cap": "#c9d8ef", "reported": "#e0561b", "window": "#1d2430",
-          "compaction": "#8a3ab9", "mode": "#d98a00", "breaker": "#c62828"}
+          "compaction": "#8a3ab9", "prune": "#2e8b57", "mode": "#d98a00", "breaker": "#c62828"}
 
 
 def _legend() -> str:
     items = [("prompt", "Baton's count"), ("cap", "output cap sent"), ("reported", "provider's reported size"),
-             ("window", "window"), ("compaction", "compaction"), ("mode", "counting mode change"),
-             ("breaker", "breaker event")]
+             ("window", "window"), ("compaction", "compaction"), ("prune", "prune committed"),
+             ("mode", "counting mode change"), ("breaker", "breaker event")]
     return '<p class="legend">' + "".join(
         f'<span><i class="sw" style="background:{COLORS[key]}"></i>{escape(label)}</span>'
         for key, label in items) + "</p>"
@@ -141,7 +168,7 @@ def _chart(data: dict[str, Any]) -> str:
 
     out = [f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" '
            f'role="img" aria-label="prompt size per request" data-requests="{len(requests)}" '
-           f'data-compactions="{len(data["compactions"])}">']
+           f'data-compactions="{len(data["compactions"])}" data-prunes="{len(_committed_prunes(data))}">']
     for i in range(5):
         tokens = round(top * i / 4)
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(tokens):.1f}" y2="{y(tokens):.1f}" '
@@ -179,6 +206,7 @@ def _chart(data: dict[str, Any]) -> str:
                    f' x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 12}" y2="{TOP + plot_h}" stroke="{COLORS["compaction"]}" '
                    f'stroke-width="2" stroke-dasharray="4 2"><title>{escape(tip)}</title></line>')
         out.append(f'<text x="{x + 3:.1f}" y="{TOP - 4}" fill="{COLORS["compaction"]}">C{c["n"]}</text>')
+    out += _prune_marks(_committed_prunes(data), index, step, plot_h)
     for kind, changes in (("mode", data["mode_changes"]), ("breaker", data["breaker_events"])):
         for change in changes:
             i = index.get(change["request"], 0)
@@ -191,6 +219,28 @@ def _chart(data: dict[str, Any]) -> str:
                f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 2}" text-anchor="end">request {requests[-1]["n"]}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _committed_prunes(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The committed prunes, numbered as the page shows them (P1, P2, ...)."""
+    return [{**prune, "number": i} for i, prune in
+            enumerate((p for p in data.get("prunes") or [] if p.get("committed") is True), start=1)]
+
+
+def _prune_marks(prunes: list[dict[str, Any]], index: dict[Any, int], step: float, plot_h: float) -> list[str]:
+    """A green line after the request each committed prune followed (it rewrote the next request), like a
+    compaction's, labelled above the compactions' labels."""
+    out = []
+    for p in prunes:
+        x = LEFT + (index.get(p.get("request"), -1) + 1) * step
+        tip = (f"prune P{p['number']}: {_n(p.get('before'))} → {_n(p.get('after'))} tokens, reclaimed "
+               f"{_n(p.get('reclaimed'))} ({'exact' if p.get('exact') else 'not exact'}), {_n(p.get('messages'))} "
+               f"messages from message {_n(p.get('first_changed'))}")
+        out.append(f'<line class="prune" data-prune="{p["number"]}" data-reclaimed="{p.get("reclaimed") or ""}"'
+                   f' x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 24}" y2="{TOP + plot_h}" stroke="{COLORS["prune"]}" '
+                   f'stroke-width="2" stroke-dasharray="2 2"><title>{escape(tip)}</title></line>')
+        out.append(f'<text x="{x + 3:.1f}" y="{TOP - 16}" fill="{COLORS["prune"]}">P{p["number"]}</text>')
+    return out
 
 
 def _table(table_id: str, columns: list[tuple[str, str]], rows: list[list[Any]], empty: str) -> str:
@@ -212,6 +262,20 @@ def _compactions(compactions: list[dict[str, Any]]) -> str:
              c.get("recallable"), c.get("short_id"), c.get("status"), c.get("validation"), c.get("degraded"),
              c.get("ms")] for c in compactions]
     return _table("compactions", columns, rows, "No compaction in this session.")
+
+
+def _prunes(data: dict[str, Any]) -> str:
+    """The committed prunes, then the declined ones by reason (a declined prune changed nothing: counted, not
+    listed)."""
+    columns = [("#", ""), ("after request", ""), ("before", ""), ("after", ""), ("reclaimed", ""), ("exact", "l"),
+               ("messages", ""), ("first changed", ""), ("net", "")]
+    rows = [[p["number"], p.get("request"), p.get("before"), p.get("after"), p.get("reclaimed"), p.get("exact"),
+             p.get("messages"), p.get("first_changed"), p.get("net")] for p in _committed_prunes(data)]
+    committed = _table("prunes", columns, rows, "No prune committed in this session.")
+    declined = data["summary"].get("prunes_declined") or {}
+    reasons = _table("prunes-declined", [("declined because", "l"), ("prunes", "")],
+                     [[reason, n] for reason, n in declined.items()], "No prune declined.")
+    return committed + "\n" + reasons
 
 
 def _changes(changes: list[dict[str, Any]], what: str, *, with_reason: bool = False) -> str:

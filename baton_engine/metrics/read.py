@@ -1,8 +1,10 @@
-"""A session's metrics log read back as the report's data: requests, compactions, counting-mode changes,
+"""A session's metrics log read back as the report's data: requests, compactions, prunes, counting-mode changes,
 breaker events, refusals, the route's verdict and a summary.
 
 Why derived here and not logged: a mode change or a breaker event is a difference between two requests; the
-log states each request once and this module finds the changes, so the two can never disagree.
+log states each request once and this module finds the changes, so the two can never disagree. The prompt cache's
+figures (sent, read from the cache, uncached, reclaimed) are the log's usage and prune events replayed through the
+session's own account (``prompt_cache.CacheBook``), so the report and the engine's status share one definition.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope
 from baton_engine.metrics import fields
 from baton_engine.metrics.log import PREVIOUS, SUFFIX, metrics_dir
+from baton_engine.prompt_cache import CacheBook
 
 MAX_READ_BYTES = 4 * 1024 * 1024  # larger than any log the writer keeps: a bigger file is not one of its logs
 
@@ -129,6 +132,7 @@ REQUEST_FIELDS = ("n", "t", "prompt", "mode", "source", "fallback", "window", "w
 TOOLS_FIELDS = tuple(fields.FIELDS["tools"])  # what Baton's tool schemas add to every request
 COMPACTION_FIELDS = ("n", "t", "request", "before", "after", "mode", "kept", "stubbed", "recallable", "compacted",
                      "handoff", "short_id", "status", "validation", "degraded", "brief_tokens", "ms")
+PRUNE_FIELDS = ("n", "t", *fields.FIELDS["prune"])
 
 
 def report_data(log: SessionLog) -> dict[str, Any]:
@@ -140,7 +144,7 @@ def report_data(log: SessionLog) -> dict[str, Any]:
     header = fields.checked({**log.header, "ev": "session"}, fields.Skipped()) or {}  # counted with its line
     requests: list[dict[str, Any]] = []
     by_number: dict[int, dict[str, Any]] = {}
-    auxiliary, compactions, refusals, checks = [], [], [], []
+    auxiliary, compactions, refusals, checks, usages, prunes = [], [], [], [], [], []
     tools: dict[str, Any] | None = None
     for event in lines:
         kind = event.get("ev")
@@ -155,8 +159,11 @@ def report_data(log: SessionLog) -> dict[str, Any]:
             if entry is not None:
                 entry["reported"] = event.get("reported")
             checks.append({"request": event.get("request"), **(event.get("route_check") or {})})
+            usages.append(event)
         elif kind == "compaction":
             compactions.append({key: event.get(key) for key in COMPACTION_FIELDS})
+        elif kind == "prune":
+            prunes.append({key: event.get(key) for key in PRUNE_FIELDS})
         elif kind == "refusal":
             refusals.append({key: event.get(key) for key in ("request", "t", "kind", "window", "prompt")})
         elif kind == "tools":  # the latest figure the session's status measured
@@ -164,14 +171,14 @@ def report_data(log: SessionLog) -> dict[str, Any]:
     first = requests[0]["n"] if requests else None
     data = {
         "session": header.get("session"), "log": str(log.path), "header": header,
-        "requests": requests, "auxiliary_requests": auxiliary, "compactions": compactions,
+        "requests": requests, "auxiliary_requests": auxiliary, "compactions": compactions, "prunes": prunes,
         "mode_changes": _changes(requests, "mode", reason="fallback"),
         "breaker_events": _changes(requests, "breaker"),
         "refusals": refusals, "route_check": checks[-1] if checks else None, "tools": tools,
         "earlier_requests_rotated_out": (first - 1) if isinstance(first, int) and first > 1 else 0,
         "unreadable_lines": unreadable, "skipped": skipped.as_dict(),
     }
-    data["summary"] = _summary(data)
+    data["summary"] = _summary(data) | prompt_cache_summary(usages, prunes)
     return data
 
 
@@ -214,6 +221,36 @@ def _summary(data: dict[str, Any]) -> dict[str, Any]:
         "route_verdict": check.get("verdict"), "route_ratio": check.get("ratio"),
         "tool_schema_tokens": (data["tools"] or {}).get("schema_tokens"),
         "duration_seconds": round(times[-1] - times[0], 1) if len(times) > 1 else 0.0,
+    }
+
+
+def prompt_cache_summary(usages: list[dict[str, Any]], prunes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The session's prompts as its provider read them and what reclamation took out: the usage and prune events
+    replayed through ``CacheBook`` (the figures ``get_status()["reclaim"]`` shows). A figure the log cannot give is
+    None, not 0: the cache's when no response reported it (the route does not say, or a Baton before issue 44), the
+    prompt's when no response reported a size, the reclaimed tokens when no prune was logged, the exactness when
+    none committed."""
+    book = CacheBook()
+    for usage in usages:
+        if isinstance(usage.get("reported"), int):
+            book.observe(usage["reported"], usage.get("cache_read"), usage.get("cache_write") or 0)
+    for prune in prunes:
+        if prune.get("committed") is True:  # a figure missing from a committed prune is no exact count
+            reclaimed = prune.get("reclaimed")
+            book.committed(reclaimed or 0, exact=prune.get("exact") is True and isinstance(reclaimed, int))
+        elif prune.get("committed") is False:
+            book.declined[prune.get("reason") or "unknown"] += 1
+    figures = book.summary()
+    reported, cache = book.responses > 0, book.cache_reported > 0
+    return {
+        "prompt_tokens": figures["prompt_tokens"] if reported else None,
+        "cache_read_tokens": figures["cache_read_tokens"] if cache else None,
+        "cache_write_tokens": figures["cache_write_tokens"] if cache else None,
+        "uncached_prompt_tokens": figures["uncached_prompt_tokens"] if cache else None,
+        "responses": figures["responses"], "responses_reporting_cache": figures["responses_reporting_cache"],
+        "reclaimed_tokens": figures["reclaimed_tokens"] if prunes else None,
+        "reclaimed_exact": figures["reclaimed_exact"] if book.prunes_committed else None,
+        "prunes_committed": figures["prunes_committed"], "prunes_declined": figures["prunes_declined"],
     }
 
 

@@ -17,6 +17,7 @@ from batontest.validators import VALIDATORS
 from baton_engine.hermes.config import installed_hermes_version
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.messages.markers import PRUNED_PREFIX
+from baton_engine.operations.maintenance import report
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
@@ -65,6 +66,29 @@ def test_the_hook_reclaims_answered_output_with_exact_figures_and_recall_pages_i
                                                                "budget_tokens": 20_000}))
     assert page["ok"] is True, page
     assert page["complete"] is True and page["text"].strip() == original["content"].strip()
+
+
+def test_baton_report_shows_the_account_status_shows(project: Path, qwen3_env: Path) -> None:
+    """``baton report`` replays the session's metrics log (usage with the cache's fields, each prune) through the
+    account status keeps: the same figures, from the log alone."""
+    engine = _engine(project)
+    system, *session = history(40_000)
+    current: list[dict[str, Any]] = []
+    for start in range(0, len(session), 6):
+        current = current + session[start:start + 6]
+        pruned, count = engine.prune_tool_results_only(current, current_tokens=None)
+        if count and pruned is not current:
+            current = pruned
+        engine.on_request({"model": "qwen3", "messages": [system, *current], "max_tokens": 1024}, model="qwen3")
+        sent = engine.requests.ledger.sent_count.tokens
+        engine.update_from_response({"prompt_tokens": sent, "completion_tokens": 20,
+                                     "prompt_tokens_details": {"cached_tokens": sent * 3 // 4}})
+    status = engine.get_status()["reclaim"]
+    assert status["prunes_committed"] >= 1 and status["responses"] > 1 and status["cache_read_tokens"] > 0, status
+    summary = report(project)["summary"]
+    keys = ("prompt_tokens", "cache_read_tokens", "cache_write_tokens", "uncached_prompt_tokens", "responses",
+            "responses_reporting_cache", "reclaimed_tokens", "reclaimed_exact", "prunes_committed", "prunes_declined")
+    assert {key: summary[key] for key in keys} == {key: status[key] for key in keys}
 
 
 def test_no_prune_inside_a_compaction_or_on_a_request_that_must_compact(project: Path, qwen3_env: Path) -> None:

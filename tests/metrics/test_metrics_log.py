@@ -21,6 +21,7 @@ from baton_engine.metrics import read
 from baton_engine.metrics.log import MetricsLog, Retention
 from baton_engine.operations.doctor import doctor
 from baton_engine.operations.maintenance import report
+from baton_engine.prompt_cache import CacheBook
 from batontest.baton_cli import run_baton
 from batontest.hermes_home import initialised_project
 from batontest.metrics_logs import RETENTION
@@ -214,6 +215,93 @@ def test_a_state_is_logged_when_it_changes_and_the_report_shows_the_latest(proje
     without = started(project, "other")
     request(without, 5)
     assert report(project, "other")["summary"]["tool_schema_tokens"] is None  # not measured: said, not guessed
+
+
+CACHE_KEYS = ("prompt_tokens", "cache_read_tokens", "cache_write_tokens", "uncached_prompt_tokens", "responses",
+              "responses_reporting_cache", "reclaimed_tokens", "reclaimed_exact", "prunes_committed", "prunes_declined")
+
+
+def test_report_accounts_for_the_prompt_cache_and_every_prune_as_status_does(project: Path) -> None:
+    """Issue 44: sent, read from the cache, uncached, reclaimed (exact or not), prunes committed and declined by
+    reason; the same figures the engine's status gets from its ``CacheBook`` fed the same responses and prunes."""
+    log, book = started(project), CacheBook()
+    responses = [(1_000, 0, 600), (1_400, 1_000, 0), (1_900, None, 0), (1_300, 1_200, 0)]  # 3rd: no cache field
+    for n, (sent, cached, written) in enumerate(responses, start=1):
+        request(log, sent - 10)
+        log.emit("usage", request=n, reported=sent, cache_read=cached, cache_write=written or None,
+                 uncached=sent - cached if cached is not None else None)
+        book.observe(sent, cached, written)
+    log.emit("prune", request=2, committed=False, reason="below_min_reclaim", net=None)
+    log.emit("prune", request=3, committed=True, reason="pays", before=1_900, after=1_250, reclaimed=650, exact=True,
+             messages=3, first_changed=4, net=5_000)
+    log.emit("prune", request=4, committed=False, reason="cache_cost", net=-40)
+    log.emit("prune", request=4, committed=False, reason="below_min_reclaim", net=None)
+    book.declined.update(["below_min_reclaim", "cache_cost", "below_min_reclaim"])
+    book.committed(650, exact=True)
+    data = read.report_data(read.sessions(project / ".baton")[0])
+    summary = data["summary"]
+    assert {key: summary[key] for key in CACHE_KEYS} == {
+        "prompt_tokens": 5_600, "cache_read_tokens": 2_200, "cache_write_tokens": 600,
+        "uncached_prompt_tokens": 3_400, "responses": 4, "responses_reporting_cache": 3, "reclaimed_tokens": 650,
+        "reclaimed_exact": True, "prunes_committed": 1,
+        "prunes_declined": {"below_min_reclaim": 2, "cache_cost": 1}}
+    status = book.summary()
+    assert all(summary[key] == status[key] for key in CACHE_KEYS)  # one definition: the status's account
+    assert [(p["committed"], p["reason"], p["reclaimed"]) for p in data["prunes"]] == [
+        (False, "below_min_reclaim", None), (True, "pays", 650), (False, "cache_cost", None),
+        (False, "below_min_reclaim", None)]
+    assert data["prunes"][1]["request"] == 3 and data["prunes"][1]["first_changed"] == 4
+    assert data["skipped"] == {"unknown_events": 0, "unknown_fields": {}, "wrong_type_fields": {}}
+    # an estimated reclaimed figure (or a committed prune that lost its figure) makes the total not exact
+    log.emit("prune", request=4, committed=True, reason="pays", before=1_300, after=1_000, reclaimed=300,
+             exact=False)
+    again = read.report_data(read.sessions(project / ".baton")[0])["summary"]
+    assert (again["reclaimed_tokens"], again["reclaimed_exact"], again["prunes_committed"]) == (950, False, 2)
+    human = run_baton("report", cwd=project)
+    assert human.code == 0, human.stderr
+    assert ("prompt tokens sent 5,600, 2,200 read from the cache, 3,400 uncached; 950 tokens reclaimed by 2 prunes, "
+            "not every figure exact, 3 declined (below_min_reclaim 2, cache_cost 1)") in human.stdout
+
+
+def test_a_log_from_a_baton_before_reclamation_reads_with_the_cache_figures_absent(project: Path) -> None:
+    """A usage without cache fields and no prune event (a Baton before issue 44, or a route that does not report
+    its cache): the cache's and the reclaimed figures are None (said, not guessed as 0), nothing skipped."""
+    log = started(project, baton_version="0.9.0")
+    request(log, 100)
+    log.emit("usage", request=1, reported=110, route_check={"verdict": "confirmed", "ratio": 1.0})
+    answer = report(project)
+    summary = answer["summary"]
+    assert {key: summary[key] for key in CACHE_KEYS} == {
+        "prompt_tokens": 110, "cache_read_tokens": None, "cache_write_tokens": None, "uncached_prompt_tokens": None,
+        "responses": 1, "responses_reporting_cache": 0, "reclaimed_tokens": None, "reclaimed_exact": None,
+        "prunes_committed": 0, "prunes_declined": {}}
+    assert answer["prunes"] == [] and answer["skipped"]["unknown_events"] == 0
+    page = Path(answer["html"]).read_text(encoding="utf-8")
+    assert "not reported by the route" in page and "no prune logged" in page
+    human = run_baton("report", cwd=project)
+    assert human.code == 0, human.stderr
+    assert "prompt tokens sent 110, cache not reported by the route; no prune logged" in human.stdout
+    printed = run_baton("report", "--json", cwd=project)
+    assert printed.code == 0 and printed.data["summary"]["uncached_prompt_tokens"] is None
+
+
+def test_prune_and_cache_fields_of_the_wrong_type_are_read_as_absent(project: Path) -> None:
+    log = started(project)
+    request(log, 100)
+    log.emit("usage", request=1, reported=100, cache_read="all of it", uncached=-1.5)
+    log.emit("prune", request=1, committed=True, reason="pays", reclaimed="lots", exact=True)
+    log.emit("prune", request=1, committed="maybe", reason="pays", reclaimed=500, exact=True)
+    log.emit("prune", request=1, committed=False, reason=7)
+    answer = report(project)
+    summary = answer["summary"]
+    assert (summary["prompt_tokens"], summary["cache_read_tokens"], summary["uncached_prompt_tokens"]) == \
+        (100, None, None)
+    # a committed prune without its figure counts, and its figure is no exact count; an unreadable flag counts as
+    # neither committed nor declined
+    assert (summary["prunes_committed"], summary["reclaimed_tokens"], summary["reclaimed_exact"]) == (1, 0, False)
+    assert summary["prunes_declined"] == {"unknown": 1}
+    assert answer["skipped"]["wrong_type_fields"] == {"prune.committed": 1, "prune.reason": 1, "prune.reclaimed": 1,
+                                                      "usage.cache_read": 1, "usage.uncached": 1}
 
 
 def test_report_picks_sessions_by_name_prefix_raw_id_and_owner(project: Path) -> None:
