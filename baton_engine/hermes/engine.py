@@ -394,6 +394,7 @@ class BatonContextEngine(ContextEngine):
             self.compaction.rotated(session_id)
         else:
             self._verify_compaction_cleared_threshold = False
+            self.pruner.new_session()
             self.compaction.start(session_id, platform=kwargs.get("platform"),
                                   conversation_id=kwargs.get("conversation_id"))
         get_runtime().engines.remember(self.compaction.session_id, self)
@@ -407,6 +408,7 @@ class BatonContextEngine(ContextEngine):
         self.last_completion_tokens = 0
         self.last_total_tokens = 0
         self._verify_compaction_cleared_threshold = False
+        self.pruner.new_session()
         self.compaction.reset()
 
     @guarded("on_session_end", nothing, instead="no draft checkpoint")

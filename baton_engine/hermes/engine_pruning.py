@@ -19,7 +19,7 @@ from baton_engine.hermes import metrics
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter
-from baton_engine.prompt_cache import Verdict, horizon_requests
+from baton_engine.prompt_cache import CacheBook, Verdict, horizon_requests
 from baton_engine.tokens.media import part_tokens
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
@@ -41,6 +41,13 @@ class Pruner:
         self.recall = recall
         self.rearm_tokens = 0  # the request size from which the next prune may run (the runway after the last)
         self.last: dict[str, Any] | None = None  # the last prune's figures (status)
+
+    def new_session(self) -> None:
+        """A session of its own (not a rotation at compaction): its cache account and runway start over, as its
+        metrics log does."""
+        self.requests.cache = CacheBook()
+        self.rearm_tokens = 0
+        self.last = None
 
     def prune(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         """Hermes' hook: a NEW list and the number of messages pruned, or the input itself and 0 (Hermes commits only

@@ -125,14 +125,14 @@ def _missing(message: str) -> NoReturn:
 
 @contextmanager
 def real_vllm_server(workdir: Path, *, max_model_len: int, served_model_name: str,
-                     agent_flags: bool = False) -> Iterator[str]:
-    """Start the chat server (``agent_flags``: tool parser + prefix caching) and yield its base URL (no ``/v1``);
-    SIGTERM its process group on exit."""
+                     agent_flags: bool = False, extra_flags: Sequence[str] = ()) -> Iterator[str]:
+    """Start the chat server (``agent_flags``: tool parser + prefix caching; ``extra_flags`` more of vLLM's flags)
+    and yield its base URL (no ``/v1``); SIGTERM its process group on exit."""
     python = server_python()
     model_dir = write_model_dir(workdir / "model", max_model_len)
     with _serve(python, workdir, model_dir, served_model_name,
                 ("--load-format", "dummy", "--max-model-len", str(max_model_len), "--dtype", "bfloat16",
-                 *(AGENT_FLAGS if agent_flags else ()))) as url:
+                 *(AGENT_FLAGS if agent_flags else ()), *extra_flags)) as url:
         yield url
 
 

@@ -168,3 +168,16 @@ def test_hermes_019_never_calls_the_hook() -> None:
 
     sources = [Path(run_agent.__file__), *Path(agent.__file__).parent.rglob("*.py")]
     assert not any("prune_tool_results_only" in path.read_text(encoding="utf-8") for path in sources)
+
+
+def test_a_new_session_starts_its_own_cache_account_and_a_rotation_keeps_it(project: Path, qwen3_env: Path) -> None:
+    engine = _engine(project)
+    _feed(engine, history(30_000)[1:])
+    committed = engine.get_status()["reclaim"]["prunes_committed"]
+    assert committed >= 1
+    engine.on_session_start("session-1b", boundary_reason="compression", old_session_id="session-1")
+    assert engine.get_status()["reclaim"]["prunes_committed"] == committed
+    engine.on_session_start("session-2", platform="cli")
+    fresh = engine.get_status()["reclaim"]
+    assert (fresh["prunes_committed"], fresh["reclaimed_tokens"], fresh["prompt_tokens"], fresh["last"]) == \
+        (0, 0, 0, None)
