@@ -15,15 +15,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-BLOCK = 16  # vLLM's default block size
+BLOCK = 16  # vLLM's default block size on a GPU (its CPU attention needs a multiple of 32, 128 by default)
 GENERATION_PROMPT_TOKENS = 3  # Qwen3's "<|im_start|>assistant\n", which a count of a prefix adds at its end
 
 
 class PrefixCache:
     """The cache as one conversation's requests fill it: ``read`` each request in order."""
 
-    def __init__(self, count: Callable[[list[dict[str, Any]]], int]) -> None:
+    def __init__(self, count: Callable[[list[dict[str, Any]]], int], block: int = BLOCK) -> None:
         self.count = count  # the prompt tokens of the request made of these messages (system and tools around them)
+        self.block = block
         self.previous: list[str] | None = None
 
     def read(self, messages: list[dict[str, Any]], prompt: int) -> tuple[int, bool]:
@@ -39,4 +40,4 @@ class PrefixCache:
                 break
             shared += 1
         prefix = self.count(messages[:shared]) - GENERATION_PROMPT_TOKENS
-        return max(min(prefix, prompt - 1) // BLOCK * BLOCK, 0), shared < len(previous)
+        return max(min(prefix, prompt - 1) // self.block * self.block, 0), shared < len(previous)
