@@ -106,8 +106,8 @@ def test_the_readme_path_runs_a_real_turn_with_baton(tmp_path: Path) -> None:
 
 @pytest.mark.hermes
 def test_the_plugin_manager_refuses_offline_and_doctor_names_the_way_out(tmp_path: Path) -> None:
-    """0.22: `hermes plugins enable baton` (and the README's `hermes plugins install <git url>#...`) stop at the managed
-    Python download and change nothing; doctor says so and names `baton hermes install --select`, which works."""
+    """0.22: `hermes plugins enable baton` stops at the managed Python download and changes nothing; doctor says so and
+    names `baton hermes install --select`, which works."""
     version = _version()
     if version.startswith("0.19."):
         pytest.skip("0.19 has no plugin admission: its `hermes plugins enable` is the README's 0.19 path, run above")
@@ -121,13 +121,7 @@ def test_the_plugin_manager_refuses_offline_and_doctor_names_the_way_out(tmp_pat
                             capture_output=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
     assert enable.returncode != 0 and "AdmissionRefused" in enable.stderr and REFUSED in enable.stderr, \
         enable.stdout[-1000:] + enable.stderr[-2000:]
-    [[install]] = [block for block in shell_blocks("Hermes 0.22 and later") if "plugins install" in block[0]]
-    url = install.replace("<git-url-of-baton>", REPO.as_uri())  # a clone of this repository's HEAD
-    installed = subprocess.run(shlex.split(url), cwd=project, env=env, text=True, capture_output=True, timeout=300,
-                               stdin=subprocess.DEVNULL, check=False)
-    said = " ".join((installed.stdout + installed.stderr).split())
-    assert installed.returncode != 0 and "Cloning" in said and f"was not published: {REFUSED}" in said, said[-2000:]
-    assert (home / "config.yaml").read_bytes() == before and not (home / "plugins" / "baton").exists()
+    assert (home / "config.yaml").read_bytes() == before
     code, checks = doctor(project, env)
     assert code == 3
     for name in ("hermes.selection", "hermes.admission"):
@@ -137,6 +131,27 @@ def test_the_plugin_manager_refuses_offline_and_doctor_names_the_way_out(tmp_pat
     assert run_lines(block, tmp_path, env).returncode == 0
     _code, checks = doctor(project, env)
     assert checks["hermes.selection"]["status"] == "pass" and checks["hermes.admission"]["status"] == "pass"
+
+
+@pytest.mark.hermes
+def test_the_plugin_managers_git_install_stops_at_the_managed_python_offline(tmp_path: Path) -> None:
+    """0.22: the README's `hermes plugins install <git url>#baton_engine/hermes/plugin_dir` (here a file:// URL of this
+    checkout: its HEAD is cloned) clones, then is refused at the managed Python download, leaving nothing behind."""
+    version = _version()
+    if version.startswith("0.19."):
+        pytest.skip("the README gives `hermes plugins install <git url>#subdir` for 0.22+ only")
+    if not (REPO / ".git").exists():
+        pytest.skip(f"{REPO} is not a git checkout: the README's `hermes plugins install <git url>` needs one to clone")
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    env = user_env(home)
+    [[install]] = [block for block in shell_blocks("Hermes 0.22 and later") if "plugins install" in block[0]]
+    command = install.replace("<git-url-of-baton>", REPO.as_uri())
+    installed = subprocess.run(shlex.split(command), cwd=tmp_path, env=env, text=True, capture_output=True,
+                               timeout=300, stdin=subprocess.DEVNULL, check=False)
+    said = " ".join((installed.stdout + installed.stderr).split())
+    assert installed.returncode != 0 and "Cloning" in said and f"was not published: {REFUSED}" in said, said[-2000:]
+    assert not (home / "plugins" / "baton").exists() and not (home / "config.yaml").exists()
 
 
 def _upgrade_and_uninstall_lines() -> tuple[str, str]:
