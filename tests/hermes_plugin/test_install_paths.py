@@ -37,6 +37,13 @@ from batontest.readme_paths import (
 from baton_engine.hermes.config import installed_hermes_version
 
 WINDOW = 65536
+# the plugin.yaml `baton hermes install` copied up to 40a0568 (before the manifest was generated), as an upgrade finds it
+OLDER_MANIFEST = """name: baton
+version: "0.1.0"
+description: "Baton context engine: every compaction becomes a validated handoff; exact token budgets."
+author: "Baton"
+kind: standalone
+"""
 BATON_ENGINE = "baton_engine.hermes.engine.BatonContextEngine"
 BUILTIN = "agent.context_compressor.ContextCompressor"
 REFUSED = "python: install failed"
@@ -169,8 +176,7 @@ def test_an_upgrade_keeps_settings_and_data_and_uninstall_leaves_hermes_on_its_c
         assert agent_turn(tmp_path, project, env, server.base_url, "first")["engine_class"] == BATON_ENGINE
         # the older Baton's copy of the plugin directory (an install before the upgrade), as a pip upgrade leaves it
         assert run_lines(["baton hermes install"], project, env).returncode == 0
-        old = home / "plugins" / "baton" / "plugin.yaml"
-        old.write_text("name: baton\nversion: 0.0.9\ndescription: an older Baton\nkind: standalone\n")
+        (home / "plugins" / "baton" / "plugin.yaml").write_text(OLDER_MANIFEST)
         settings, data = yaml.safe_load((home / "config.yaml").read_text())["baton"], tree_bytes(project / ".baton")
         assert settings["fresh_tail_tokens"] == 6000 and data
         _code, checks = doctor(project, env)
@@ -194,6 +200,10 @@ def test_an_upgrade_keeps_settings_and_data_and_uninstall_leaves_hermes_on_its_c
                                      capture_output=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
         assert hermes_says.returncode == 0 and hermes_says.stdout.strip().splitlines()[-1] == "compressor", \
             hermes_says.stdout
+        listed = subprocess.run(["hermes", "plugins", "list", "--plain", "--no-bundled"], cwd=project, env=env,
+                                text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
+        [row] = [line for line in listed.stdout.splitlines() if line.split()[-1:] == ["baton"]]
+        assert row.startswith("not enabled"), listed.stdout  # the pip entry point stays, off
         _code, checks = doctor(project, env)
         assert checks["hermes.selection"]["status"] == "skipped"
         assert "Hermes uses its built-in compressor" in checks["hermes.selection"]["detail"]
