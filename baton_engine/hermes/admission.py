@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OFFLINE_WAY = "`baton hermes install --select` (writes plugins.enabled and context.engine; Hermes loads Baton " \
               "without admission)"
@@ -61,3 +62,17 @@ def admission(home: Path) -> Admission:
         return Admission(gated=True, runtime="unknown")
     finally:
         reset_hermes_home_override(token)
+
+
+def load_gate(manifest: dict[str, Any]) -> str | None:
+    """Why this Hermes' loader would skip a plugin directory with ``manifest`` (its ``requires_hermes`` rejecting the
+    running version: 0.22's ``plugins_manifest.requires_hermes_error``), None when it loads it or has no such gate."""
+    try:
+        from hermes_cli.plugins_manifest import requires_hermes_error
+    except ImportError:  # 0.19: no gate
+        return None
+    try:
+        return requires_hermes_error(manifest)
+    # Hermes' own version lookup (its build info): a failure of it leaves the answer open, never a failed doctor
+    except Exception:  # noqa: BLE001
+        return None

@@ -26,8 +26,8 @@ from baton_engine.hermes.config import (
     misplaced_settings,
     read_config_file,
 )
-from baton_engine.hermes.admission import OFFLINE_WAY, admission
-from baton_engine.hermes.install import plugin_dir_state, plugin_target
+from baton_engine.hermes.admission import OFFLINE_WAY, admission, load_gate
+from baton_engine.hermes.install import plugin_dir_state, plugin_target, read_manifest
 from baton_engine.operations.context import effective_settings, project_config
 from baton_engine.hermes.minimum import HermesMinimum, compression_window, hermes_minimum
 from baton_engine.settings import describe_line
@@ -117,6 +117,12 @@ def check_plugin_dir(home: Path) -> dict[str, str]:
     if state == "absent":
         return _check("hermes.plugin_dir", "skipped", f"no {plugin_target(home)} (Hermes loads Baton through its "
                       "pip entry point)")
+    gate = load_gate(read_manifest(plugin_target(home)))
+    if gate is not None:
+        return _check("hermes.plugin_dir", "fail", f"Hermes skips {plugin_target(home)}: {gate} (plugin.yaml's "
+                      f"requires_hermes: the Hermes versions that Baton was tested on); {FALLBACK}. Use a tested "
+                      "Hermes (docs/hermes-versions.md), or install the Baton made for yours and run "
+                      "`baton hermes install`")
     if state == "stale":
         return _check("hermes.plugin_dir", "fail", f"{plugin_target(home)} is from another Baton version (its "
                       "plugin.yaml differs from the installed Baton's): run `baton hermes install` to refresh it "

@@ -58,6 +58,15 @@ def plugin_dir_state(home: Path) -> str:
     return "current" if same else "stale"
 
 
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """A plugin directory's plugin.yaml as a mapping (empty when missing or not YAML: nothing to gate on)."""
+    try:
+        data = yaml.safe_load((directory / "plugin.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _atomic_yaml(path: Path, data: dict[str, Any]) -> None:
     fd, temp = tempfile.mkstemp(prefix=".config.", suffix=".yaml", dir=path.parent)
     try:

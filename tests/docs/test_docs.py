@@ -146,6 +146,15 @@ def test_every_repository_path_named_exists(page: Path) -> None:
     assert not missing, missing
 
 
+SINCE_022 = {("plugins", "validate"), ("plugins", "doctor")}  # Hermes 0.22's plugin manager
+
+
+def _hermes_line() -> str:
+    from baton_engine.hermes.config import installed_hermes_version
+
+    return ".".join((installed_hermes_version() or "").split(".")[:2])
+
+
 @pytest.mark.hermes
 def test_every_hermes_command_shown_exists_with_its_options(tmp_path: Path) -> None:
     """The `hermes ...` lines people copy (enabling the plugin, resuming) against the installed Hermes' own help."""
@@ -158,6 +167,8 @@ def test_every_hermes_command_shown_exists_with_its_options(tmp_path: Path) -> N
         command = [word for word in words if not word.startswith("-")]
         done = subprocess.run([str(hermes), *command, "--help"], capture_output=True, text=True, timeout=120,
                               env={**os.environ, "HERMES_HOME": str(tmp_path)}, check=False)
+        if done.returncode != 0 and tuple(command[:2]) in SINCE_022 and _hermes_line() == "0.19":
+            continue  # the pages give these for 0.22+ only (docs/hermes-versions.md); 0.19 has no such command
         if done.returncode != 0:
             problems.append(f"{invocation!r}: hermes {' '.join(command)} --help exited {done.returncode}")
         problems += [f"{invocation!r}: hermes has no option {word}" for word in words

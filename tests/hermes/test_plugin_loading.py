@@ -197,3 +197,26 @@ def test_the_plugin_load_does_not_wait_for_the_tokenizer(hermes_home: Path, monk
 
 def test_engine_copy_check_passes() -> None:
     assert check_engine_copy()["status"] == "pass"
+
+
+def test_a_plugin_directory_for_other_hermes_versions_is_skipped_and_doctor_says_so(hermes_home: Path) -> None:
+    """0.22's loader gates a plugin directory on its requires_hermes (0.19 has no gate and loads it)."""
+    from baton_engine.hermes.config import installed_hermes_version
+    from baton_engine.hermes.doctor import check_plugin_dir
+
+    write_hermes_home(hermes_home, _config())
+    target = Path(write_plugin_dir(hermes_home)["path"])
+    manifest = target / "plugin.yaml"
+    manifest.write_text(manifest.read_text().replace("requires_hermes: '>=0.19.0, <0.23'", "requires_hermes: '>=9.0'"))
+    manager = PluginManager()
+    manager.discover_and_load()
+    loaded = manager._plugins["baton"]
+    check = check_plugin_dir(hermes_home)
+    if (installed_hermes_version() or "").startswith("0.19."):
+        assert loaded.enabled and isinstance(manager._context_engine, BatonContextEngine)
+        assert check["status"] == "fail" and "another Baton version" in check["detail"]
+        return
+    assert loaded.error is not None and "requires hermes >=9.0" in loaded.error, loaded.error
+    assert manager._context_engine is None
+    assert check["status"] == "fail" and "Hermes skips" in check["detail"] and "requires hermes >=9.0, running 0.22" \
+        in check["detail"] and "falls back to its built-in compressor" in check["detail"]
