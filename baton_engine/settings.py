@@ -147,11 +147,13 @@ class BatonSettings:
     # reclamation (docs/compaction.md, "Reclaiming answered tool output"): from a request of this many tokens on,
     # answered tool output is pruned to stubs (0: off) when a prune takes out at least reclaim_min_tokens and pays
     # for the prompt-cache prefix it breaks (cached_price_ratio: a cached prompt token's price against an uncached
-    # one); the next waits until the request regrew by reclaim_runway_tokens (default: what the last one took out,
-    # at least the trigger). Hermes' compression.proactive_prune_tokens / _min_reclaim_tokens apply where set.
-    reclaim_trigger_tokens: int = 32_000
+    # one, the providers' published 0.1); the next waits until the request regrew by reclaim_runway_tokens. Hermes'
+    # compression.proactive_prune_tokens / _min_reclaim_tokens apply where set. The three defaults are the cheapest
+    # of benchmarks/reclaim_bench.py --sweep at 128K (600 turns; FINDINGS, "Reclamation's defaults"): cost at r=0.1
+    # 7.45M against 7.87M-8.07M for the other values tried, 0.77x the prompt tokens of no reclamation
+    reclaim_trigger_tokens: int = 16_000
     reclaim_min_tokens: int = 4096
-    reclaim_runway_tokens: int | None = None
+    reclaim_runway_tokens: int = 2048
     cached_price_ratio: float = 0.1
     origins: tuple[tuple[str, str], ...] = ()
     # unknown ``baton:`` keys, each a message naming the key and the nearest known one: ignored so that a typo

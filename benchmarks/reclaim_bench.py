@@ -99,8 +99,8 @@ class BuiltinArm(arms.HermesArm):
                                         quiet_mode=True, proactive_prune_tokens=prune)
 
 
-def baton_arm(label: str, session: workload.Session, window: int, reclaim: bool) -> arms.BatonArm:
-    settings = BatonSettings(tokenizer=QWEN3, **({} if reclaim else {"reclaim_trigger_tokens": 0}))
+def baton_arm(label: str, session: workload.Session, window: int, reclaim: bool, **tuned: Any) -> arms.BatonArm:
+    settings = BatonSettings(tokenizer=QWEN3, **(tuned if reclaim else {"reclaim_trigger_tokens": 0}))
     runtime = arms.BatonRuntime(settings)
     runtime.counter()
     return arms.BatonArm(label, new_project(session), runtime, window)
@@ -194,6 +194,81 @@ def run(quick: bool = False, *, turns: int = 600, windows: tuple[int, ...] = WIN
             "rows": rows}
 
 
+SWEPT = {"reclaim_trigger_tokens": (8_000, 16_000, 32_000), "reclaim_min_tokens": (2_048, 4_096, 8_192),
+         "reclaim_runway_tokens": (2_048, 4_096, 16_384)}
+
+
+def sweep(window: int, turns: int, scale: float) -> list[dict[str, Any]]:
+    """Baton with reclamation at one window, each setting of ``SWEPT`` varied in turn with the others at their
+    defaults: the figures the defaults are chosen from."""
+    judge = Judge()
+    session = workload.session_of_turns(turns, scale=scale)
+    defaults = BatonSettings()
+    base = {name: getattr(defaults, name) for name in SWEPT}
+    tried = [base] + [{**base, name: value} for name, values in SWEPT.items() for value in values
+                      if value != base[name]]
+    rows = []
+    for tuned in tried:
+        row = drive(baton_arm(f"baton reclaim {tuned}", session, window, reclaim=True, **tuned), judge, session,
+                    window).row()
+        rows.append({**row, **tuned})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def paraphrase(window: int, embedder_url: str | None) -> list[dict[str, Any]]:
+    """The paraphrase corpus's session (``paraphrase_corpus``) through Baton without and with reclamation at
+    ``window`` (fed as ``drive`` feeds: the prune hook after tool results), then each fact asked once in other words
+    (``paraphrase_bench``'s scoring: in the final window or in one ``baton_recall`` answer), with the embedder served
+    at ``embedder_url`` (None: lexical)."""
+    import paraphrase_bench
+    import paraphrase_corpus
+
+    from baton_engine.embedding import EmbedderConfig
+    from baton_engine.recall import dense
+
+    session = paraphrase_corpus.build_session()
+    rows = []
+    for reclaim in (False, True):
+        embedder = EmbedderConfig("openai", embedder_url, "all-MiniLM-L6-v2") if embedder_url else None
+        runtime = arms.BatonRuntime(BatonSettings(tokenizer=QWEN3, embedder=embedder,
+                                                  **({} if reclaim else {"reclaim_trigger_tokens": 0})))
+        arm = arms.BatonArm("baton reclaim" if reclaim else "baton", paraphrase_bench._project(), runtime, window)
+        arm.engine.on_session_start(f"bench-reclaim-paraphrase-{reclaim}", platform="cli")
+        system = {"role": "system", "content": paraphrase_bench.arms_system()}
+        history: list[dict[str, Any]] = []
+        prunes = compactions = 0
+
+        def request(after_tools: bool) -> None:
+            nonlocal history, prunes, compactions
+            prompt = runtime.count_chat({"messages": [system, *history]}).tokens
+            if arm.observe(prompt):
+                history, _ = arm.compress(history, prompt)
+                compactions += 1
+            elif after_tools:
+                pruned, count = arm.engine.prune_tool_results_only(history, current_tokens=prompt)
+                if count and pruned is not history:
+                    history, prunes = pruned, prunes + 1
+            prompt = runtime.count_chat({"messages": [system, *history]}).tokens
+            arm.send({"model": MODEL, "messages": [system, *history]}, prompt)
+
+        for start, end in session.turns:
+            turn = [json.loads(json.dumps(m)) for m in session.messages[start:end]]
+            history.append(turn[0])
+            request(False)
+            history.extend(turn[1:-1])
+            request(True)
+            history.append(turn[-1])
+        dense.wait_idle()
+        scored = paraphrase_bench._questions(lambda q: paraphrase_bench.ask(arm, runtime, q), history)
+        rows.append({"arm": arm.label, "window": window, "prunes": prunes, "compactions": compactions,
+                     **{k: v for k, v in scored.items() if k not in ("rows", "absent_rows")},
+                     "answered_questions": sorted(r["question"] for r in scored["rows"]
+                                                  if r["in_window"] or r["one_call"])})
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "answered_questions"}), flush=True)
+    return rows
+
+
 def render(result: dict[str, Any]) -> list[str]:
     return reclaim_report.render(result)
 
@@ -205,7 +280,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="the workload's result sizes (run.py: 1.0)")
     parser.add_argument("--quick", action="store_true", help="60 turns at 64K: the test's size")
     parser.add_argument("--out", type=Path, default=RESULTS.parent, help="where reclaim.json and REPORT.md are")
+    parser.add_argument("--sweep", action="store_true", help="Baton's trigger and least reclaim at the first window")
+    parser.add_argument("--paraphrase", metavar="EMBEDDER_URL", nargs="?", const="",
+                        help="the paraphrase corpus without and with reclamation at each window (an /v1/embeddings "
+                             "server of all-MiniLM-L6-v2; empty: lexical), added to reclaim.json")
     args = parser.parse_args(argv)
+    if args.paraphrase is not None:
+        rows = [row for window in args.windows for row in paraphrase(window, args.paraphrase or None)]
+        path = args.out / RESULTS.name
+        result = json.loads(path.read_text(encoding="utf-8"))
+        result["paraphrase"] = {"embedder": "all-MiniLM-L6-v2" if args.paraphrase else None, "rows": rows}
+        path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        reclaim_report.splice(args.out / "REPORT.md", result)
+        return 0
+    if args.sweep:
+        sweep(args.windows[0], args.turns, args.scale)
+        return 0
     result = run(args.quick, turns=args.turns, windows=tuple(args.windows), scale=args.scale)
     print("\n".join(render(result)))
     args.out.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,15 @@ def targets(reclaim: dict[str, Any] | None) -> list[tuple[str, bool | None, str]
         found.append((f"no needle found less often with reclamation, at {window // 1024}K",
                       rows[WITH]["needles_found"] >= rows[WITHOUT]["needles_found"],
                       f"{rows[WITH]['needles_found']} vs {rows[WITHOUT]['needles_found']} of {rows[WITH]['needles']}"))
+    by_window: dict[int, dict[str, dict[str, Any]]] = {}
+    for row in (reclaim.get("paraphrase") or {}).get("rows", []):
+        by_window.setdefault(row["window"], {})[row["arm"]] = row
+    for window, rows in sorted(by_window.items()):
+        if WITH in rows and WITHOUT in rows:
+            lost = sorted(set(rows[WITHOUT]["answered_questions"]) - set(rows[WITH]["answered_questions"]))
+            found.append((f"no paraphrased fact answered less often with reclamation, at {window // 1024}K", not lost,
+                          f"{rows[WITH]['answered']} vs {rows[WITHOUT]['answered']} of {rows[WITH]['facts']}"
+                          + (f"; lost: {len(lost)}" if lost else "")))
     return found
 
 
@@ -70,6 +79,15 @@ def render(reclaim: dict[str, Any] | None) -> list[str]:
                    f"{row['compactions']} | {row['prunes']} | {row['breaks']} | "
                    + " | ".join(f"{row['cost'][r]:,}" for r in RATIOS)
                    + f" | {row['decode']:,} | {row['needles_found']}/{row['needles']} |")
+    paraphrase = reclaim.get("paraphrase")
+    if paraphrase:
+        out += ["", f"The paraphrase corpus (`paraphrase_corpus.py`, each fact asked once in other words; embedder "
+                    f"{paraphrase['embedder'] or 'none: lexical'}), fed the same way:", "",
+                "| window | arm | prunes | compactions | answered | in the window | by one call | false \"found\" |",
+                "|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r['window'] // 1024}K | {r['arm']} | {r['prunes']} | {r['compactions']} | {r['answered']} / "
+                f"{r['facts']} | {r['in_window']} | {r['by_one_call']} | {r['false_found']} / {r['absent']} |"
+                for r in paraphrase["rows"]]
     declined = [f"{row['window'] // 1024}K: {row['declined']}" for row in reclaim["rows"] if row.get("declined")]
     if declined:
         out += ["", "Prunes Baton declined, by reason: " + "; ".join(declined) + "."]

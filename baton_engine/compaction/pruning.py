@@ -24,6 +24,7 @@ from baton_engine.compaction.sanitize import Message, Unit, sanitize
 from baton_engine.messages.entry import ref_for
 from baton_engine.messages.markers import (
     BATON_TOOLS,
+    PRUNED_ARGUMENT_CHARS,
     PRUNED_PREFIX,
     STUB_PREFIX,
     call_label,
@@ -145,7 +146,7 @@ def _candidate(index: int, message: Message, head: Message, calls: dict[str, tup
         if not repeat and tokens < min_result_tokens:
             return _image_candidate(index, message, cost_of)
         what = "repeat of the result" if repeat else "result"
-        stub = pruned_stub(what, call_label(name, arguments), tokens, ref_for(message))
+        stub = pruned_stub(what, call_label(name, arguments, PRUNED_ARGUMENT_CHARS), tokens, ref_for(message))
         return _made(index, "repeat" if repeat else "result", message, {**message, "content": stub}, cost_of,
                      (head, message))
     if role == "assistant" and calls:

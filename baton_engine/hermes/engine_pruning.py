@@ -84,15 +84,15 @@ class Pruner:
                           ratio=settings.cached_price_ratio, hit=book.hit_share())
         if decided.messages is None:
             return self._declined(decided.verdict.reason, messages, decided.verdict)
-        self._commit(decided, counted.exact, settings.reclaim_runway_tokens, settings.reclaim_trigger_tokens)
+        self._commit(decided, counted.exact, settings.reclaim_runway_tokens)
         return decided.messages, len(decided.pruned)
 
-    def _commit(self, decided: Reclaim, before_exact: bool, runway: int | None, trigger: int) -> None:
+    def _commit(self, decided: Reclaim, before_exact: bool, runway: int) -> None:
         exact = before_exact and decided.exact
         self.recall.remember_pruned([message for candidate in decided.pruned for message in candidate.recalled],
                                     self.compaction.session_id)
         self.requests.cache.committed(decided.reclaimed, exact=exact)
-        self.rearm_tokens = decided.after + (runway or max(decided.reclaimed, trigger))
+        self.rearm_tokens = decided.after + runway
         kinds: dict[str, int] = {}
         for candidate in decided.pruned:
             kinds[candidate.kind] = kinds.get(candidate.kind, 0) + 1

@@ -67,10 +67,13 @@ def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
             f"result is kept for `{RECALL_TOOL}` (search a word of it or of the call, then expand a range). {again}]")
 
 
+PRUNED_ARGUMENT_CHARS = 80  # a pruned result names its call shorter than an elided one: one stub per old result
+
+
 def pruned_stub(what: str, call: str, tokens: int, ref: str) -> str:
-    """One line in place of what the model already answered: what it was, the call, its size and its ref."""
-    return (f"{PRUNED_PREFIX}{what} of {call}: {tokens} tokens, already answered; the whole text is one call away: "
-            f"`{RECALL_TOOL}` mode=expand ref={ref}]")
+    """One line in place of what the model already answered: what it was, the call, its size and its ref (every
+    old result has one: measured, a stub is the largest part of what a pruned session still grows by)."""
+    return f"{PRUNED_PREFIX}{what} of {call}: {tokens} tokens; {RECALL_TOOL} mode=expand ref={ref}]"
 
 
 def pruned_image(tokens: int) -> str:
@@ -78,9 +81,9 @@ def pruned_image(tokens: int) -> str:
     return f"{PRUNED_PREFIX}image: {tokens} tokens, already answered; not kept as text: ask for it again if needed]"
 
 
-def call_label(name: str, arguments: str) -> str:
-    """A tool call as a stub names it: ``name(arguments)``, the arguments cut at ``_STUB_ARGUMENT_CHARS``."""
-    shown = arguments if len(arguments) <= _STUB_ARGUMENT_CHARS else arguments[:_STUB_ARGUMENT_CHARS] + "..."
+def call_label(name: str, arguments: str, chars: int = _STUB_ARGUMENT_CHARS) -> str:
+    """A tool call as a stub names it: ``name(arguments)``, the arguments cut at ``chars``."""
+    shown = arguments if len(arguments) <= chars else arguments[:chars] + "..."
     return f"{name}({shown})"
 
 

@@ -18,7 +18,7 @@ from baton_engine.hermes.config import installed_hermes_version
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.messages.markers import PRUNED_PREFIX
 from baton_engine.operations.maintenance import report
-from baton_engine.settings import load_settings
+from baton_engine.settings import BatonSettings, load_settings
 
 pytestmark = pytest.mark.hermes
 WINDOW = 131_072
@@ -116,7 +116,8 @@ def test_hermes_pruning_keys_apply_below_the_baton_block(tmp_path: Path) -> None
     assert (settings.reclaim_trigger_tokens, settings.reclaim_min_tokens) == (48_000, 8_192)
     assert dict(settings.origins)["reclaim_trigger_tokens"] == "compression.proactive_prune_tokens in config.yaml"
     # 0 is Hermes 0.22's default (its own pruning off), not Baton's
-    assert load_settings(env={}, compression={"proactive_prune_tokens": 0}).reclaim_trigger_tokens == 32_000
+    default = BatonSettings().reclaim_trigger_tokens
+    assert load_settings(env={}, compression={"proactive_prune_tokens": 0}).reclaim_trigger_tokens == default
     block = load_settings(env={}, hermes_block={"reclaim_trigger_tokens": 20_000}, compression=compression)
     assert block.reclaim_trigger_tokens == 20_000
 
