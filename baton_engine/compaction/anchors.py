@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from baton_engine.messages.markers import BATON_TOOLS, PROVENANCE_RE, is_own_text
+from baton_engine.messages.markers import BATON_TOOLS, PROVENANCE_RE, is_own_text, pruned_stated
 from baton_engine.compaction.sanitize import own_words
 from baton_engine.handoff import model
 from baton_engine.handoff.capture import ITEM_FIELDS
@@ -366,8 +366,9 @@ def anchor_facts(key: MessageKey) -> AnchorFacts:
         ours = "\n".join(s for _, name, args in parsed if name in BATON_TOOLS for s in _string_leaves(args))
         return AnchorFacts(role, True, tuple(_call_facts(*call) for call in parsed), **_candidates(leaves),
                            own=_candidates(ours).get("tokens", ()))
-    if role == "tool" and is_own_text(text):  # a stub Baton put in place of an elided result
-        return AnchorFacts(role, True, own=_candidates(text).get("tokens", ()))
+    if role == "tool" and is_own_text(text):  # a stub Baton put in place of an elided result (a pruned one keeps
+        result = ResultFacts(False, None, None, (), pruned_stated(text))  # what its result stated: still stated)
+        return AnchorFacts(role, True, result=result, own=_candidates(text).get("tokens", ()))
     if role == "tool":
         data = json_object(text)
         if data is None:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from baton_engine.compaction.sanitize import Message, Unit, sanitize
-from baton_engine.messages.entry import ref_for
+from baton_engine.compaction.anchors import stated_lines
+from baton_engine.messages.entry import entry_text, message_key, ref_for, ref_of
 from baton_engine.messages.markers import (
     BATON_TOOLS,
     PRUNED_ARGUMENT_CHARS,
@@ -40,6 +41,11 @@ Kind = Literal["repeat", "result", "arguments", "image"]
 # An argument value shorter than this many characters stays as written (paths, commands, line ranges): only the
 # bulk a ``write_file`` or ``patch`` carries is worth a stub.
 MIN_ARGUMENT_VALUE_CHARS = 400
+# A pruned result keeps the settings and decisions it stated (``anchors.stated_lines``, what a compaction's brief
+# keeps of it): a fact stated once in a file read stays in the window, not only one recall away (the paraphrase
+# corpus lost one otherwise: benchmarks/FINDINGS.md, "Reclamation"). At most this many, each cut at this length.
+MAX_STATED = 3
+MAX_STATED_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,9 @@ def _candidate(index: int, message: Message, head: Message, calls: dict[str, tup
         if not repeat and tokens < min_result_tokens:
             return _image_candidate(index, message, cost_of)
         what = "repeat of the result" if repeat else "result"
-        stub = pruned_stub(what, call_label(name, arguments, PRUNED_ARGUMENT_CHARS), tokens, ref_for(message))
+        key = message_key(message)
+        stated = () if repeat else tuple(line[:MAX_STATED_CHARS] for line in stated_lines(entry_text(key))[:MAX_STATED])
+        stub = pruned_stub(what, call_label(name, arguments, PRUNED_ARGUMENT_CHARS), tokens, ref_of(key), stated)
         return _made(index, "repeat" if repeat else "result", message, {**message, "content": stub}, cost_of,
                      (head, message))
     if role == "assistant" and calls:

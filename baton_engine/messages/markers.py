@@ -70,10 +70,17 @@ def inflight_stub(tool: str, arguments: str, tokens: int, budget: int) -> str:
 PRUNED_ARGUMENT_CHARS = 80  # a pruned result names its call shorter than an elided one: one stub per old result
 
 
-def pruned_stub(what: str, call: str, tokens: int, ref: str) -> str:
+def pruned_stub(what: str, call: str, tokens: int, ref: str, stated: tuple[str, ...] = ()) -> str:
     """One line in place of what the model already answered: what it was, the call, its size and its ref (every
-    old result has one: measured, a stub is the largest part of what a pruned session still grows by)."""
-    return f"{PRUNED_PREFIX}{what} of {call}: {tokens} tokens; {RECALL_TOOL} mode=expand ref={ref}]"
+    old result has one: measured, a stub is the largest part of what a pruned session still grows by), then the
+    settings and decisions the result stated, verbatim, one per line (what a compaction's brief would keep of it)."""
+    return "\n".join([f"{PRUNED_PREFIX}{what} of {call}: {tokens} tokens; {RECALL_TOOL} mode=expand ref={ref}]",
+                      *stated])
+
+
+def pruned_stated(text: str) -> tuple[str, ...]:
+    """The stated lines a pruned stub carries (``pruned_stub``), else ()."""
+    return tuple(text.split("\n")[1:]) if text.startswith(PRUNED_PREFIX) else ()
 
 
 def pruned_image(tokens: int) -> str:

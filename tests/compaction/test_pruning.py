@@ -201,3 +201,19 @@ def test_the_cache_book_keeps_sent_cached_and_uncached_apart() -> None:
     summary = book.summary()
     assert summary["reclaimed_tokens"] == 5000 and summary["prunes_committed"] == 1
     assert summary["prunes_declined"] == {"cache_cost": 1} and summary["uncached_prompt_tokens"] == 1600
+
+
+def test_a_pruned_result_keeps_what_it_stated_and_a_later_brief_still_sees_it() -> None:
+    from baton_engine.compaction.anchors import anchor_facts
+    from baton_engine.messages.entry import message_key
+
+    env = "\n".join(["# the service's settings", "S3_BUCKET=acme-ml-artifacts  # models and eval reports only, "
+                     "no raw PII", *(f"OPTION_{n}=value-{n}" for n in range(300))])
+    messages = [{"role": "user", "content": "Read the env file."}, *read("e", ".env.example", env),
+                {"role": "assistant", "content": "Read it."}, {"role": "user", "content": "Now deploy."}]
+    (candidate,) = candidates(messages, tail_tokens=0, cost_of=cost_of, min_result_tokens=256,
+                              min_argument_tokens=10_000)
+    stub = candidate.replacement["content"]
+    assert stub.splitlines()[1:] == ["S3_BUCKET=acme-ml-artifacts  # models and eval reports only, no raw PII"]
+    facts = anchor_facts(message_key(candidate.replacement))
+    assert facts.result is not None and facts.result.stated == tuple(stub.splitlines()[1:])
