@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from typing import Any
 
 from baton_engine import policy
@@ -93,11 +94,8 @@ class Pruner:
                                     self.compaction.session_id)
         self.requests.cache.committed(decided.reclaimed, exact=exact)
         self.rearm_tokens = decided.after + runway
-        kinds: dict[str, int] = {}
-        for candidate in decided.pruned:
-            kinds[candidate.kind] = kinds.get(candidate.kind, 0) + 1
         self.last = {"before": decided.before, "after": decided.after, "reclaimed": decided.reclaimed,
-                     "exact": exact, "pruned": kinds, "first_changed": decided.pruned[0].index,
+                     "exact": exact, "pruned": dict(Counter(candidate.kind for candidate in decided.pruned)), "first_changed": decided.pruned[0].index,
                      "net": round(decided.verdict.net), "rearm_tokens": self.rearm_tokens}
         metrics.prune(self.requests, committed=True, reason="pays", figures=self.last)
         LOGGER.info("baton pruned answered tool output messages=%d reclaimed=%d exact=%s", len(decided.pruned),
