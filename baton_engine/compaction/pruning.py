@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from baton_engine.compaction.sanitize import Message, Unit, sanitize
 from baton_engine.compaction.anchors import stated_lines
-from baton_engine.messages.entry import entry_text, message_key, ref_for, ref_of
+from baton_engine.messages.entry import entry_text, json_object, message_key, ref_for, ref_of
 from baton_engine.messages.markers import (
     BATON_TOOLS,
     PRUNED_ARGUMENT_CHARS,
@@ -58,6 +58,20 @@ class Candidate:
     saved: int
     replacement: Message
     recalled: tuple[Message, ...]
+
+
+def with_media(text_cost: CostOf) -> CostOf:
+    """A message's cost: its images and documents at their own price (``tokens.media``), the rest by ``text_cost``
+    (an image's base64 is no measure of what it costs, and a stub in its place must be seen to save it)."""
+
+    def cost_of(message: Message) -> int:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return text_cost(message)
+        media = sum(part_tokens(part) or 0 for part in content)
+        return text_cost({**message, "content": [part for part in content if part_tokens(part) is None]}) + media
+
+    return cost_of
 
 
 def candidates(messages: Sequence[Any], *, tail_tokens: int, cost_of: CostOf, min_result_tokens: int,
@@ -179,7 +193,7 @@ def _arguments_candidate(index: int, message: Message, cost_of: CostOf, min_toke
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, dict) else None
         arguments = function.get("arguments") if isinstance(function, dict) else None
-        parsed = _json_object(arguments)
+        parsed = json_object(arguments) if isinstance(arguments, str) else None
         if parsed is None or cost_of({"role": "assistant", "content": arguments}) < min_tokens:
             calls.append(call)
             continue
@@ -219,16 +233,6 @@ def _image_candidate(index: int, message: Message, cost_of: CostOf) -> Candidate
     if not retired:
         return None
     return _made(index, "image", message, {**message, "content": parts}, cost_of, ())
-
-
-def _json_object(arguments: Any) -> dict[str, Any] | None:
-    if not isinstance(arguments, str) or not arguments.lstrip().startswith("{"):
-        return None
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
 
 
 def _is_stub(text: str) -> bool:

@@ -15,13 +15,12 @@ from collections import Counter
 from typing import Any
 
 from baton_engine import policy
-from baton_engine.compaction.pruning import Reclaim, reclaim
+from baton_engine.compaction.pruning import CostOf, Reclaim, reclaim, with_media
 from baton_engine.hermes import metrics
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.prompt_cache import CacheBook, Verdict, horizon_requests
-from baton_engine.tokens.media import part_tokens
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
 LOGGER = logging.getLogger("baton_engine.hermes")
@@ -114,16 +113,7 @@ class Pruner:
                 "last": self.last, **self.requests.cache.summary()}
 
 
-def _cost(ratio: float) -> Any:
+def _cost(ratio: float) -> CostOf:
     """A message's tokens on this request's scale: its rough estimate times the request's exact-to-rough ratio, its
     images and documents at their own cost (the choice of a cut needs estimates; the prune is counted exactly)."""
-
-    def cost_of(message: dict[str, Any]) -> int:
-        content = message.get("content")
-        media = 0
-        if isinstance(content, list):
-            media = sum(part_tokens(part) or 0 for part in content)
-            message = {**message, "content": [part for part in content if part_tokens(part) is None]}
-        return math.ceil(ratio * estimate_messages_tokens_rough([message])) + media
-
-    return cost_of
+    return with_media(lambda message: math.ceil(ratio * estimate_messages_tokens_rough([message])))

@@ -8,24 +8,17 @@ from typing import Any
 
 import pytest
 
-from baton_engine.compaction.pruning import apply, candidates, reclaim
+from baton_engine.compaction.pruning import apply, candidates, reclaim, with_media
 from baton_engine.messages.entry import ref_for
 from baton_engine.messages.markers import PRUNED_PREFIX, is_own_text
 from baton_engine.prompt_cache import CacheBook, Cut, choose_cut, horizon_requests
-from baton_engine.tokens.media import part_tokens
 from baton_engine.tokens.verify import cached_prompt_tokens, reported_prompt_tokens
 
 from batontest.validators import chat_errors
 
 
-def cost_of(message: dict[str, Any]) -> int:
-    """A message's tokens as the engine's estimate makes them: its text by size, each image at its own cost."""
-    content = message.get("content")
-    media = 0
-    if isinstance(content, list):
-        media = sum(part_tokens(part) or 0 for part in content)
-        message = {**message, "content": [part for part in content if part_tokens(part) is None]}
-    return max(len(json.dumps(message)) // 4, 1) + media
+# A message's tokens as the engine's estimate makes them: its text by size, each image at its own cost.
+cost_of = with_media(lambda message: max(len(json.dumps(message)) // 4, 1))
 
 
 def count(messages: list[Any]) -> tuple[int, bool]:
