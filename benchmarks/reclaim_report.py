@@ -18,6 +18,11 @@ SEND_SHARE = 0.6
 WITHOUT, WITH = "baton", "baton reclaim"
 
 
+def _k(window: int) -> str:
+    """A window as people name it: 65,536 is 64K, 200,000 is 200K."""
+    return f"{window // 1024}K" if window % 1024 == 0 else f"{window // 1000}K"
+
+
 def _rows(reclaim: dict[str, Any], window: int) -> dict[str, dict[str, Any]]:
     return {row["arm"]: row for row in reclaim["rows"] if row["window"] == window}
 
@@ -34,7 +39,7 @@ def targets(reclaim: dict[str, Any] | None) -> list[tuple[str, bool | None, str]
             continue
         for ratio in GOAL_RATIOS:
             best = min(rows.values(), key=lambda row: row["cost"][ratio])
-            found.append((f"Baton with reclamation the lowest cost at {window // 1024}K, r = {ratio}",
+            found.append((f"Baton with reclamation the lowest cost at {_k(window)}, r = {ratio}",
                           best["arm"] == WITH, f"{rows[WITH]['cost'][ratio]:,} (lowest: {best['arm']} "
                                                 f"{best['cost'][ratio]:,})"))
     for window in windows:
@@ -44,9 +49,9 @@ def targets(reclaim: dict[str, Any] | None) -> list[tuple[str, bool | None, str]
         share = rows[WITH]["sent"] / max(rows[WITHOUT]["sent"], 1)
         fewer = rows[WITH]["compactions"] < rows[WITHOUT]["compactions"]
         found.append((f"prompt tokens sent <= {SEND_SHARE}x without reclamation, fewer compactions, at "
-                      f"{window // 1024}K", share <= SEND_SHARE and fewer,
+                      f"{_k(window)}", share <= SEND_SHARE and fewer,
                       f"{share:.2f}x, {rows[WITH]['compactions']} vs {rows[WITHOUT]['compactions']} compactions"))
-        found.append((f"no needle found less often with reclamation, at {window // 1024}K",
+        found.append((f"no needle found less often with reclamation, at {_k(window)}",
                       rows[WITH]["needles_found"] >= rows[WITHOUT]["needles_found"],
                       f"{rows[WITH]['needles_found']} vs {rows[WITHOUT]['needles_found']} of {rows[WITH]['needles']}"))
     by_window: dict[int, dict[str, dict[str, Any]]] = {}
@@ -55,7 +60,7 @@ def targets(reclaim: dict[str, Any] | None) -> list[tuple[str, bool | None, str]
     for window, rows in sorted(by_window.items()):
         if WITH in rows and WITHOUT in rows:
             lost = sorted(set(rows[WITHOUT]["answered_questions"]) - set(rows[WITH]["answered_questions"]))
-            found.append((f"no paraphrased fact answered less often with reclamation, at {window // 1024}K", not lost,
+            found.append((f"no paraphrased fact answered less often with reclamation, at {_k(window)}", not lost,
                           f"{rows[WITH]['answered']} vs {rows[WITHOUT]['answered']} of {rows[WITH]['facts']}"
                           + (f"; lost: {len(lost)}" if lost else "")))
     return found
@@ -75,7 +80,7 @@ def render(reclaim: dict[str, Any] | None) -> list[str]:
            + " | ".join(f"cost r={r}" for r in RATIOS) + " | decode load | needles found |",
            "|---" * (9 + len(RATIOS)) + "|"]
     for row in reclaim["rows"]:
-        out.append(f"| {row['window'] // 1024}K | {row['arm']} | {row['sent']:,} | {row['uncached']:,} | "
+        out.append(f"| {_k(row['window'])} | {row['arm']} | {row['sent']:,} | {row['uncached']:,} | "
                    f"{row['compactions']} | {row['prunes']} | {row['breaks']} | "
                    + " | ".join(f"{row['cost'][r]:,}" for r in RATIOS)
                    + f" | {row['decode']:,} | {row['needles_found']}/{row['needles']} |")
@@ -85,10 +90,10 @@ def render(reclaim: dict[str, Any] | None) -> list[str]:
                     f"{paraphrase['embedder'] or 'none: lexical'}), fed the same way:", "",
                 "| window | arm | prunes | compactions | answered | in the window | by one call | false \"found\" |",
                 "|---|---|---|---|---|---|---|---|"]
-        out += [f"| {r['window'] // 1024}K | {r['arm']} | {r['prunes']} | {r['compactions']} | {r['answered']} / "
+        out += [f"| {_k(r['window'])} | {r['arm']} | {r['prunes']} | {r['compactions']} | {r['answered']} / "
                 f"{r['facts']} | {r['in_window']} | {r['by_one_call']} | {r['false_found']} / {r['absent']} |"
                 for r in paraphrase["rows"]]
-    declined = [f"{row['window'] // 1024}K: {row['declined']}" for row in reclaim["rows"] if row.get("declined")]
+    declined = [f"{_k(row['window'])}: {row['declined']}" for row in reclaim["rows"] if row.get("declined")]
     if declined:
         out += ["", "Prunes Baton declined, by reason: " + "; ".join(declined) + "."]
     out += ["", "| target | verdict | measured |", "|---|---|---|"]
