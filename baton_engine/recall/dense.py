@@ -95,6 +95,12 @@ def _key(name: str, text: str) -> tuple[str, bytes]:
     return name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def cached_vector(name: str, text: str) -> Any:
+    """The cached vector of ``text`` for embedder ``name`` (None: not embedded, or refused)."""
+    with _CACHE_LOCK:
+        return _CACHE.get(_key(name, text))
+
+
 def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Passage, list[Any]]]:
     """(number, passage, its units' vectors: None for a unit the embedder refused) of those of the numbered
     ``passages`` whose units are all answered."""

@@ -19,6 +19,7 @@ from baton_engine.embedding import Embedder
 from baton_engine.messages.entry import Entry
 from baton_engine.recall.dense import Vectors
 from baton_engine.recall.lexical import LexicalIndex
+from baton_engine.recall import redacted
 from baton_engine.recall.passages import Passage, passages
 
 MAX_LINEAGES = 16
@@ -49,10 +50,14 @@ class LineageIndex:
             entry.ref == ref for entry, ref in zip(entries, self.refs, strict=False))
 
     def grow(self, entries: Sequence[Entry]) -> None:
-        new = [p for entry in entries[len(self.refs):] for p in passages(entry)]
+        """Index the entries past those held (their passages); their redacted texts are prepared in the
+        background (what a hit costs, off the request path)."""
+        added = entries[len(self.refs):]
+        new = [p for entry in added for p in passages(entry)]
         self.lexical.add(new)
         self.passages.extend(new)
-        self.refs.extend(entry.ref for entry in entries[len(self.refs):])
+        self.refs.extend(entry.ref for entry in added)
+        redacted.prepare(added)
 
 
 _INDEXES: LRUCache[str, LineageIndex] = LRUCache(maxsize=MAX_LINEAGES)

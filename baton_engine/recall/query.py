@@ -23,6 +23,7 @@ _PHRASE_RE = re.compile(r'"([^"]+)"|`([^`]+)`')
 _STRIP = "\"'`,;:()[]{}<>!?"
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _HEX_RE = re.compile(r"^(?=.*\d)(?=.*[a-f])[0-9a-f]{7,64}$", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"\d")
 _IDENT_RE = re.compile(r"^(?:\w+(?:[._:-]\w+)+|[A-Za-z]*[a-z][A-Z]\w*|\w*\d\w*)$")
 _STOP_WORDS = frozenset(
     "a an and are as at be but by did do does for from had has have how i in is it its of on or that the "
@@ -54,8 +55,8 @@ def _classify(token: str) -> Term | None:
     token = token.strip(_STRIP).rstrip(".")
     if "/" in token and token.strip("/"):
         return Term("path", token)
-    if _UUID_RE.match(token) or _HEX_RE.match(token) or _IDENT_RE.match(token):
-        return Term("identifier", token)
+    if _UUID_RE.match(token) or _HEX_RE.match(token) or _IDENT_RE.match(token) or _NUMBER_RE.search(token):
+        return Term("identifier", token)  # a number with its unit or sign (``15%``, ``$4,000``) is one too
     word = token.lower()
     if len(word) < 2 or word in _STOP_WORDS or not re.search(r"\w", word):
         return None
