@@ -229,7 +229,7 @@ def score_builtin(runtime: Any, session: corpus.Session, window: int) -> dict[st
 
 def _variants(embedder: bool) -> dict[str, Any]:
     """Ranking variants asked on the same fed session (patched in this process only): the engine's as shipped; with
-    an embedder, the exact lookups' places (none, at 0, two), the rarity bound and the lexical weight 0.1 (the
+    an embedder, the exact lookups' places (none, one at 0 or 1), the rarity bound and the lexical weight 0.1 (the
     earlier sweep of the weight, plain RRF and whole-passage hits is in docs/recall.md)."""
     names = ("_fused", "LEXICAL_WEIGHT", "around", "LEXICAL_PLACES", "LEXICAL_PLACE_AT", "RARE_ROWS")
     kept = {name: getattr(search, name) for name in names}
@@ -245,7 +245,7 @@ def _variants(embedder: bool) -> dict[str, Any]:
         return {"lexical": shipped}
     return {"hybrid (shipped)": shipped, "no lexical places": patched(LEXICAL_PLACES=0),
             "1 place at 0": patched(LEXICAL_PLACES=1, LEXICAL_PLACE_AT=0),
-            "2 places at 1": patched(LEXICAL_PLACES=2, LEXICAL_PLACE_AT=1),
+            "1 place at 1": patched(LEXICAL_PLACES=1, LEXICAL_PLACE_AT=1),
             "rare: <= 1 row": patched(RARE_ROWS=1), "rare: <= 20 rows": patched(RARE_ROWS=20),
             "restore": lambda: shipped() or True}
 
