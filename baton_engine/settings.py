@@ -271,7 +271,8 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "metrics_max_total_mb": _int(1),
     "metrics_live_hours": _int(1),
 }
-EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
+EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds", "query_prefix", "passage_prefix")
+_EMBEDDER_PREFIXES = ("query_prefix", "passage_prefix")  # kept as written: "query: " ends with its space
 
 
 def _embedder(raw: Any, label: str) -> EmbedderConfig:
@@ -285,6 +286,10 @@ def _embedder(raw: Any, label: str) -> EmbedderConfig:
     values = {key: _text(raw[key], f"{label}.{key}") for key in EMBEDDER_KEYS[:5] if raw.get(key) is not None}
     if raw.get("url") is not None:
         values["url"] = _url(raw["url"], f"{label}.url")  # the server's base URL (or .../v1/embeddings)
+    for key in _EMBEDDER_PREFIXES:
+        if raw.get(key) is not None:
+            _text(raw[key], f"{label}.{key}")
+            values[key] = raw[key]
     if raw.get("timeout_seconds") is not None:
         return EmbedderConfig(**values, timeout_seconds=_seconds(raw["timeout_seconds"], f"{label}.timeout_seconds"))
     return EmbedderConfig(**values)

@@ -252,11 +252,12 @@ def _variants(embedder: bool) -> dict[str, Any]:
 
 def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
         embedder_model: str = "all-MiniLM-L6-v2", embedder_path: str | None = None, retrieval: bool = False,
-        vectors: Path | None = None) -> dict[str, Any]:
-    session = corpus.build_session(filler_turns=20 if quick else 80)
+        vectors: Path | None = None, prefixes: tuple[str, str] = ("", ""), filler: int | None = None) -> dict[str, Any]:
+    session = corpus.build_session(filler_turns=filler if filler is not None else 20 if quick else 80)
     runtime = arms.baton_runtime(QWEN3, None)
     if embedder_url:
-        runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("openai", embedder_url, embedder_model))
+        runtime.settings = replace(runtime.settings, embedder=EmbedderConfig(
+            "openai", embedder_url, embedder_model, query_prefix=prefixes[0], passage_prefix=prefixes[1]))
     elif embedder_path:  # in-process (the ``st`` backend: sentence-transformers installed beside the engine)
         runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("st", path=embedder_path))
         embedder_url, embedder_model = embedder_path, Path(embedder_path).name
@@ -305,10 +306,14 @@ def main() -> None:
     parser.add_argument("--embedder-path", help="a sentence-transformers model directory, embedded in-process (st)")
     parser.add_argument("--retrieval", action="store_true", help="the ranking alone: the whole session compacted")
     parser.add_argument("--vectors", type=Path, help="keep the passages' vectors in this directory across runs")
+    parser.add_argument("--query-prefix", default="", help="before each question (e5: 'query: ')")
+    parser.add_argument("--passage-prefix", default="", help="before each stored line (e5: 'passage: ')")
+    parser.add_argument("--filler-turns", type=int, help="filler turns around the facts (80; --quick 20; 0: the facts' "
+                        "turns only, 6,251 lines: a slower model's whole lineage embedded in minutes)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model, args.embedder_path, args.retrieval,
-                 args.vectors)
+                 args.vectors, (args.query_prefix, args.passage_prefix), args.filler_turns)
     print("\n".join(render(result)))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")

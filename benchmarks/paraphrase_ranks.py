@@ -6,7 +6,8 @@ the rank of the best passage holding the answer by BM25 (FTS5's view; "-" when n
 it). A question whose answer line ranks low by both cannot be reached by fusing the two: that is the model's
 ceiling, not the ranking's.
 
-Run: ``python benchmarks/paraphrase_ranks.py --embedder-url URL [--embedder-model NAME] [--vectors DIR]``.
+Run: ``python benchmarks/paraphrase_ranks.py --embedder-url URL [--embedder-model NAME] [--vectors DIR]
+[--query-prefix P --passage-prefix P]``.
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import numpy as np  # noqa: E402
 import paraphrase_corpus as corpus  # noqa: E402
 
-from baton_engine.embedding import EmbedderConfig  # noqa: E402
+from baton_engine.embedding import EmbedderConfig, embed_questions  # noqa: E402
 from baton_engine.embedding.plugins import load_embedder  # noqa: E402
 from baton_engine.recall import MemoryIndex, dense, parse_query  # noqa: E402
 from baton_engine.recall.index import lineage_index  # noqa: E402
 
 
-def ranks(embedder_url: str, model: str, vectors: Path | None) -> list[dict[str, object]]:
+def ranks(embedder_url: str, model: str, vectors: Path | None, prefixes: tuple[str, str] = ("", "")) \
+        -> list[dict[str, object]]:
     if vectors is not None:
         dense.keep_vectors_in(vectors)
-    embedder = load_embedder(EmbedderConfig("openai", embedder_url, model))
+    embedder = load_embedder(EmbedderConfig("openai", embedder_url, model, query_prefix=prefixes[0],
+                                            passage_prefix=prefixes[1]))
     index = MemoryIndex(max_bytes=1 << 30)
     index.add("lineage", corpus.build_session().messages)
     lineage = lineage_index(index.source("lineage").entries())
@@ -43,7 +46,7 @@ def ranks(embedder_url: str, model: str, vectors: Path | None) -> list[dict[str,
     matrix = np.vstack([dense.cached_vector(embedder.name, text) for text in texts])
     found = []
     for fact in corpus.FACTS:
-        (question,) = embedder.embed([fact.question])
+        (question,) = embed_questions(embedder, [fact.question])
         vector = np.asarray(question, dtype=np.float32)
         cosines = matrix @ (vector / np.linalg.norm(vector))
         holding = [i for i, text in enumerate(texts) if fact.answer in text]
@@ -63,8 +66,10 @@ def main() -> None:
     parser.add_argument("--embedder-url", required=True)
     parser.add_argument("--embedder-model", default="all-MiniLM-L6-v2")
     parser.add_argument("--vectors", type=Path)
+    parser.add_argument("--query-prefix", default="")
+    parser.add_argument("--passage-prefix", default="")
     args = parser.parse_args()
-    found = ranks(args.embedder_url, args.embedder_model, args.vectors)
+    found = ranks(args.embedder_url, args.embedder_model, args.vectors, (args.query_prefix, args.passage_prefix))
     print(f"{found[0]['rows']} line rows\n\n| question | answer | where | answer line's cosine (best line's) | rank by "
           "cosine | rank by BM25 |\n|---|---|---|---|---|---|")
     for row in found:

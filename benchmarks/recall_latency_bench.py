@@ -30,7 +30,8 @@ import paraphrase_corpus as corpus  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
 from percentiles import percentile  # noqa: E402
 
-from baton_engine.recall import MemoryIndex, dense, recall_tool  # noqa: E402
+from baton_engine.recall import MemoryIndex, dense, recall_tool, redacted  # noqa: E402
+from baton_engine.recall import vector_index  # noqa: E402
 from baton_engine.recall.index import lineage_index  # noqa: E402
 from baton_engine.tokens.plugins import build_backend  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
@@ -80,7 +81,9 @@ def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
     rows = []
     for arm, arm_embedder in (("lexical", None), ("hybrid", embedder)):
         recall_tool(source, {"mode": "search", "query": "warm up"}, count_text, arm_embedder)
-        dense.wait_idle()  # the vectors, computed off the request path before timing
+        dense.wait_idle()  # the vectors and their graph, computed off the request path before timing
+        redacted.wait_idle()  # each message redacted when the index grew (off the request path)
+        vectors = lineage_index(source.entries(), arm_embedder).vectors(arm_embedder) if arm_embedder else None
         for label, repeat in (("first ask", 1), ("asked again", rounds)):  # a hit's message counted once, then kept
             times = []
             for _ in range(repeat):
@@ -91,7 +94,8 @@ def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
                     times.append(time.perf_counter() - started - embedder.seconds)
             rows.append({"arm": arm, "calls": label, "records": len(source.entries()),
                          "passages": len(lineage_index(source.entries()).passages), "searches": len(times),
-                         "p50_ms": 1000 * percentile(times, 0.5), "p99_ms": 1000 * percentile(times, 0.99)})
+                         "p50_ms": 1000 * percentile(times, 0.5), "p99_ms": 1000 * percentile(times, 0.99),
+                         "vector_rows": vectors.rows if vectors else 0, "vector_bytes": vectors.nbytes if vectors else 0})
     return rows
 
 
@@ -100,10 +104,20 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    print("| ranking | questions | records (passages) | searches | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
-    for row in measure(args.records, args.rounds):
+    with open("/proc/loadavg", encoding="ascii") as load:
+        before = load.read().split()[:3]
+    found = measure(args.records, args.rounds)
+    with open("/proc/loadavg", encoding="ascii") as load:
+        after = load.read().split()[:3]
+    print("| ranking | questions | records (passages) | searches | p50 ms | p99 ms | vector rows | MB per 10k rows |\n"
+          "|---|---|---|---|---|---|---|---|")
+    for row in found:
+        per = f"{row['vector_bytes'] * 10_000 / row['vector_rows'] / 1e6:.1f}" if row["vector_rows"] else ""
         print(f"| {row['arm']} | {row['calls']} | {row['records']} ({row['passages']}) | {row['searches']} | "
-              f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} |")
+              f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['vector_rows']:,} | {per} |")
+    print(f"\nload average (1, 5, 15 min) before: {' '.join(before)}; after: {' '.join(after)}; graph: "
+          f"{'usearch' if vector_index.graph_available() else 'none (exact numpy)'} above "
+          f"{vector_index.EXACT_MAX_ROWS:,} rows")
 
 
 if __name__ == "__main__":

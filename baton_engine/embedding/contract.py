@@ -30,7 +30,9 @@ class EmbedderRefused(EmbedderError):
 class EmbedderConfig:
     """``baton.embedder`` in config.yaml. ``backend``: ``openai`` (any ``/v1/embeddings`` server) or an installed
     entry point's name; ``url`` and ``model`` for a server, ``path`` for a local model directory (never
-    downloaded); ``api_key_env``: the environment variable holding the server's key, if it needs one."""
+    downloaded); ``api_key_env``: the environment variable holding the server's key, if it needs one;
+    ``query_prefix`` / ``passage_prefix``: what a model trained with them wants before a question and before a
+    stored line (e5: ``"query: "`` and ``"passage: "``), added by the ``openai`` backend."""
 
     backend: str
     url: str | None = None
@@ -38,6 +40,8 @@ class EmbedderConfig:
     path: str | None = None
     api_key_env: str | None = None
     timeout_seconds: float = 30.0
+    query_prefix: str = ""
+    passage_prefix: str = ""
 
 
 class Embedder(Protocol):
@@ -49,6 +53,13 @@ class Embedder(Protocol):
     def name(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]: ...
+
+
+def embed_questions(embedder: Embedder, texts: Sequence[str]) -> list[Vector | None]:
+    """Vectors of questions: the embedder's ``embed_query`` when it has one (a model that embeds a question
+    otherwise than a passage, e5's ``query:`` prefix), else ``embed``."""
+    ask = getattr(embedder, "embed_query", None)
+    return ask(texts) if callable(ask) else embedder.embed(texts)
 
 
 def checked_vectors(vectors: object, count: int, *, refused: bool = False) -> list[Vector | None]:

@@ -16,6 +16,7 @@ from baton_engine.hermes.runtime import get_runtime
 from baton_engine.messages.entry import Entry
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
 from baton_engine.recall import dense
+from baton_engine.recall import index as recall_index
 from baton_engine.recall.index import lineage_index
 from baton_engine.recall.passages import passages
 from baton_engine.tokens.rough import estimate_tokens_rough
@@ -69,7 +70,8 @@ class RecallBinding:
             ranking = f"hybrid ({embedder.name})" if embedder.healthy else \
                 f"lexical (embedder {embedder.name} failing: {embedder.last_error}; retried later)"
         return {"source": "hermes session store" if bound else "in-process index", "ranking": ranking,
-                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
+                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes,
+                "lineage": recall_index.status(self.source(session_id).entries(), embedder)}
 
     def _lineage(self, session_id: str | None) -> str:
         if self.lineage_key is None:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
-from baton_engine.embedding import Embedder, EmbedderError
+from baton_engine.embedding import Embedder, EmbedderError, embed_questions
 from baton_engine.messages.entry import Entry
 from baton_engine.recall.index import LineageIndex, lineage_index
 from baton_engine.recall.passages import Passage
@@ -178,7 +178,7 @@ def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -
     if not vectors.count:
         return {}
     try:
-        (query_vector,) = embedder.embed([question])
+        (query_vector,) = embed_questions(embedder, [question])
     except EmbedderError:
         return {}
     return {} if query_vector is None else vectors.nearest(query_vector, limit * PASSAGES_PER_HIT)

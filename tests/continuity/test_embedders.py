@@ -9,7 +9,7 @@ import logging
 import pytest
 from batontest.embedding_standin import EmbeddingStandin, toy_vector
 
-from baton_engine.embedding import EmbedderBreaker, EmbedderConfig, EmbedderError, load_embedder
+from baton_engine.embedding import EmbedderBreaker, EmbedderConfig, EmbedderError, embed_questions, load_embedder
 from baton_engine.embedding.refusals import mean_direction
 from baton_engine.recall import MemoryIndex, dense, recall_tool
 from baton_engine.settings import SettingsError, load_settings
@@ -180,3 +180,19 @@ def test_a_passage_is_embedded_line_by_line() -> None:
     assert dense.units(passage) == (dense.Unit(0, "port = 6543"), dense.Unit(3, "retries: 4"))
     (wordless,) = passages(Entry("msg-2", 1, "tool", "}\n----"))
     assert dense.units(wordless) == (dense.Unit(None, "}\n----"),)
+
+
+def test_a_model_trained_with_prefixes_gets_them_on_questions_and_on_lines() -> None:
+    """e5 wants ``query: `` before a question and ``passage: `` before a stored text (issue 46 item 3)."""
+    settings = load_settings(env={}, hermes_block={"embedder": {
+        "backend": "openai", "url": "http://127.0.0.1:8000", "model": "e5", "query_prefix": "query: ",
+        "passage_prefix": "passage: "}})
+    assert (settings.embedder.query_prefix, settings.embedder.passage_prefix) == ("query: ", "passage: ")
+    with EmbeddingStandin() as server:
+        config = EmbedderConfig("openai", server.url, "toy", query_prefix="query: ", passage_prefix="passage: ")
+        embedder = load_embedder(config)
+        assert embedder.embed(["DB_PORT=6543"]) == [pytest.approx(toy_vector("passage: DB_PORT=6543"))]
+        assert embed_questions(embedder, ["which port?"]) == [pytest.approx(toy_vector("query: which port?"))]
+        assert embedder.name == "openai:toy passage:"  # another model's vectors: never mixed with the plain ones
+        plain = load_embedder(_config(server.url))
+        assert embed_questions(plain, ["which port?"]) == [pytest.approx(toy_vector("which port?"))]
