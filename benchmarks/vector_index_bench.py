@@ -26,10 +26,11 @@ DIMENSIONS = 384
 K = 32
 
 
-def _stored(directory: Path) -> Any:
-    """Every vector of the vector store in ``directory`` (a real model's lines: clustered as real rows are)."""
+def _stored(directory: Path, embedder: str) -> Any:
+    """Every vector of ``embedder`` in the vector store in ``directory`` (a real model's lines: clustered as real
+    rows are)."""
     with sqlite3.connect(directory / "vectors.sqlite3") as db:
-        blobs = [row[0] for row in db.execute("SELECT vector FROM vectors")]
+        blobs = [row[0] for row in db.execute("SELECT vector FROM vectors WHERE embedder = ?", (embedder,))]
     return np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in blobs if len(blob) == 4 * DIMENSIONS])
 
 
@@ -89,6 +90,7 @@ ARMS: dict[str, tuple[str | None, Callable[[Any], tuple[Search, int]]]] = {
     "numpy exact f32": (None, _exact),
     "usearch HNSW f32": ("usearch", lambda m: _usearch(m, "f32")),
     "usearch HNSW f32, expansion 64": ("usearch", lambda m: _usearch(m, "f32", expansion=64)),
+    "usearch HNSW f16": ("usearch", lambda m: _usearch(m, "f16")),
     "usearch HNSW i8": ("usearch", lambda m: _usearch(m, "i8")),
     "usearch exact f16": ("usearch", lambda m: _usearch(m, "f16", exact=True)),
     "usearch exact i8": ("usearch", lambda m: _usearch(m, "i8", exact=True)),
@@ -127,9 +129,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 70_000, 200_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--vectors", type=Path, help="a vector store directory: its real vectors, tiled")
+    parser.add_argument("--embedder", default="openai:all-MiniLM-L6-v2", help="whose vectors in --vectors")
     parser.add_argument("--only", nargs="+", help="these arms only")
     args = parser.parse_args()
-    real = _stored(args.vectors) if args.vectors else None
+    real = _stored(args.vectors, args.embedder) if args.vectors else None
     if args.only:
         for name in set(ARMS) - set(args.only):
             del ARMS[name]

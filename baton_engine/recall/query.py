@@ -8,6 +8,7 @@ at a word start (``cache`` finds ``caches``, a short hash finds the full one).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -31,6 +32,13 @@ _STOP_WORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1024)
+def _pattern(text: str) -> re.Pattern[str]:
+    """A term's pattern, compiled once per text (a search tests it against hundreds of lines)."""
+    body = r"\s+".join(re.escape(part) for part in text.split())
+    return re.compile(r"(?<![0-9A-Za-z_])" + body, re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Term:
     kind: TermKind
@@ -42,8 +50,7 @@ class Term:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        body = r"\s+".join(re.escape(part) for part in self.text.split())
-        return re.compile(r"(?<![0-9A-Za-z_])" + body, re.IGNORECASE)
+        return _pattern(self.text)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ new messages are redacted by one background thread when its index grows (``prepa
 first search of a lineage read from Hermes' store), and a search finds them ready. Refs are content-addressed, so a
 redacted text never goes stale. Kept per message: the redacted text only when redaction changed it (most messages
 hold no secret: then a marker), so 100,000 messages cost a few MB, not their text again.
+The count itself stays on the request path, for the hits an answer holds only (``tool._packed`` counts each hit as
+it tries it): it is the route's counter's (a remote tokenizer, for some routes, that keeps nothing), and a count
+kept here under a counter's identity went stale across route switches.
 """
 
 from __future__ import annotations

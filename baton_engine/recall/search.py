@@ -10,7 +10,7 @@ is every hit weak, and an answer that ranks low is not lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from baton_engine.errors import UserInputError
@@ -252,10 +252,10 @@ def _lexical_places(order: list[Ranked], index: LineageIndex, query: Query, lexi
     return order
 
 
-def ranked(source: RecallSource, query: Query, limit: int, question: str = "",
+def ranked(entries: Sequence[Entry], query: Query, limit: int, question: str = "",
            embedder: Embedder | None = None) -> list[Ranked]:
-    """The best passage of each of the ``limit`` best messages: (passage, score, weak, its best line by meaning)."""
-    entries = list(source.entries())
+    """The best passage of each of the ``limit`` best of the lineage's messages ``entries``: (passage, score, weak,
+    its best line by meaning)."""
     if not entries:
         return []
     index = lineage_index(entries, embedder)
@@ -284,8 +284,9 @@ def uncounted(source: RecallSource, query: str, limit: int, embedder: Embedder |
     if not int_in_range(limit, 1, MAX_LIMIT):
         raise UserInputError(f"limit must be an integer from 1 to {MAX_LIMIT}")
     parsed = parse_query(query)
+    entries = list(source.entries())
     return [(make_hit(passage, score, weak, parsed, line), passage.entry)
-            for passage, score, weak, line in ranked(source, parsed, limit, query, embedder)]
+            for passage, score, weak, line in ranked(entries, parsed, limit, query, embedder)]
 
 
 def search(source: RecallSource, query: str, limit: int, count_text: CountText,
