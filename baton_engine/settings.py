@@ -271,7 +271,8 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "metrics_max_total_mb": _int(1),
     "metrics_live_hours": _int(1),
 }
-EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds", "query_prefix", "passage_prefix")
+EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds", "query_prefix", "passage_prefix",
+                 "weak_below")
 _EMBEDDER_PREFIXES = ("query_prefix", "passage_prefix")  # kept as written: "query: " ends with its space
 
 
@@ -290,6 +291,11 @@ def _embedder(raw: Any, label: str) -> EmbedderConfig:
         if raw.get(key) is not None:
             _text(raw[key], f"{label}.{key}")
             values[key] = raw[key]
+    if raw.get("weak_below") is not None:
+        floor = raw["weak_below"]
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not -1.0 <= float(floor) <= 1.0:
+            raise SettingsError(f"{label}.weak_below must be a cosine from -1 to 1")
+        values["weak_below"] = float(floor)
     if raw.get("timeout_seconds") is not None:
         return EmbedderConfig(**values, timeout_seconds=_seconds(raw["timeout_seconds"], f"{label}.timeout_seconds"))
     return EmbedderConfig(**values)

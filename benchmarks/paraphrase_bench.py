@@ -252,12 +252,14 @@ def _variants(embedder: bool) -> dict[str, Any]:
 
 def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
         embedder_model: str = "all-MiniLM-L6-v2", embedder_path: str | None = None, retrieval: bool = False,
-        vectors: Path | None = None, prefixes: tuple[str, str] = ("", ""), filler: int | None = None) -> dict[str, Any]:
+        vectors: Path | None = None, prefixes: tuple[str, str] = ("", ""), filler: int | None = None,
+        weak_below: float | None = None, shipped_only: bool = False) -> dict[str, Any]:
     session = corpus.build_session(filler_turns=filler if filler is not None else 20 if quick else 80)
     runtime = arms.baton_runtime(QWEN3, None)
     if embedder_url:
         runtime.settings = replace(runtime.settings, embedder=EmbedderConfig(
-            "openai", embedder_url, embedder_model, query_prefix=prefixes[0], passage_prefix=prefixes[1]))
+            "openai", embedder_url, embedder_model, query_prefix=prefixes[0], passage_prefix=prefixes[1],
+            weak_below=weak_below))
     elif embedder_path:  # in-process (the ``st`` backend: sentence-transformers installed beside the engine)
         runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("st", path=embedder_path))
         embedder_url, embedder_model = embedder_path, Path(embedder_path).name
@@ -265,6 +267,8 @@ def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
         dense.keep_vectors_in(vectors)
     windows = WINDOWS[:1] if quick else WINDOWS
     variants = _variants(bool(embedder_url))
+    if shipped_only:
+        variants = dict(list(variants.items())[:1])
     result: dict[str, Any] = {
         "session_tokens": runtime.count_chat({"messages": list(session.messages)}).tokens,
         "messages": len(session.messages), "embedder": embedder_model if embedder_url else None,
@@ -310,10 +314,13 @@ def main() -> None:
     parser.add_argument("--passage-prefix", default="", help="before each stored line (e5: 'passage: ')")
     parser.add_argument("--filler-turns", type=int, help="filler turns around the facts (80; --quick 20; 0: the facts' "
                         "turns only, 6,251 lines: a slower model's whole lineage embedded in minutes)")
+    parser.add_argument("--weak-below", type=float, help="the model's cosine floor (embedder weak_below)")
+    parser.add_argument("--shipped-only", action="store_true", help="the engine's ranking only, no variants")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model, args.embedder_path, args.retrieval,
-                 args.vectors, (args.query_prefix, args.passage_prefix), args.filler_turns)
+                 args.vectors, (args.query_prefix, args.passage_prefix), args.filler_turns, args.weak_below,
+                 args.shipped_only)
     print("\n".join(render(result)))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")

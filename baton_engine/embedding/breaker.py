@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from baton_engine.embedding.contract import Embedder, EmbedderError, Vector, checked_vectors, embed_questions
+from baton_engine.embedding.contract import Embedder, EmbedderError, Vector, checked_vectors, embed_questions, weak_below
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, DEFAULT_MAX_COOL_OFF_SECONDS
 
 
@@ -34,6 +34,10 @@ class EmbedderBreaker:
     @property
     def name(self) -> str:
         return self.inner.name
+
+    @property
+    def weak_below(self) -> float | None:
+        return weak_below(self.inner)
 
     @property
     def healthy(self) -> bool:

@@ -32,7 +32,9 @@ class EmbedderConfig:
     entry point's name; ``url`` and ``model`` for a server, ``path`` for a local model directory (never
     downloaded); ``api_key_env``: the environment variable holding the server's key, if it needs one;
     ``query_prefix`` / ``passage_prefix``: what a model trained with them wants before a question and before a
-    stored line (e5: ``"query: "`` and ``"passage: "``), added by the ``openai`` backend."""
+    stored line (e5: ``"query: "`` and ``"passage: "``), added by the ``openai`` backend; ``weak_below``: the cosine
+    under which a hit ranked by meaning is weak for this model (None: the floor measured for all-MiniLM-L6-v2; each
+    model has its own range: multilingual-e5-small's absent questions reach 0.872)."""
 
     backend: str
     url: str | None = None
@@ -42,6 +44,7 @@ class EmbedderConfig:
     timeout_seconds: float = 30.0
     query_prefix: str = ""
     passage_prefix: str = ""
+    weak_below: float | None = None
 
 
 class Embedder(Protocol):
@@ -60,6 +63,12 @@ def embed_questions(embedder: Embedder, texts: Sequence[str]) -> list[Vector | N
     otherwise than a passage, e5's ``query:`` prefix), else ``embed``."""
     ask = getattr(embedder, "embed_query", None)
     return ask(texts) if callable(ask) else embedder.embed(texts)
+
+
+def weak_below(embedder: Embedder) -> float | None:
+    """The embedder's own weak floor (``EmbedderConfig.weak_below``), when it says one."""
+    floor = getattr(embedder, "weak_below", None)
+    return floor if isinstance(floor, float) else None
 
 
 def checked_vectors(vectors: object, count: int, *, refused: bool = False) -> list[Vector | None]:

@@ -37,6 +37,7 @@ class OpenAIEmbedder:
         self._url, self._models_url = f"{base}/v1/embeddings", f"{base}/v1/models"
         self._model = config.model
         self._query_prefix, self._passage_prefix = config.query_prefix, config.passage_prefix
+        self.weak_below = config.weak_below
         self._client = httpx.Client(timeout=config.timeout_seconds, headers=headers, transport=transport)
         self._window: int | None = None
         self._window_asked = False

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 
 from baton_engine.errors import UserInputError
 from baton_engine.handoff.redact import redact_text
-from baton_engine.embedding import Embedder, EmbedderError, embed_questions
+from baton_engine.embedding import Embedder, EmbedderError, embed_questions, weak_below
 from baton_engine.messages.entry import Entry
 from baton_engine.recall.index import LineageIndex, lineage_index
 from baton_engine.recall.passages import Passage
@@ -184,15 +184,16 @@ def _dense(index: LineageIndex, question: str, embedder: Embedder, limit: int) -
     return {} if query_vector is None else vectors.nearest(query_vector, limit * PASSAGES_PER_HIT)
 
 
-def _fused(lexical: dict[int, float], dense: dict[int, float]) -> dict[int, tuple[float, bool]]:
+def _fused(lexical: dict[int, float], dense: dict[int, float], floor: float = DENSE_FLOOR) \
+        -> dict[int, tuple[float, bool]]:
     """Passage -> (score, weak). Dense-led: the cosine, plus a lexical bonus that saturates at the lexical floor
     (a shared identifier, path or number lifts a passage; chosen over reciprocal rank fusion on the paraphrase
-    corpus, docs/recall.md). Weak when both signals are under their floors."""
+    corpus, docs/recall.md). Weak when both signals are under their floors (``floor``: the model's cosine floor)."""
     fused = {}
     for number in {*lexical, *dense}:
         cosine, bm25 = dense.get(number, 0.0), lexical.get(number, 0.0)
         score = cosine + LEXICAL_WEIGHT * min(1.0, bm25 / LEXICAL_FLOOR)
-        fused[number] = (score, cosine < DENSE_FLOOR and bm25 < LEXICAL_FLOOR)
+        fused[number] = (score, cosine < floor and bm25 < LEXICAL_FLOOR)
     return fused
 
 
@@ -236,7 +237,7 @@ def _holding(index: LineageIndex, query: Query, exact: tuple[Term, ...]) -> list
 
 
 def _lexical_places(order: list[Ranked], index: LineageIndex, query: Query, lexical: dict[int, float],
-                    dense: dict[int, float]) -> list[Ranked]:
+                    dense: dict[int, float], floor: float) -> list[Ranked]:
     """``order`` with the best messages holding the query's exact terms placed from ``LEXICAL_PLACE_AT`` on (those
     already ahead stay), each shown at its passage's line holding the most of the query's terms."""
     exact = exact_terms(index, query) if LEXICAL_PLACES else ()
@@ -245,7 +246,8 @@ def _lexical_places(order: list[Ranked], index: LineageIndex, query: Query, lexi
     for slot, (number, bm25) in enumerate(_holding(index, query, exact)[:LEXICAL_PLACES]):
         passage = index.passages[number]
         at = next((i for i, item in enumerate(order) if item[0].entry.ref == passage.entry.ref), len(order))
-        score, weak = _fused({number: max(bm25, lexical.get(number, 0.0))}, {number: dense.get(number, 0.0)})[number]
+        score, weak = _fused({number: max(bm25, lexical.get(number, 0.0))}, {number: dense.get(number, 0.0)},
+                             floor)[number]
         placed = (passage, round(score, 4), weak, matched_line(passage, query))
         order = [item for i, item in enumerate(order) if i != at]
         order.insert(min(at, LEXICAL_PLACE_AT + slot), placed)
@@ -262,7 +264,9 @@ def ranked(entries: Sequence[Entry], query: Query, limit: int, question: str = "
     lexical = _lexical(index, query, limit)
     dense = _dense(index, question, embedder, limit) if embedder is not None else {}
     cosines = {number: cosine for number, (cosine, _line) in dense.items()}
-    scored = _fused(lexical, cosines) if dense else {n: (s, s < LEXICAL_FLOOR) for n, s in lexical.items()}
+    floor = weak_below(embedder) if embedder is not None else None
+    floor = DENSE_FLOOR if floor is None else floor
+    scored = _fused(lexical, cosines, floor) if dense else {n: (s, s < LEXICAL_FLOOR) for n, s in lexical.items()}
     best: dict[str, Ranked] = {}
     for number, (score, weak) in scored.items():
         passage = index.passages[number]
@@ -273,7 +277,7 @@ def ranked(entries: Sequence[Entry], query: Query, limit: int, question: str = "
             best[passage.entry.ref] = (passage, round(score, 4), weak, line)  # ordered by the score the hit shows
     order = sorted(best.values(), key=lambda item: (-item[1], item[0].entry.position, item[0].first_line))
     if dense:
-        order = _lexical_places(order, index, query, lexical, cosines)
+        order = _lexical_places(order, index, query, lexical, cosines, floor)
     return order[:limit]
 
 

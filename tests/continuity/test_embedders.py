@@ -196,3 +196,29 @@ def test_a_model_trained_with_prefixes_gets_them_on_questions_and_on_lines() -> 
         assert embedder.name == "openai:toy passage:"  # another model's vectors: never mixed with the plain ones
         plain = load_embedder(_config(server.url))
         assert embed_questions(plain, ["which port?"]) == [pytest.approx(toy_vector("which port?"))]
+
+
+def test_each_model_has_its_own_weak_floor(qwen_count) -> None:
+    """A cosine means something else for each model (multilingual-e5-small's absent questions reach 0.872): the
+    floor under which a hit by meaning is weak is the embedder's ``weak_below`` when it says one."""
+    class Close:
+        def __init__(self, name: str, floor: float | None) -> None:
+            self.name, self.weak_below = name, floor
+
+        def embed(self, texts):
+            return [[1.0, 0.0] if text.startswith("which") else [1.0, 0.1] for text in texts]  # cosine 0.995
+
+    index = MemoryIndex()
+    index.add("floors", [{"role": "user", "content": "the canary ships on Thursday"}])
+    answers = []
+    for embedder in (Close("test:floor-default", None), Close("test:floor-high", 0.999)):
+        question = {"mode": "search", "query": "which day is the release?"}
+        recall_tool(index.source("floors"), question, qwen_count, embedder)
+        dense.wait_idle()
+        answers.append(recall_tool(index.source("floors"), question, qwen_count, embedder))
+    assert [answer["found"] for answer in answers] == [True, False]
+    settings = load_settings(env={}, hermes_block={"embedder": {"backend": "openai", "url": "http://x:1", "model": "e5",
+                                                                "weak_below": 0.873}})
+    assert settings.embedder.weak_below == 0.873
+    with pytest.raises(SettingsError, match="weak_below must be a cosine"):
+        load_settings(env={}, hermes_block={"embedder": {"backend": "openai", "url": "http://x:1", "weak_below": 3}})
