@@ -6,9 +6,10 @@ hits, their redaction and the exact token count of the packed answer with the Qw
 does), lexically and hybrid. The hybrid arm's vectors are computed before timing (as the background worker
 does); its embedder hands back a stored 384-dimension vector per text (all-MiniLM-L6-v2's size: the cost of
 ranking depends on the count and size of the vectors, not their values), and the time of its ``embed`` call,
-the question's own embedding, is taken out of each search's time. "first ask": every question once (a hit's
-message is redacted and counted the first time it is a hit); "asked again": the same questions again (those
-counts kept, as a lineage's recurring hits are).
+the question's own embedding, is taken out of each search's time. The records' messages are redacted and counted
+in the background before timing, as the engine's compaction does for the region it takes out
+(``redacted.count_ahead``; ``--no-count-ahead``: not, then a hit's message is counted the first time it is a hit).
+"first ask": every question once; "asked again": the same questions again.
 
 Run: ``python benchmarks/recall_latency_bench.py [--records 1000] [--rounds 5]`` (numpy needed).
 """
@@ -68,7 +69,7 @@ def records(count: int) -> list[dict]:
     return messages
 
 
-def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
+def measure(count: int, rounds: int, count_ahead: bool = True) -> list[dict[str, float | str | int]]:
     backend, _selection = build_backend(TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B"))
 
     def count_text(text: str) -> int:
@@ -77,6 +78,8 @@ def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
     index = MemoryIndex(max_bytes=1 << 30)
     index.add("bench", records(count))
     source = index.source("bench")
+    if count_ahead:  # as the engine's compaction does for the region it takes out (hermes/engine_recall.py)
+        redacted.count_ahead(source.entries(), count_text)
     embedder = StoredVectors()
     rows = []
     for arm, arm_embedder in (("lexical", None), ("hybrid", embedder)):
@@ -103,10 +106,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-count-ahead", action="store_true",
+                        help="no counting at compaction: each hit's message counted the first time it is a hit")
     args = parser.parse_args()
     with open("/proc/loadavg", encoding="ascii") as load:
         before = load.read().split()[:3]
-    found = measure(args.records, args.rounds)
+    found = measure(args.records, args.rounds, not args.no_count_ahead)
     with open("/proc/loadavg", encoding="ascii") as load:
         after = load.read().split()[:3]
     print("| ranking | questions | records (passages) | searches | p50 ms | p99 ms | vector rows | MB per 10k rows |\n"

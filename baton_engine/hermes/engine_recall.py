@@ -15,7 +15,7 @@ from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.messages.entry import Entry
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
-from baton_engine.recall import dense
+from baton_engine.recall import dense, redacted
 from baton_engine.recall import index as recall_index
 from baton_engine.recall.index import lineage_index
 from baton_engine.recall.passages import passages
@@ -88,12 +88,13 @@ class RecallBinding:
         source = self.source(session_id)
         embedder = get_runtime().embedder()
 
-        def embed(entries: list[Entry]) -> None:  # the region's vectors, in the background (off the request path)
+        def embed(entries: list[Entry]) -> None:  # the region's vectors and counts, in the background
+            redacted.count_ahead(entries, self.count_text_tokens)  # a later hit's exact cost from the counter's cache
             if embedder is not None:
                 dense.queue([p for entry in entries for p in passages(entry)], embedder)
 
         if isinstance(source, SessionStoreSource):  # Hermes' store keeps the region; only its vectors are Baton's
-            return continuity.Recall(remember=embed if embedder is not None else None, lineage=source.entries)
+            return continuity.Recall(remember=embed, lineage=source.entries)
         index, key = get_runtime().recall_index, self._lineage(session_id)
 
         def remember(entries: list[Entry]) -> None:

@@ -7,15 +7,17 @@ new messages are redacted by one background thread when its index grows (``prepa
 first search of a lineage read from Hermes' store), and a search finds them ready. Refs are content-addressed, so a
 redacted text never goes stale. Kept per message: the redacted text only when redaction changed it (most messages
 hold no secret: then a marker), so 100,000 messages cost a few MB, not their text again.
-The count itself stays on the request path, for the hits an answer holds only (``tool._packed`` counts each hit as
-it tries it): it is the route's counter's (a remote tokenizer, for some routes, that keeps nothing), and a count
-kept here under a counter's identity went stale across route switches.
+The count itself is the route's counter's, asked on the request path for the hits an answer holds only
+(``tool._packed`` counts each hit as it tries it): a count kept here under a counter's identity went stale across
+route switches. What moves off the request path is the counter's own work: at compaction the region's messages are
+counted once in the background with the route's counter (``count_ahead``), whose cache (a local tokenizer's pieces)
+then answers a hit's count; a remote tokenizer that keeps nothing gains nothing and is asked once more per message.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from cachetools import LRUCache
@@ -71,6 +73,17 @@ def prepare(entries: Sequence[Entry]) -> None:
     """Redact ``entries``' texts in the background (a lineage's new messages: off the request path)."""
     if entries:
         _WORKER.submit(_prepare, list(entries))
+
+
+def _count(entries: Sequence[Entry], count_text: Callable[[str], int]) -> None:
+    for entry in entries:
+        count_text(message_text(entry))
+
+
+def count_ahead(entries: Sequence[Entry], count_text: Callable[[str], int]) -> None:
+    """Redact and count ``entries`` (a compacted region) in the background with the route's ``count_text``."""
+    if entries:
+        _WORKER.submit(_count, list(entries), count_text)
 
 
 def wait_idle() -> None:
