@@ -13,9 +13,10 @@ vectors from there: a search ranks by meaning over the passages embedded so far 
 Vectors are keyed by the embedder's name (a changed model never mixes vectors) and the digest of the embedded
 text (a passage re-cut or edited is embedded anew). A unit the embedder refuses even in parts (None: longer than
 the server's window, ``embedding/refusals.py``) is remembered as refused in memory and not asked again; a passage
-ranks by its other units, lexically when it has none. In memory vectors are numpy rows, normalised (at this scale a matrix product is enough:
-benchmarks/recall_latency_bench.py), and with a store (``keep_vectors_in``: the project's ``.baton/cache/vectors/``)
-they are also kept on disk, so a restarted process takes them from there instead of the embedder.
+ranks by its other units, lexically when it has none. In memory a lineage's vectors are the rows of a ``RowIndex``
+(``vector_index.py``: exact numpy up to 10,000 rows, an HNSW graph above), and with a store (``keep_vectors_in``: the
+project's ``.baton/cache/vectors/``) they are also kept on disk, so a restarted process takes them from there
+instead of the embedder.
 """
 
 from __future__ import annotations
