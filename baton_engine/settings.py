@@ -300,7 +300,9 @@ _CONFIG_ONLY_PARSERS: dict[str, Callable[[Any, str], Any]] = {
 # where they are set to a positive number (0, Hermes 0.22's default, means its own pruning is off, not Baton's)
 HERMES_PRUNE_KEYS = {"proactive_prune_tokens": "reclaim_trigger_tokens",
                      "proactive_prune_min_reclaim_tokens": "reclaim_min_tokens"}
-EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds")
+EMBEDDER_KEYS = ("backend", "url", "model", "path", "api_key_env", "timeout_seconds", "query_prefix", "passage_prefix",
+                 "weak_below")
+_EMBEDDER_PREFIXES = ("query_prefix", "passage_prefix")  # kept as written: "query: " ends with its space
 
 
 def _embedder(raw: Any, label: str) -> EmbedderConfig:
@@ -314,6 +316,15 @@ def _embedder(raw: Any, label: str) -> EmbedderConfig:
     values = {key: _text(raw[key], f"{label}.{key}") for key in EMBEDDER_KEYS[:5] if raw.get(key) is not None}
     if raw.get("url") is not None:
         values["url"] = _url(raw["url"], f"{label}.url")  # the server's base URL (or .../v1/embeddings)
+    for key in _EMBEDDER_PREFIXES:
+        if raw.get(key) is not None:
+            _text(raw[key], f"{label}.{key}")
+            values[key] = raw[key]
+    if raw.get("weak_below") is not None:
+        floor = raw["weak_below"]
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not -1.0 <= float(floor) <= 1.0:
+            raise SettingsError(f"{label}.weak_below must be a cosine from -1 to 1")
+        values["weak_below"] = float(floor)
     if raw.get("timeout_seconds") is not None:
         return EmbedderConfig(**values, timeout_seconds=_seconds(raw["timeout_seconds"], f"{label}.timeout_seconds"))
     return EmbedderConfig(**values)

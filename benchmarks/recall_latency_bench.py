@@ -6,9 +6,10 @@ hits, their redaction and the exact token count of the packed answer with the Qw
 does), lexically and hybrid. The hybrid arm's vectors are computed before timing (as the background worker
 does); its embedder hands back a stored 384-dimension vector per text (all-MiniLM-L6-v2's size: the cost of
 ranking depends on the count and size of the vectors, not their values), and the time of its ``embed`` call,
-the question's own embedding, is taken out of each search's time. "first ask": every question once (a hit's
-message is redacted and counted the first time it is a hit); "asked again": the same questions again (those
-counts kept, as a lineage's recurring hits are).
+the question's own embedding, is taken out of each search's time. The records' messages are redacted and counted
+in the background before timing, as the engine's compaction does for the region it takes out
+(``redacted.count_ahead``; ``--no-count-ahead``: not, then a hit's message is counted the first time it is a hit).
+"first ask": every question once; "asked again": the same questions again.
 
 Run: ``python benchmarks/recall_latency_bench.py [--records 1000] [--rounds 5]`` (numpy needed).
 """
@@ -30,7 +31,8 @@ import paraphrase_corpus as corpus  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
 from percentiles import percentile  # noqa: E402
 
-from baton_engine.recall import MemoryIndex, dense, recall_tool  # noqa: E402
+from baton_engine.recall import MemoryIndex, dense, recall_tool, redacted  # noqa: E402
+from baton_engine.recall import vector_index  # noqa: E402
 from baton_engine.recall.index import lineage_index  # noqa: E402
 from baton_engine.tokens.plugins import build_backend  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
@@ -67,7 +69,7 @@ def records(count: int) -> list[dict]:
     return messages
 
 
-def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
+def measure(count: int, rounds: int, count_ahead: bool = True) -> list[dict[str, float | str | int]]:
     backend, _selection = build_backend(TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B"))
 
     def count_text(text: str) -> int:
@@ -76,11 +78,15 @@ def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
     index = MemoryIndex(max_bytes=1 << 30)
     index.add("bench", records(count))
     source = index.source("bench")
+    if count_ahead:  # as the engine's compaction does for the region it takes out (hermes/engine_recall.py)
+        redacted.count_ahead(source.entries(), count_text)
     embedder = StoredVectors()
     rows = []
     for arm, arm_embedder in (("lexical", None), ("hybrid", embedder)):
         recall_tool(source, {"mode": "search", "query": "warm up"}, count_text, arm_embedder)
-        dense.wait_idle()  # the vectors, computed off the request path before timing
+        dense.wait_idle()  # the vectors and their graph, computed off the request path before timing
+        redacted.wait_idle()  # each message redacted when the index grew (off the request path)
+        vectors = lineage_index(source.entries(), arm_embedder).vectors(arm_embedder) if arm_embedder else None
         for label, repeat in (("first ask", 1), ("asked again", rounds)):  # a hit's message counted once, then kept
             times = []
             for _ in range(repeat):
@@ -91,7 +97,8 @@ def measure(count: int, rounds: int) -> list[dict[str, float | str | int]]:
                     times.append(time.perf_counter() - started - embedder.seconds)
             rows.append({"arm": arm, "calls": label, "records": len(source.entries()),
                          "passages": len(lineage_index(source.entries()).passages), "searches": len(times),
-                         "p50_ms": 1000 * percentile(times, 0.5), "p99_ms": 1000 * percentile(times, 0.99)})
+                         "p50_ms": 1000 * percentile(times, 0.5), "p99_ms": 1000 * percentile(times, 0.99),
+                         "vector_rows": vectors.rows if vectors else 0, "vector_bytes": vectors.nbytes if vectors else 0})
     return rows
 
 
@@ -99,11 +106,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-count-ahead", action="store_true",
+                        help="no counting at compaction: each hit's message counted the first time it is a hit")
     args = parser.parse_args()
-    print("| ranking | questions | records (passages) | searches | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
-    for row in measure(args.records, args.rounds):
+    with open("/proc/loadavg", encoding="ascii") as load:
+        before = load.read().split()[:3]
+    found = measure(args.records, args.rounds, not args.no_count_ahead)
+    with open("/proc/loadavg", encoding="ascii") as load:
+        after = load.read().split()[:3]
+    print("| ranking | questions | records (passages) | searches | p50 ms | p99 ms | vector rows | MB per 10k rows |\n"
+          "|---|---|---|---|---|---|---|---|")
+    for row in found:
+        per = f"{row['vector_bytes'] * 10_000 / row['vector_rows'] / 1e6:.1f}" if row["vector_rows"] else ""
         print(f"| {row['arm']} | {row['calls']} | {row['records']} ({row['passages']}) | {row['searches']} | "
-              f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} |")
+              f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['vector_rows']:,} | {per} |")
+    print(f"\nload average (1, 5, 15 min) before: {' '.join(before)}; after: {' '.join(after)}; graph: "
+          f"{'usearch' if vector_index.graph_available() else 'none (exact numpy)'} above "
+          f"{vector_index.EXACT_MAX_ROWS:,} rows")
 
 
 if __name__ == "__main__":

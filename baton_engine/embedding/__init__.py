@@ -9,8 +9,9 @@ sentence-transformers model), a circuit breaker around whichever is chosen, and 
 from __future__ import annotations
 
 from baton_engine.embedding.breaker import EmbedderBreaker
-from baton_engine.embedding.contract import Embedder, EmbedderConfig, EmbedderError, checked_vectors
+from baton_engine.embedding.contract import Embedder, EmbedderConfig, EmbedderError, checked_vectors, embed_questions, weak_below
 from baton_engine.embedding.plugins import ENTRY_POINT_GROUP, load_embedder
 
 __all__ = ["ENTRY_POINT_GROUP", "Embedder", "EmbedderBreaker", "EmbedderConfig", "EmbedderError",
-           "checked_vectors", "load_embedder"]
+           "checked_vectors", "embed_questions", "load_embedder",
+           "weak_below"]

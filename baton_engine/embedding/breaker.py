@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from baton_engine.embedding.contract import Embedder, EmbedderError, Vector, checked_vectors
+from baton_engine.embedding.contract import Embedder, EmbedderError, Vector, checked_vectors, embed_questions, weak_below
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, DEFAULT_MAX_COOL_OFF_SECONDS
 
 
@@ -36,17 +36,27 @@ class EmbedderBreaker:
         return self.inner.name
 
     @property
+    def weak_below(self) -> float | None:
+        return weak_below(self.inner)
+
+    @property
     def healthy(self) -> bool:
         with self._lock:
             return self._clock() >= self._open_until
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._guarded(self.inner.embed, texts)
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._guarded(lambda asked: embed_questions(self.inner, asked), texts)
+
+    def _guarded(self, embed: Callable[[list[str]], object], texts: Sequence[str]) -> list[Vector | None]:
         with self._lock:
             if self._clock() < self._open_until or self._probing:
                 raise EmbedderError(f"embedder circuit open after {self.last_error}; retrying later")
             probing = self._probing = self._open_until > 0
         try:
-            vectors = checked_vectors(self.inner.embed(list(texts)), len(texts), refused=True)
+            vectors = checked_vectors(embed(list(texts)), len(texts), refused=True)
         except Exception as exc:  # noqa: BLE001  any failure of a backend (third-party code) opens the circuit
             with self._lock:
                 self.last_error = type(exc).__name__

@@ -30,7 +30,11 @@ class EmbedderRefused(EmbedderError):
 class EmbedderConfig:
     """``baton.embedder`` in config.yaml. ``backend``: ``openai`` (any ``/v1/embeddings`` server) or an installed
     entry point's name; ``url`` and ``model`` for a server, ``path`` for a local model directory (never
-    downloaded); ``api_key_env``: the environment variable holding the server's key, if it needs one."""
+    downloaded); ``api_key_env``: the environment variable holding the server's key, if it needs one;
+    ``query_prefix`` / ``passage_prefix``: what a model trained with them wants before a question and before a
+    stored line (e5: ``"query: "`` and ``"passage: "``), added by the ``openai`` backend; ``weak_below``: the cosine
+    under which a hit ranked by meaning is weak for this model (None: the floor measured for all-MiniLM-L6-v2; each
+    model has its own range: multilingual-e5-small's absent questions reach 0.872)."""
 
     backend: str
     url: str | None = None
@@ -38,6 +42,9 @@ class EmbedderConfig:
     path: str | None = None
     api_key_env: str | None = None
     timeout_seconds: float = 30.0
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    weak_below: float | None = None
 
 
 class Embedder(Protocol):
@@ -49,6 +56,19 @@ class Embedder(Protocol):
     def name(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]: ...
+
+
+def embed_questions(embedder: Embedder, texts: Sequence[str]) -> list[Vector | None]:
+    """Vectors of questions: the embedder's ``embed_query`` when it has one (a model that embeds a question
+    otherwise than a passage, e5's ``query:`` prefix), else ``embed``."""
+    ask = getattr(embedder, "embed_query", None)
+    return ask(texts) if callable(ask) else embedder.embed(texts)
+
+
+def weak_below(embedder: Embedder) -> float | None:
+    """The embedder's own weak floor (``EmbedderConfig.weak_below``), when it says one."""
+    floor = getattr(embedder, "weak_below", None)
+    return floor if isinstance(floor, float) else None
 
 
 def checked_vectors(vectors: object, count: int, *, refused: bool = False) -> list[Vector | None]:

@@ -36,13 +36,16 @@ class OpenAIEmbedder:
         base = config.url.rstrip("/").removesuffix("/v1/embeddings").removesuffix("/v1")
         self._url, self._models_url = f"{base}/v1/embeddings", f"{base}/v1/models"
         self._model = config.model
+        self._query_prefix, self._passage_prefix = config.query_prefix, config.passage_prefix
+        self.weak_below = config.weak_below
         self._client = httpx.Client(timeout=config.timeout_seconds, headers=headers, transport=transport)
         self._window: int | None = None
         self._window_asked = False
 
     @property
     def name(self) -> str:
-        return f"openai:{self._model}"
+        """The model, and the passages' prefix when there is one (their vectors are another model's)."""
+        return f"openai:{self._model}" + (f" {self._passage_prefix.strip()}" if self._passage_prefix else "")
 
     @property
     def window(self) -> int | None:
@@ -57,6 +60,12 @@ class OpenAIEmbedder:
         return self._window
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._embed([self._passage_prefix + text for text in texts])
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector | None]:
+        return self._embed([self._query_prefix + text for text in texts])
+
+    def _embed(self, texts: Sequence[str]) -> list[Vector | None]:
         vectors: list[Vector | None] = []
         for start in range(0, len(texts), MAX_BATCH):
             vectors.extend(self._batch(list(texts[start:start + MAX_BATCH])))

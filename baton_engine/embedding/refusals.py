@@ -14,7 +14,7 @@ import logging
 import math
 from collections.abc import Sequence
 
-from baton_engine.embedding.contract import Embedder, EmbedderRefused, Vector
+from baton_engine.embedding.contract import Embedder, EmbedderRefused, Vector, embed_questions, weak_below
 
 LOGGER = logging.getLogger("baton_engine.embedding")
 MAX_SPLIT_DEPTH = 3  # a text is cut into at most 8 parts (15 requests at worst)
@@ -29,6 +29,14 @@ class RefusalSplitter:
     @property
     def name(self) -> str:
         return self.inner.name
+
+    @property
+    def weak_below(self) -> float | None:
+        return weak_below(self.inner)
+
+    def embed_query(self, texts: Sequence[str]) -> list[Vector | None]:
+        """Questions go as they are (a question is short; a refused one is the caller's ``EmbedderRefused``)."""
+        return embed_questions(self.inner, list(texts))
 
     def embed(self, texts: Sequence[str]) -> list[Vector | None]:
         texts = list(texts)

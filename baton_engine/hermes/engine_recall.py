@@ -15,7 +15,8 @@ from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.messages.entry import Entry, build_entries
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
-from baton_engine.recall import dense
+from baton_engine.recall import dense, redacted
+from baton_engine.recall import index as recall_index
 from baton_engine.recall.index import lineage_index
 from baton_engine.recall.passages import passages
 from baton_engine.tokens.rough import estimate_tokens_rough
@@ -70,7 +71,8 @@ class RecallBinding:
             ranking = f"hybrid ({embedder.name})" if embedder.healthy else \
                 f"lexical (embedder {embedder.name} failing: {embedder.last_error}; retried later)"
         return {"source": "hermes session store" if bound else "in-process index", "ranking": ranking,
-                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes}
+                "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes,
+                "lineage": recall_index.status(self.source(session_id).entries(), embedder)}
 
     def _lineage(self, session_id: str | None) -> str:
         if self.lineage_key is None:
@@ -86,14 +88,13 @@ class RecallBinding:
     def hooks(self, session_id: str | None) -> continuity.Recall:
         source = self.source(session_id)
         if isinstance(source, SessionStoreSource):  # Hermes' store keeps the region; only its vectors are Baton's
-            embedding = get_runtime().embedder() is not None
-            return continuity.Recall(remember=_embed if embedding else None, lineage=source.entries)
+            return continuity.Recall(remember=self._remembered, lineage=source.entries)
         index, key = get_runtime().recall_index, self._lineage(session_id)
 
         def remember(entries: list[Entry]) -> None:
             index.add_entries(key, entries)
             lineage_index(source.entries())  # the region's passages indexed now, not by the next search
-            _embed(entries)
+            self._remembered(entries)
 
         return continuity.Recall(remember=remember, lineage=source.entries)
 
@@ -107,7 +108,15 @@ class RecallBinding:
         else:
             get_runtime().recall_index.add_entries(self._lineage(session_id), entries)
             lineage_index(self.source(session_id).entries())  # indexed now, not by the next search
-        _embed(entries)
+        self._remembered(entries)
+
+    def _remembered(self, entries: list[Entry]) -> None:
+        """Entries recall keeps from now on: their counts (a later hit's exact cost from the counter's cache) and
+        vectors, in the background (off the request path)."""
+        redacted.count_ahead(entries, self.count_text_tokens)
+        embedder = get_runtime().embedder()
+        if embedder is not None:
+            dense.queue([p for entry in entries for p in passages(entry)], embedder)
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
@@ -118,9 +127,3 @@ class RecallBinding:
         """``baton_recall`` over this lineage (the tools module redacts the answer again)."""
         return recall_tool(self.source(session_id), args, self.count_text_tokens, get_runtime().embedder())
 
-
-def _embed(entries: list[Entry]) -> None:
-    """The entries' vectors, in the background (off the request path), when an embedder is configured."""
-    embedder = get_runtime().embedder()
-    if embedder is not None:
-        dense.queue([p for entry in entries for p in passages(entry)], embedder)

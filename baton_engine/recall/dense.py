@@ -13,9 +13,10 @@ vectors from there: a search ranks by meaning over the passages embedded so far 
 Vectors are keyed by the embedder's name (a changed model never mixes vectors) and the digest of the embedded
 text (a passage re-cut or edited is embedded anew). A unit the embedder refuses even in parts (None: longer than
 the server's window, ``embedding/refusals.py``) is remembered as refused in memory and not asked again; a passage
-ranks by its other units, lexically when it has none. In memory vectors are numpy rows, normalised (at this scale a matrix product is enough:
-benchmarks/recall_latency_bench.py), and with a store (``keep_vectors_in``: the project's ``.baton/cache/vectors/``)
-they are also kept on disk, so a restarted process takes them from there instead of the embedder.
+ranks by its other units, lexically when it has none. In memory a lineage's vectors are the rows of a ``RowIndex``
+(``vector_index.py``: exact numpy up to 10,000 rows, an HNSW graph above), and with a store (``keep_vectors_in``: the
+project's ``.baton/cache/vectors/``) they are also kept on disk, so a restarted process takes them from there
+instead of the embedder.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from typing import Any, NamedTuple
 from cachetools import LRUCache
 
 from baton_engine.embedding import Embedder, EmbedderError
-from baton_engine.recall.passages import Passage
+from baton_engine.recall import vector_index
+from baton_engine.recall.passages import PASSAGE_LINES, Passage
+from baton_engine.recall.vector_index import RowIndex
 from baton_engine.recall.vector_store import VectorStore
 
 LOGGER = logging.getLogger("baton_engine.recall")
@@ -95,6 +98,12 @@ def _key(name: str, text: str) -> tuple[str, bytes]:
     return name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def cached_vector(name: str, text: str) -> Any:
+    """The cached vector of ``text`` for embedder ``name`` (None: not embedded, or refused)."""
+    with _CACHE_LOCK:
+        return _CACHE.get(_key(name, text))
+
+
 def _cached(name: str, passages: Sequence[tuple[int, Passage]]) -> list[tuple[int, Passage, list[Any]]]:
     """(number, passage, its units' vectors: None for a unit the embedder refused) of those of the numbered
     ``passages`` whose units are all answered."""
@@ -152,18 +161,32 @@ def queue(passages: Sequence[Passage], embedder: Embedder) -> None:
     _WORKER.submit(embed_passages, list(passages), embedder)
 
 
+def embedded_and_pending(name: str, passages: Sequence[Passage]) -> tuple[int, int]:
+    """(units of ``passages`` with a vector in the process cache, units still to embed) for embedder ``name``; a
+    unit the embedder refused counts in neither."""
+    embedded = pending = 0
+    with _CACHE_LOCK:
+        for passage in passages:
+            for unit in units(passage):
+                key = _key(name, unit.text)
+                if key not in _CACHE:
+                    pending += 1
+                elif _CACHE[key] is not None:
+                    embedded += 1
+    return embedded, pending
+
+
 class Vectors:
     """Normalised vectors of the units of those of a lineage's passages that are embedded, for one embedder (from
-    the cache). A passage's rows are contiguous: its score is their best cosine (``numpy.maximum.reduceat``)."""
+    the cache), as rows of a ``RowIndex``; a passage's score is its best row's cosine."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._held: set[int] = set()  # passage numbers whose rows are taken
-        self._rows: list[Any] = []
-        self._starts: list[int] = []  # the first row of each passage with a vector
-        self._passage_of: list[int] = []  # the passage number of each such passage's rows
+        self._index: RowIndex | None = None
+        self._passage_of: list[int] = []  # each row's passage number
         self._line_of: list[int | None] = []  # each row's line in its passage (0-based; None: the passage itself)
-        self._matrix: Any = None
+        self._with_rows = 0  # passages with at least one row
         self._lock = threading.Lock()
         self._pending = False
 
@@ -171,7 +194,21 @@ class Vectors:
     def count(self) -> int:
         """Passages with a vector (a refused one has none)."""
         with self._lock:
-            return len(self._starts)
+            return self._with_rows
+
+    @property
+    def rows(self) -> int:
+        """Rows held (a passage's embedded lines)."""
+        with self._lock:
+            return len(self._passage_of)
+
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows and their graph (not the process cache's vectors)."""
+        with self._lock:
+            index = self._index
+        return index.nbytes if index is not None else 0
 
     def update(self, passages: Sequence[Passage], embedder: Embedder) -> None:
         """Take the cached vectors of the passages not held yet; queue the rest for the worker (once at a time)."""
@@ -185,17 +222,21 @@ class Vectors:
             _WORKER.submit(self._fill, list(passages), embedder)
 
     def _take(self, found: list[tuple[int, Passage, list[Any]]]) -> None:
+        taken = []
         for number, passage, vectors in found:
             self._held.add(number)
             rows = [(unit.line, vector) for unit, vector in zip(units(passage), vectors, strict=True)
                     if vector is not None]  # a refused unit has no row; a passage with none ranks lexically
             if rows:
-                self._starts.append(len(self._rows))
-                self._passage_of.append(number)
-                self._rows.extend(vector for _, vector in rows)
+                self._with_rows += 1
+                self._passage_of.extend(number for _ in rows)
                 self._line_of.extend(line for line, _ in rows)
-        if found:
-            self._matrix = None
+                taken.extend(vector for _, vector in rows)
+        if taken:
+            np = _numpy()
+            if self._index is None:
+                self._index = RowIndex(np)
+            self._index.add(np.vstack(taken))
 
     def _fill(self, passages: Sequence[Passage], embedder: Embedder) -> None:
         try:
@@ -207,27 +248,28 @@ class Vectors:
 
     def nearest(self, query: Sequence[float], count: int) -> dict[int, tuple[float, int | None]]:
         """Passage number -> (its best unit's cosine with the query, that unit's line in the passage or None), for
-        the ``count`` embedded passages nearest to it (a matrix product, a per-passage max and a partial sort)."""
+        the ``count`` embedded passages nearest to it: the nearest ``count * PASSAGE_LINES`` rows hold every row
+        ranked above the last of them (a passage has at most that many rows), so taking each passage's first row
+        among them is exact when the rows are ranked exactly."""
         np = _numpy()
         with self._lock:
-            if self._matrix is None:
-                self._matrix = np.vstack(self._rows) if self._rows else np.zeros((0, len(query)), np.float32)
-            matrix, starts, passage_of, line_of = self._matrix, list(self._starts), list(self._passage_of), \
-                list(self._line_of)
-        if not starts:
+            index, passage_of, line_of = self._index, self._passage_of, self._line_of
+        if index is None:
             return {}
         vector = np.asarray(query, dtype=np.float32)
-        rows = matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
-        best = np.maximum.reduceat(rows, np.asarray(starts))
-        top = np.argpartition(-best, count - 1)[:count] if len(best) > count else np.arange(len(best))
-        ends = [*starts[1:], len(rows)]
-        found = {}
-        for group in top.tolist():
-            row = starts[group] + int(np.argmax(rows[starts[group]:ends[group]]))
-            found[passage_of[group]] = (float(best[group]), line_of[row])
+        rows, cosines = index.nearest(vector / max(float(np.linalg.norm(vector)), 1e-12), count * PASSAGE_LINES)
+        found: dict[int, tuple[float, int | None]] = {}
+        for row, cosine in zip(rows.tolist(), cosines.tolist(), strict=True):
+            number = passage_of[row]
+            if number not in found:
+                found[number] = (cosine, line_of[row])
+                if len(found) == count:
+                    break
         return found
 
 
 def wait_idle() -> None:
-    """Block until the worker has embedded everything queued so far (benchmarks and tests)."""
+    """Block until the worker has embedded everything queued so far and the graph holds its rows (benchmarks and
+    tests)."""
     _WORKER.submit(lambda: None).result()
+    vector_index.wait_idle()

@@ -17,8 +17,9 @@ from cachetools import LRUCache
 
 from baton_engine.embedding import Embedder
 from baton_engine.messages.entry import Entry
-from baton_engine.recall.dense import Vectors
+from baton_engine.recall.dense import Vectors, embedded_and_pending
 from baton_engine.recall.lexical import LexicalIndex
+from baton_engine.recall import redacted
 from baton_engine.recall.passages import Passage, passages
 
 MAX_LINEAGES = 16
@@ -49,14 +50,38 @@ class LineageIndex:
             entry.ref == ref for entry, ref in zip(entries, self.refs, strict=False))
 
     def grow(self, entries: Sequence[Entry]) -> None:
-        new = [p for entry in entries[len(self.refs):] for p in passages(entry)]
+        """Index the entries past those held (their passages); their redacted texts are prepared in the
+        background (what a hit costs, off the request path)."""
+        added = entries[len(self.refs):]
+        new = [p for entry in added for p in passages(entry)]
         self.lexical.add(new)
         self.passages.extend(new)
-        self.refs.extend(entry.ref for entry in entries[len(self.refs):])
+        self.refs.extend(entry.ref for entry in added)
+        redacted.prepare(added)
 
 
 _INDEXES: LRUCache[str, LineageIndex] = LRUCache(maxsize=MAX_LINEAGES)
 _LOCK = threading.Lock()
+
+
+def status(entries: Sequence[Entry], embedder: Embedder | None) -> dict[str, object]:
+    """The lineage whose compacted messages are ``entries``, as its index holds it (never built here): messages and
+    passages indexed, and with an ``embedder`` the rows embedded (their vectors in the process), the rows pending
+    (still to embed), the rows a search ranks (taken into the lineage's vectors at its last search) and their bytes
+    (counts only: the index never leaves the process)."""
+    with _LOCK:
+        index = _INDEXES.get(entries[0].ref) if entries else None
+    if index is None or not index.extends(entries):
+        index = LineageIndex()
+    with index.lock:
+        passages, messages = list(index.passages), len(index.refs)
+        vectors = index._vectors.get(embedder.name) if embedder is not None else None
+    found: dict[str, object] = {"messages": len(entries), "messages_indexed": messages, "passages": len(passages)}
+    if embedder is not None:
+        embedded, pending = embedded_and_pending(embedder.name, passages)
+        found.update(rows_embedded=embedded, rows_pending=pending, rows_ranked=vectors.rows if vectors else 0,
+                     vector_bytes=vectors.nbytes if vectors else 0)
+    return found
 
 
 def lineage_index(entries: Sequence[Entry], embedder: Embedder | None = None) -> LineageIndex:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 
 from baton_engine.recall.passages import Passage
-from baton_engine.recall.query import Query
+from baton_engine.recall.query import Query, Term
 
 # Column weights (user, tool, assistant, call): a user's statement outranks the same words in a tool result's
 # lines, which outrank the assistant's paraphrase of them (benchmarks/paraphrase_bench.py, docs/recall.md).
@@ -47,6 +47,15 @@ class LexicalIndex:
             self._db.executemany("INSERT INTO passages(rowid, user, tool, assistant, call) VALUES (?, ?, ?, ?, ?)",
                                  [(first + n, *row[1:]) for n, row in enumerate(rows)])
             self._passage_of.extend(row[0] for row in rows)
+
+    def rows_matching(self, term: Term, at_most: int) -> int:
+        """How many rows hold ``term`` (counted up to ``at_most + 1``: enough to tell a rare term)."""
+        expression = fts_query(Query((term,)))
+        if not expression:
+            return 0
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM (SELECT 1 FROM passages WHERE passages MATCH ? LIMIT ?)",
+                                        (expression, at_most + 1)).fetchone()[0])
 
     def search(self, query: Query, limit: int) -> list[tuple[int, float]]:
         """(passage number, BM25 score: higher is better) of the best ``limit`` rows matching any term."""

@@ -8,6 +8,7 @@ at a word start (``cache`` finds ``caches``, a short hash finds the full one).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -23,11 +24,19 @@ _PHRASE_RE = re.compile(r'"([^"]+)"|`([^`]+)`')
 _STRIP = "\"'`,;:()[]{}<>!?"
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _HEX_RE = re.compile(r"^(?=.*\d)(?=.*[a-f])[0-9a-f]{7,64}$", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"\d")
 _IDENT_RE = re.compile(r"^(?:\w+(?:[._:-]\w+)+|[A-Za-z]*[a-z][A-Z]\w*|\w*\d\w*)$")
 _STOP_WORDS = frozenset(
     "a an and are as at be but by did do does for from had has have how i in is it its of on or that the "
     "then there this to was we were what when where which who why with you your about again did earlier".split()
 )
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern(text: str) -> re.Pattern[str]:
+    """A term's pattern, compiled once per text (a search tests it against hundreds of lines)."""
+    body = r"\s+".join(re.escape(part) for part in text.split())
+    return re.compile(r"(?<![0-9A-Za-z_])" + body, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -41,8 +50,7 @@ class Term:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        body = r"\s+".join(re.escape(part) for part in self.text.split())
-        return re.compile(r"(?<![0-9A-Za-z_])" + body, re.IGNORECASE)
+        return _pattern(self.text)
 
 
 @dataclass(frozen=True)
@@ -54,8 +62,8 @@ def _classify(token: str) -> Term | None:
     token = token.strip(_STRIP).rstrip(".")
     if "/" in token and token.strip("/"):
         return Term("path", token)
-    if _UUID_RE.match(token) or _HEX_RE.match(token) or _IDENT_RE.match(token):
-        return Term("identifier", token)
+    if _UUID_RE.match(token) or _HEX_RE.match(token) or _IDENT_RE.match(token) or _NUMBER_RE.search(token):
+        return Term("identifier", token)  # a number with its unit or sign (``15%``, ``$4,000``) is one too
     word = token.lower()
     if len(word) < 2 or word in _STOP_WORDS or not re.search(r"\w", word):
         return None

@@ -8,6 +8,7 @@ nothing raises, and every string in an answer is redacted.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,7 +22,7 @@ from baton_engine.handoff.redact import redact_text
 from baton_engine.recall.source import RecallSource
 from baton_engine.recall.expand import MAX_BUDGET_TOKENS, MAX_REF_CHARS, expand
 from baton_engine.recall.query import MAX_QUERY_CHARS
-from baton_engine.recall.search import MAX_LIMIT, CountText, Hit, search
+from baton_engine.recall.search import MAX_LIMIT, CountText, Hit, counted, uncounted
 from baton_engine.results import call, dumps
 
 TOOL_NAME = RECALL_TOOL
@@ -91,9 +92,9 @@ def _parse(args: Any) -> RecallArgs:
         raise UserInputError(redact_text(problems)[0]) from None
 
 
-def _packed(head: dict[str, Any], hits: list[Hit], budget: int, count_text: CountText) -> dict[str, Any]:
-    """``head`` with as many of ``hits`` (in order) as the budget holds, counted on the answer's JSON as the tools
-    serialise it (``results.dumps``); the first
+def _packed(head: dict[str, Any], hits: Iterable[Hit], budget: int, count_text: CountText) -> dict[str, Any]:
+    """``head`` with as many of ``hits`` (in order; taken one at a time, so a lazy iterable counts only those tried)
+    as the budget holds, counted on the answer's JSON as the tools serialise it (``results.dumps``); the first
     hit always goes in, its snippet cut to whole lines that fit when it alone is too large."""
     answer = {**head, "hits": []}
     for hit in hits:
@@ -130,11 +131,12 @@ def _search(source: RecallSource, parsed: RecallArgs, count_text: CountText,
             embedder: Embedder | None) -> dict[str, Any]:
     if parsed.query is None:
         raise UserInputError("mode=search needs a 'query'")
-    hits = search(source, parsed.query, min(MAX_LIMIT, parsed.offset + parsed.limit), count_text, embedder)
+    hits = uncounted(source, parsed.query, min(MAX_LIMIT, parsed.offset + parsed.limit), embedder)
     page = hits[parsed.offset:]
     head = {"ok": True, "mode": "search", "query": redact_text(parsed.query)[0],
-            "found": any(not hit.weak for hit in page), "next_offset": MAX_LIMIT}  # counted as if there were more
-    answer = _packed(head, page, parsed.budget_tokens or SEARCH_BUDGET_TOKENS, count_text)
+            "found": any(not hit.weak for hit, _entry in page), "next_offset": MAX_LIMIT}  # counted as if more
+    answer = _packed(head, (counted(hit, entry, count_text) for hit, entry in page),  # a message counted when tried
+                     parsed.budget_tokens or SEARCH_BUDGET_TOKENS, count_text)
     shown = parsed.offset + len(answer["hits"])
     if shown < len(hits) or (len(hits) == parsed.offset + parsed.limit and shown < MAX_LIMIT):
         answer["next_offset"] = shown

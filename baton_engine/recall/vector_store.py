@@ -4,8 +4,8 @@ Why on disk: embedding a long session's passages takes minutes on a CPU model; r
 restart of Hermes would leave recall lexical for that long. What is stored is vectors only, never text: a row is
 (embedder name, digest of the embedded text, float32 vector), the digest a keyed BLAKE2b (the key random per store,
 kept in the store) so a row cannot be checked against a guessed text elsewhere. SQLite because rows are added
-incrementally from the background worker while searches read, and a file of a few MB needs no vector library:
-ranking stays a numpy matrix product in memory (docs/recall.md measures it).
+incrementally from the background worker while searches read; ranking happens in memory (``vector_index.py``), so
+the file needs no vector library (docs/recall.md measures both).
 """
 
 from __future__ import annotations

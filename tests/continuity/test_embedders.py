@@ -9,7 +9,7 @@ import logging
 import pytest
 from batontest.embedding_standin import EmbeddingStandin, toy_vector
 
-from baton_engine.embedding import EmbedderBreaker, EmbedderConfig, EmbedderError, load_embedder
+from baton_engine.embedding import EmbedderBreaker, EmbedderConfig, EmbedderError, embed_questions, load_embedder
 from baton_engine.embedding.refusals import mean_direction
 from baton_engine.recall import MemoryIndex, dense, recall_tool
 from baton_engine.settings import SettingsError, load_settings
@@ -180,3 +180,45 @@ def test_a_passage_is_embedded_line_by_line() -> None:
     assert dense.units(passage) == (dense.Unit(0, "port = 6543"), dense.Unit(3, "retries: 4"))
     (wordless,) = passages(Entry("msg-2", 1, "tool", "}\n----"))
     assert dense.units(wordless) == (dense.Unit(None, "}\n----"),)
+
+
+def test_a_model_trained_with_prefixes_gets_them_on_questions_and_on_lines() -> None:
+    """e5 wants ``query: `` before a question and ``passage: `` before a stored text (issue 46 item 3)."""
+    settings = load_settings(env={}, hermes_block={"embedder": {
+        "backend": "openai", "url": "http://127.0.0.1:8000", "model": "e5", "query_prefix": "query: ",
+        "passage_prefix": "passage: "}})
+    assert (settings.embedder.query_prefix, settings.embedder.passage_prefix) == ("query: ", "passage: ")
+    with EmbeddingStandin() as server:
+        config = EmbedderConfig("openai", server.url, "toy", query_prefix="query: ", passage_prefix="passage: ")
+        embedder = load_embedder(config)
+        assert embedder.embed(["DB_PORT=6543"]) == [pytest.approx(toy_vector("passage: DB_PORT=6543"))]
+        assert embed_questions(embedder, ["which port?"]) == [pytest.approx(toy_vector("query: which port?"))]
+        assert embedder.name == "openai:toy passage:"  # another model's vectors: never mixed with the plain ones
+        plain = load_embedder(_config(server.url))
+        assert embed_questions(plain, ["which port?"]) == [pytest.approx(toy_vector("which port?"))]
+
+
+def test_each_model_has_its_own_weak_floor(qwen_count) -> None:
+    """A cosine means something else for each model (multilingual-e5-small's absent questions reach 0.872): the
+    floor under which a hit by meaning is weak is the embedder's ``weak_below`` when it says one."""
+    class Close:
+        def __init__(self, name: str, floor: float | None) -> None:
+            self.name, self.weak_below = name, floor
+
+        def embed(self, texts):
+            return [[1.0, 0.0] if text.startswith("which") else [1.0, 0.1] for text in texts]  # cosine 0.995
+
+    index = MemoryIndex()
+    index.add("floors", [{"role": "user", "content": "the canary ships on Thursday"}])
+    answers = []
+    for embedder in (Close("test:floor-default", None), Close("test:floor-high", 0.999)):
+        question = {"mode": "search", "query": "which day is the release?"}
+        recall_tool(index.source("floors"), question, qwen_count, embedder)
+        dense.wait_idle()
+        answers.append(recall_tool(index.source("floors"), question, qwen_count, embedder))
+    assert [answer["found"] for answer in answers] == [True, False]
+    settings = load_settings(env={}, hermes_block={"embedder": {"backend": "openai", "url": "http://x:1", "model": "e5",
+                                                                "weak_below": 0.873}})
+    assert settings.embedder.weak_below == 0.873
+    with pytest.raises(SettingsError, match="weak_below must be a cosine"):
+        load_settings(env={}, hermes_block={"embedder": {"backend": "openai", "url": "http://x:1", "weak_below": 3}})

@@ -141,5 +141,7 @@ def test_an_embedder_in_config_ranks_a_paraphrase_after_compaction(project: Path
         dense.wait_idle()
         assert server.requests, "the compaction queued the region's vectors"
         assert engine.get_status()["recall"]["ranking"] == "hybrid (openai:toy)"
+        lineage = engine.get_status()["recall"]["lineage"]
+        assert lineage["rows_embedded"] > 0 and lineage["rows_pending"] == 0, lineage
         found = _call(engine, mode="search", query="which socket does the pre-production pooler listen on?")
     assert "DB_PORT=6543" in found["hits"][0]["snippet"]

@@ -1,0 +1,147 @@
+"""Exact numpy ranking against vector index libraries (issue 46 item 2: measure before choosing).
+
+Rows of 384 float32 (all-MiniLM-L6-v2's size), normalised: a vector store's real vectors (``--vectors DIR``, tiled
+with a little noise up to the row count) or seeded random ones; queries are rows perturbed by noise (a question
+near some lines). For each row count: the time of one query's top-k (k = 32) by exact numpy (float32 matrix
+product then ``argpartition``), and by each installed library's index (usearch HNSW over f32 and i8, hnswlib,
+faiss flat and HNSW), their build time (one thread), bytes per 10,000 rows (the matrix's, or the index serialised), and recall@k against the exact answer. A library not
+installed is skipped.
+
+Run: ``python benchmarks/vector_index_bench.py [--rows 10000 70000 200000] [--queries 200] [--vectors DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DIMENSIONS = 384
+K = 32
+
+
+def _stored(directory: Path, embedder: str) -> Any:
+    """Every vector of ``embedder`` in the vector store in ``directory`` (a real model's lines: clustered as real
+    rows are)."""
+    with sqlite3.connect(directory / "vectors.sqlite3") as db:
+        blobs = [row[0] for row in db.execute("SELECT vector FROM vectors WHERE embedder = ?", (embedder,))]
+    return np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in blobs if len(blob) == 4 * DIMENSIONS])
+
+
+def _data(rows: int, queries: int, real: Any | None) -> tuple[Any, Any]:
+    """``rows`` normalised rows and ``queries`` questions near some of them: the real vectors tiled with a little
+    noise when given, else seeded random ones."""
+    rng = np.random.default_rng(46)
+    if real is None:
+        matrix = rng.standard_normal((rows, DIMENSIONS)).astype(np.float32)
+    else:
+        matrix = real[rng.integers(0, len(real), rows)] + 0.02 * rng.standard_normal((rows, DIMENSIONS)).astype(
+            np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    asked = matrix[rng.integers(0, rows, queries)] + 0.05 * rng.standard_normal((queries, DIMENSIONS)).astype(
+        np.float32) * (1 if real is not None else 16)
+    asked /= np.linalg.norm(asked, axis=1, keepdims=True)
+    return matrix, asked
+
+
+Search = Callable[[Any], Any]
+
+
+def _exact(matrix: Any) -> tuple[Search, int]:
+    def search(query: Any) -> Any:
+        scores = matrix @ query
+        return np.argpartition(-scores, K - 1)[:K]
+    return search, matrix.nbytes
+
+
+def _usearch(matrix: Any, dtype: str, exact: bool = False, expansion: int | None = None) -> tuple[Search, int]:
+    from usearch.index import Index
+    index = Index(ndim=DIMENSIONS, metric="ip", dtype=dtype, expansion_add=expansion, expansion_search=expansion)
+    index.add(np.arange(len(matrix)), matrix, threads=1)
+    return (lambda query: index.search(query, K, exact=exact, threads=1).keys), len(index.save())
+
+
+def _hnswlib(matrix: Any) -> tuple[Search, int]:
+    import hnswlib
+    index = hnswlib.Index(space="ip", dim=DIMENSIONS)
+    index.init_index(max_elements=len(matrix), ef_construction=100, M=16)
+    index.set_num_threads(1)
+    index.add_items(matrix, np.arange(len(matrix)))
+    index.set_ef(64)
+    return (lambda query: index.knn_query(query, k=K)[0][0]), index.index_file_size()
+
+
+def _faiss(matrix: Any, kind: str) -> tuple[Search, int]:
+    import faiss
+    faiss.omp_set_num_threads(1)
+    index = faiss.IndexFlatIP(DIMENSIONS) if kind == "flat" else faiss.IndexHNSWFlat(DIMENSIONS, 16,
+                                                                                        faiss.METRIC_INNER_PRODUCT)
+    index.add(matrix)
+    return (lambda query: index.search(query[None, :], K)[1][0]), len(faiss.serialize_index(index))
+
+
+ARMS: dict[str, tuple[str | None, Callable[[Any], tuple[Search, int]]]] = {
+    "numpy exact f32": (None, _exact),
+    "usearch HNSW f32": ("usearch", lambda m: _usearch(m, "f32")),
+    "usearch HNSW f32, expansion 64": ("usearch", lambda m: _usearch(m, "f32", expansion=64)),
+    "usearch HNSW f16": ("usearch", lambda m: _usearch(m, "f16")),
+    "usearch HNSW i8": ("usearch", lambda m: _usearch(m, "i8")),
+    "usearch exact f16": ("usearch", lambda m: _usearch(m, "f16", exact=True)),
+    "usearch exact i8": ("usearch", lambda m: _usearch(m, "i8", exact=True)),
+    "hnswlib HNSW": ("hnswlib", _hnswlib),
+    "faiss flat": ("faiss", lambda m: _faiss(m, "flat")),
+    "faiss HNSW": ("faiss", lambda m: _faiss(m, "hnsw")),
+}
+
+
+def measure(rows: int, queries: int, real: Any | None = None) -> list[dict[str, Any]]:
+    matrix, asked = _data(rows, queries, real)
+    exact, _bytes = _exact(matrix)
+    truth = [set(exact(q).tolist()) for q in asked]
+    found = []
+    for name, (module, build) in ARMS.items():
+        if module is not None and importlib.util.find_spec(module) is None:
+            continue
+        started = time.perf_counter()
+        search, held = build(matrix if module else matrix.copy())
+        built = time.perf_counter() - started
+        times, hits = [], 0
+        for query, exact in zip(asked, truth, strict=True):
+            started = time.perf_counter()
+            keys = search(query)
+            times.append(time.perf_counter() - started)
+            hits += len(exact & {int(k) for k in keys})
+        times.sort()
+        found.append({"arm": name, "rows": rows, "build_s": built, "p50_ms": 1000 * times[len(times) // 2],
+                      "p99_ms": 1000 * times[min(len(times) - 1, round(0.99 * (len(times) - 1)))],
+                      "recall": hits / (K * len(asked)), "bytes_per_10k": held * 10_000 / rows})
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 70_000, 200_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--vectors", type=Path, help="a vector store directory: its real vectors, tiled")
+    parser.add_argument("--embedder", default="openai:all-MiniLM-L6-v2", help="whose vectors in --vectors")
+    parser.add_argument("--only", nargs="+", help="these arms only")
+    args = parser.parse_args()
+    real = _stored(args.vectors, args.embedder) if args.vectors else None
+    if args.only:
+        for name in set(ARMS) - set(args.only):
+            del ARMS[name]
+    print("| index | rows | build s | p50 ms | p99 ms | recall@32 | MB per 10k rows |\n|---|---|---|---|---|---|---|")
+    for rows in args.rows:
+        for r in measure(rows, args.queries, real):
+            print(f"| {r['arm']} | {r['rows']:,} | {r['build_s']:.2f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+                  f"{r['recall']:.3f} | {r['bytes_per_10k'] / 1e6:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
