@@ -97,6 +97,28 @@ def test_events_become_the_genai_and_baton_metrics(collected: Collected, tmp_pat
                     "baton.handoff.status", "baton.degraded"}
 
 
+def test_the_prompt_cache_and_the_prunes_become_metrics(collected: Collected, tmp_path: Path) -> None:
+    """Issue 44: prompt tokens by how the provider read them (sent, from its cache, uncached; a route that does not
+    report its cache gives the sent figure only) and the prunes, committed with what they reclaimed, declined by
+    reason."""
+    log = MetricsLog.start(tmp_path, session_id="s", header=HEADER, retention=RETENTION)
+    request(log, 1000)
+    log.emit("usage", request=1, reported=1000, output=10, flipped=False, route_check={"verdict": "confirmed"},
+             cache_read=768, cache_write=None, uncached=232)
+    request(log, 1500)
+    log.emit("usage", request=2, reported=1500, output=10, flipped=False, route_check={"verdict": "confirmed"},
+             cache_read=None, cache_write=None, uncached=None)
+    log.emit("prune", request=2, committed=True, reason="pays", before=20000, after=12000, reclaimed=8000,
+             exact=True, messages=3, first_changed=4, net=900)
+    log.emit("prune", request=2, committed=False, reason="cache_cost", net=-50)
+    assert collected.value("baton.prompt.tokens", {"baton.prompt.part": "sent"}) == 2500
+    assert collected.value("baton.prompt.tokens", {"baton.prompt.part": "cache_read"}) == 768
+    assert collected.value("baton.prompt.tokens", {"baton.prompt.part": "uncached"}) == 232
+    assert collected.value("baton.reclaimed.tokens") == 8000
+    assert collected.value("baton.prunes", {"baton.prune.committed": True, "baton.prune.reason": "pays"}) == 1
+    assert collected.value("baton.prunes", {"baton.prune.committed": False, "baton.prune.reason": "cache_cost"}) == 1
+
+
 def test_a_budget_decision_and_a_compaction_are_spans_over_the_time_they_took(collected: Collected,
                                                                                tmp_path: Path) -> None:
     project = initialised_project(tmp_path / "project")
