@@ -176,10 +176,11 @@ def _questions(ask_one: Any, final: list[Message]) -> dict[str, Any]:
         tokens.append(cost)
         seconds.append(took)
         absent.append({"question": question, "found": _found(answer), "top_score": _top(answer)})
-    own = []  # each fact asked in its own words: the stated value itself (an identifier, number or phrase)
+    own = []  # each fact asked in its own words (the stated value itself): in the window, or in the one call
     for fact in corpus.FACTS:
         answer, _cost, _took = ask_one(fact.answer)
-        own.append({"query": fact.answer, "found": fact.answer in "\n".join(_strings(answer.get("hits")))})
+        own.append({"query": fact.answer, "found": _holds(final, fact.answer) or
+                    fact.answer in "\n".join(_strings(answer.get("hits")))})
     answered = [r for r in rows if r["in_window"] or r["one_call"]]
     return {"facts": len(rows), "answered": len(answered),
             "in_window": sum(r["in_window"] for r in rows), "in_brief": sum(r["in_brief"] for r in rows),

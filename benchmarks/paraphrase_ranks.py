@@ -73,7 +73,8 @@ def main() -> None:
     print(f"{found[0]['rows']} line rows\n\n| question | answer | where | answer line's cosine (best line's) | rank by "
           "cosine | rank by BM25 |\n|---|---|---|---|---|---|")
     for row in found:
-        print(f"| {row['question']} | `{row['answer']}` | {row['where']} | {row['cosine']:.3f} ({row['best_cosine']:.3f})"
+        print(f"| {row['question']} | `{row['answer']}` | {row['where']} | "
+              f"{row['cosine']:.3f} ({row['best_cosine']:.3f})"
               f" | {row['cosine_rank']} | {row['lexical_rank'] or '-'} |")
 
 

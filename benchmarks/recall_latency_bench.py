@@ -98,7 +98,8 @@ def measure(count: int, rounds: int, count_ahead: bool = True) -> list[dict[str,
             rows.append({"arm": arm, "calls": label, "records": len(source.entries()),
                          "passages": len(lineage_index(source.entries()).passages), "searches": len(times),
                          "p50_ms": 1000 * percentile(times, 0.5), "p99_ms": 1000 * percentile(times, 0.99),
-                         "vector_rows": vectors.rows if vectors else 0, "vector_bytes": vectors.nbytes if vectors else 0})
+                         "vector_rows": vectors.rows if vectors else 0,
+                         "vector_bytes": vectors.nbytes if vectors else 0})
     return rows
 
 

@@ -3,9 +3,9 @@
 Rows of 384 float32 (all-MiniLM-L6-v2's size), normalised: a vector store's real vectors (``--vectors DIR``, tiled
 with a little noise up to the row count) or seeded random ones; queries are rows perturbed by noise (a question
 near some lines). For each row count: the time of one query's top-k (k = 32) by exact numpy (float32 matrix
-product then ``argpartition``), and by each installed library's index (usearch HNSW over f32 and i8, hnswlib,
-faiss flat and HNSW), their build time (one thread), bytes per 10,000 rows (the matrix's, or the index serialised), and recall@k against the exact answer. A library not
-installed is skipped.
+product then ``argpartition``), and by each installed library's index (usearch HNSW over f32, f16 and i8 and its
+exact search, hnswlib, faiss flat and HNSW), their build time (one thread), bytes per 10,000 rows (the matrix's, or
+the index serialised), and recall@k against the exact answer. A library not installed is skipped.
 
 Run: ``python benchmarks/vector_index_bench.py [--rows 10000 70000 200000] [--queries 200] [--vectors DIR]``.
 """

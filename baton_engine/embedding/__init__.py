@@ -9,7 +9,8 @@ sentence-transformers model), a circuit breaker around whichever is chosen, and 
 from __future__ import annotations
 
 from baton_engine.embedding.breaker import EmbedderBreaker
-from baton_engine.embedding.contract import Embedder, EmbedderConfig, EmbedderError, checked_vectors, embed_questions, weak_below
+from baton_engine.embedding.contract import (Embedder, EmbedderConfig, EmbedderError, checked_vectors, embed_questions,
+                                             weak_below)
 from baton_engine.embedding.plugins import ENTRY_POINT_GROUP, load_embedder
 
 __all__ = ["ENTRY_POINT_GROUP", "Embedder", "EmbedderBreaker", "EmbedderConfig", "EmbedderError",

@@ -12,7 +12,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from baton_engine.embedding.contract import Embedder, EmbedderError, Vector, checked_vectors, embed_questions, weak_below
+from baton_engine.embedding.contract import (Embedder, EmbedderError, Vector, checked_vectors, embed_questions,
+                                             weak_below)
 from baton_engine.tokens.breaker import DEFAULT_COOL_OFF_SECONDS, DEFAULT_MAX_COOL_OFF_SECONDS
 
 

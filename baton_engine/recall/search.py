@@ -281,7 +281,8 @@ def ranked(entries: Sequence[Entry], query: Query, limit: int, question: str = "
     return order[:limit]
 
 
-def uncounted(source: RecallSource, query: str, limit: int, embedder: Embedder | None = None) -> list[tuple[Hit, Entry]]:
+def uncounted(source: RecallSource, query: str, limit: int,
+              embedder: Embedder | None = None) -> list[tuple[Hit, Entry]]:
     """The best ``limit`` hits for ``query`` in the lineage behind ``source`` (``tokens`` not counted yet: the tool
     counts only those its answer holds) with their messages: lexical, or hybrid with an ``embedder`` (ranked by
     meaning over the passages embedded so far)."""

@@ -83,3 +83,17 @@ def test_the_runtime_keeps_vectors_beside_the_projects_records(tmp_path: Path) -
         assert (tmp_path / ".baton" / "cache" / "vectors" / FILE_NAME).is_file()
     finally:
         dense.use_store(None)  # this process's other tests keep vectors in memory only
+
+
+def test_a_new_store_keeps_a_vector_in_about_its_own_size(tmp_path: Path) -> None:
+    """16 KB pages: a 1,536-byte row stays on its page (4 KB pages put it on overflow pages: 4,699 bytes a row)."""
+    import os
+    import sqlite3
+
+    store = VectorStore(tmp_path)
+    store.put("e", [(os.urandom(16), os.urandom(1536)) for _ in range(1000)])
+    store.close()
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages, page = db.execute("PRAGMA page_count").fetchone()[0], db.execute("PRAGMA page_size").fetchone()[0]
+    assert page == 16384 and pages * page / 1000 < 2500
