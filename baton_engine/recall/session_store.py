@@ -62,18 +62,24 @@ class SessionStoreSource:
 
     def entries(self) -> Sequence[Entry]:
         rows: list[Message] = []
+        live: list[Message] = []  # the bound session's live rows: read only when a prune took some out
         for session_id in self.lineage():
             live_excluded = session_id == self._session_id
             for row in self._db.get_messages(session_id, include_inactive=True):
                 active, compacted = bool(row.get("active", 1)), bool(row.get("compacted", 0))
                 if not active and not compacted:
                     continue
-                rows.append(_as_message(row))
                 if active and live_excluded:
-                    rows[-1]["_live"] = True
-        entries = build_entries(rows)
-        live = {ref_for(row) for row in rows if row.get("_live")} - {ref_for(row) for row in rows if not row.get("_live")}
-        return [entry for entry in entries if entry.ref not in live or entry.ref in self._pruned]
+                    if self._pruned:
+                        live.append(_as_message(row))
+                    continue
+                rows.append(_as_message(row))
+        if not live:
+            return build_entries(rows)
+        # the live rows go in (a pruned result finds the call it answers there), then only the pruned ones stay
+        kept = {ref_for(row) for row in rows}
+        wanted = self._pruned | kept
+        return [entry for entry in build_entries([*rows, *live]) if entry.ref in wanted]
 
     def get(self, ref: str) -> Entry | None:
         return next((entry for entry in self.entries() if entry.ref == ref), None)
