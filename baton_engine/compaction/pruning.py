@@ -266,6 +266,7 @@ def reclaim(messages: Sequence[Any], *, before: int, count: CountList, cost_of: 
     candidates (``prompt_cache.choose_cut``, on ``cost_of`` estimates), then the pruned list counted (``count``: its
     tokens and whether exact), and the cut checked again on that count. ``horizon``: requests until the next
     compaction; ``ratio`` the cached price ratio; ``hit`` the route's cache hit share."""
+    cost_of = _each_once(messages, cost_of)
     found = candidates(messages, tail_tokens=tail_tokens, cost_of=cost_of, min_result_tokens=min_result_tokens,
                        min_argument_tokens=min_argument_tokens)
     verdict = choose_cut(_cuts(messages, found, before, cost_of), min_reclaim=min_reclaim, horizon=horizon,
@@ -282,6 +283,23 @@ def reclaim(messages: Sequence[Any], *, before: int, count: CountList, cost_of: 
     if checked.cut is None:
         return Reclaim(checked, before=before, after=after, exact=exact)
     return Reclaim(checked, pruned, chosen, before, after, exact)
+
+
+def _each_once(messages: Sequence[Any], cost_of: CostOf) -> CostOf:
+    """``cost_of`` estimating each of the host's messages once per decision (the tail, the candidates and the cuts
+    all ask for them); a message made on the way (a stub, an argument's text) is estimated as asked."""
+    host = {id(message) for message in messages}
+    known: dict[int, int] = {}
+
+    def cost(message: Message) -> int:
+        key = id(message)
+        if key not in host:
+            return cost_of(message)
+        if key not in known:
+            known[key] = cost_of(message)
+        return known[key]
+
+    return cost
 
 
 def _cuts(messages: Sequence[Any], found: Sequence[Candidate], before: int, cost_of: CostOf) -> list[Cut]:
