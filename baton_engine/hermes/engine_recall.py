@@ -113,10 +113,16 @@ class RecallBinding:
     def _remembered(self, entries: list[Entry]) -> None:
         """Entries recall keeps from now on: their counts (a later hit's exact cost from the counter's cache) and
         vectors, in the background (off the request path)."""
-        redacted.count_ahead(entries, self.count_text_tokens)
+        redacted.count_ahead(entries, self._warm_count)
         embedder = get_runtime().embedder()
         if embedder is not None:
             dense.queue([p for entry in entries for p in passages(entry)], embedder)
+
+    def _warm_count(self, text: str) -> int:
+        """Fill the counter's cache ahead of a search (background): only with a tokenizer that runs already, so
+        the first request, not this thread, is the one that waits for it to start."""
+        counter = self.requests.counting().ready_counter()
+        return counter.count_text(text).tokens or 0 if counter is not None else 0
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""

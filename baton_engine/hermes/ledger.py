@@ -228,23 +228,30 @@ class Ledger:
     def fixed_tokens(self, counting: Any) -> int | None:
         """What the last request's frame (system prompt, tool schemas) adds to a conversation, counted once per
         frame (``frame_tokens``): exactly with a local tokenizer, with a remote one (a round trip per count) the
-        rough estimate at the last request's exact/rough ratio (``measure``); None before the first request."""
+        rough estimate at the last request's exact/rough ratio (``measure``); None before the first request. A
+        local count made with estimates (the tokenizer still starting) is not kept: the exact one replaces it."""
         if self.frame is None:
             return None
         key = self.frame.key
         if self.fixed is None or self.fixed[0] != key or key is None:
+            exact = True
             if counting.remote_tokenizer() and self.sent_count is not None and self.sent is not None:
                 sent = self.frame.with_conversation(self.sent.get("messages") or [])
                 measure = self.measure(self.sent_count, sent, counting)
             else:
                 def count_request(request: dict[str, Any]) -> int:
-                    tokens = counting.count_chat(request).tokens
-                    if tokens is None:
+                    nonlocal exact
+                    counted = counting.count_chat(request)
+                    if counted.tokens is None:
                         raise ValueError("uncountable frame")
-                    return tokens
+                    exact = exact and counted.exact
+                    return counted.tokens
 
                 measure = Measure(None, None, count_request)
-            self.fixed = (key, frame_tokens(self.frame, measure))
+            fixed = frame_tokens(self.frame, measure)
+            if not exact:  # counted while the tokenizer starts (or cannot): an estimate, counted again next time
+                return fixed
+            self.fixed = (key, fixed)
         return self.fixed[1]
 
     def trigger_floor(self, counting: Any, configured_tail: int | None) -> int | None:

@@ -143,6 +143,11 @@ class RouteCounting:
         """The route's counter; None while it starts (``counter_state``) or when it cannot (``counter_error``)."""
         return self.runtime.counter_of(self.config, self.why, patient=patient)
 
+    def ready_counter(self) -> TokenCounter | None:
+        """The route's counter if it runs already: never starts it, never waits (background work must not take
+        the first request's wait for the tokenizer, ``BatonRuntime.counter_of``)."""
+        return self.runtime.built_counter(self.config)
+
     @property
     def counter_error(self) -> str | None:
         return self.runtime.counter_error_of(self.config)

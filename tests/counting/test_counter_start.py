@@ -11,7 +11,9 @@ import pytest
 
 import baton_engine.hermes.runtime as runtime_module
 from baton_engine.hermes.config import HermesView
+from baton_engine.hermes.ledger import Ledger
 from baton_engine.hermes.runtime import STARTING, BatonRuntime
+from baton_engine.request import ProviderRequest
 from baton_engine.settings import load_settings
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.counter import counting_mode
@@ -125,3 +127,46 @@ def test_a_tokenizer_still_starting_when_the_runtime_closes_is_closed_once_start
     release.set()
     starter.join(10)
     assert builds[-1].closed
+
+
+def test_background_work_never_starts_the_tokenizer_nor_takes_the_first_requests_wait(slow_start: Any) -> None:
+    """Recall's count-ahead runs on a worker thread: were it the first to ask, the real first request would count
+    with estimates (and a frame counted then would raise the trigger floor on a guess)."""
+    release, builds = slow_start
+    runtime = _runtime()
+    route = runtime.for_route(SLOW_MODEL)
+    assert route.ready_counter() is None and SLOW_MODEL not in builds  # background work: never starts it
+    first: list[Any] = []
+    starter = threading.Thread(target=lambda: first.append(route.count_chat(REQUEST)))
+    starter.start()
+    while SLOW_MODEL not in builds:
+        time.sleep(0.01)
+    ready, took = _timed(route.ready_counter)
+    assert ready is None and took < QUICK  # nor waits for it
+    release.set()
+    starter.join(10)
+    assert first[0].exact and first[0].tokens == 4  # the first request still waited for its tokenizer
+    assert route.ready_counter() is not None
+
+
+def test_a_frame_counted_while_the_tokenizer_starts_is_counted_exactly_once_it_is_ready(slow_start: Any) -> None:
+    release, builds = slow_start
+    runtime = _runtime()
+    starter = threading.Thread(target=lambda: runtime.for_route(SLOW_MODEL).counter())
+    starter.start()  # the first request takes the wait; the ledger below counts meanwhile
+    while SLOW_MODEL not in builds:
+        time.sleep(0.01)
+    system = {"role": "system", "content": "You are Hermes, a careful coding agent. " * 50}
+    ledger = Ledger(frame=ProviderRequest((system,)))
+    route = runtime.for_route(SLOW_MODEL)
+    estimated = ledger.fixed_tokens(route)
+    assert estimated is not None and ledger.fixed is None  # an estimate is not kept
+    release.set()
+    starter.join(10)
+    probe = {"role": "user", "content": "."}
+    counter = route.ready_counter()
+    assert counter is not None
+    exact = (counter.count_chat({"messages": [system, probe]}).tokens
+             - counter.count_chat({"messages": [probe]}).tokens)
+    assert estimated != exact
+    assert ledger.fixed_tokens(route) == exact and ledger.fixed == (ledger.frame.key, exact)
