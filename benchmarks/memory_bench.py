@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from markdown_table import markdown_table
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 MILLION = 1_000_000
@@ -181,30 +183,29 @@ def target(results: dict[str, Any]) -> tuple[str, bool | None, str]:
 
 
 def render(results: dict[str, Any]) -> list[str]:
-    from report import _table
-
     memory = results.get("memory")
     out = ["## Memory", ""]
     if memory is None:
         return [*out, "Not measured in this run (results.json has no `memory` part).", ""]
     out += ["Every cache Baton keeps, with the bound its module states (read from the constants at run time, so "
             "this table cannot drift from the code).", ""]
-    out += _table(["cache", "module", "bound", "unit"],
-                  [[row["cache"], f"`{row['module']}`", _bound_text(row), row["unit"]] for row in memory["caches"]])
+    out += markdown_table(["cache", "module", "bound", "unit"],
+                          [[row["cache"], f"`{row['module']}`", _bound_text(row), row["unit"]]
+                           for row in memory["caches"]])
     rss = [r for r in results["long"] if "rss_after" in r]
     if rss:
         out += ["", f"RSS over the {rss[0]['turns']}-turn session, read before and after each arm in the benchmark "
                 "process (shared with the judge's caches and the other arms, so growth is the figure; CPython "
                 "seldom returns freed memory, so an arm after a larger one may show none).", ""]
-        out += _table(["window", "arm", "RSS before MiB", "RSS after MiB", "growth MiB"],
-                      [[r["window"], r["arm"], _mb(r["rss_before"]), _mb(r["rss_after"]),
-                        f"{(r['rss_after'] - r['rss_before']) / 2**20:+.0f}"] for r in rss])
+        out += markdown_table(["window", "arm", "RSS before MiB", "RSS after MiB", "growth MiB"],
+                              [[r["window"], r["arm"], _mb(r["rss_before"]), _mb(r["rss_after"]),
+                                f"{(r['rss_after'] - r['rss_before']) / 2**20:+.0f}"] for r in rss])
     million = memory.get("million")
     if million:
         out += ["", f"A {million['tokens']:,}-token history ({million['messages']:,} messages, "
                 f"{million['history_chars'] / 2**20:.1f} M characters of JSON) counted and compacted once in a "
                 "fresh interpreter (Qwen3 hf runtime, real engine and store): RSS after each step.", ""]
-        out += _table(["step", "RSS MiB"], [
+        out += markdown_table(["step", "RSS MiB"], [
             ["interpreter + benchmark modules", _mb(million["start"])],
             ["Qwen3 runtime loaded", _mb(million["runtime_loaded"])],
             ["history built (the host's copy)", _mb(million["history_built"])],

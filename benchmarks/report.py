@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from markdown_table import markdown_table
+
 # compress() targets (issue 13): p50 at 200k tokens <= 50 ms wall and <= 40 ms thread CPU, at 500k <= 80 ms wall
 TARGET_P50_MS = {200_000: 50.0, 500_000: 80.0}
 TARGET_CPU_200K_MS = 40.0
@@ -88,12 +90,6 @@ def _flat(overhead: list[dict[str, Any]]) -> tuple[float, bool]:
 
 def _verdict(ok: bool | None) -> str:
     return "**not run**" if ok is None else "**met**" if ok else "**NOT met**"
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return lines
 
 
 def _pct(value: float | None) -> str:
@@ -214,7 +210,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         import shapes_bench
 
         targets.append(shapes_bench.target(results["shapes"]))
-    out += _table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
+    out += markdown_table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
     out += ["", "See *Findings* below for why a target is not met.", ""]
 
     out += ["## compress() by conversation size", "",
@@ -227,17 +223,17 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "(stub: a real provider adds seconds). CPU p50 is the calling thread's CPU time (excludes the stub "
             "server and `git` children; for Hermes it includes its HTTP client's work during the LLM call), a "
             "load-independent view on this shared machine.", ""]
-    out += _table(["size", "Qwen3 tok", "o200k tok", "msgs", "window", "arm", "p50 ms", "p95 ms", "CPU p50 ms",
-                   "first ms", "scan ahead p95 ms / request", "scan ahead ms / KB", "LLM calls", "stub LLM ms",
-                   "tokens after", "headroom", "pair errors", "same bytes (masked)"],
-                  [[f"{r['size'] // 1000}k", r["tokens"], r["o200k_tokens"], r["messages"], r["context_length"],
-                    r["arm"], f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['cpu_p50_ms']:.0f}",
-                    f"{r['first_ms']:.0f}",
-                    f"{r['ahead_p95_ms']:.1f}" if "ahead_p95_ms" in r else "-",
-                    f"{r['ahead_ms_per_kb']:.3f}" if "ahead_ms_per_kb" in r else "-",
-                    r["llm_calls"], f"{r['llm_ms']:.0f}",
-                    r["tokens_after"], r["headroom"], r["tool_pair_errors"],
-                    f"{r['identical_bytes']} ({r['identical_masked']})"] for r in sizes])
+    out += markdown_table(["size", "Qwen3 tok", "o200k tok", "msgs", "window", "arm", "p50 ms", "p95 ms", "CPU p50 ms",
+                           "first ms", "scan ahead p95 ms / request", "scan ahead ms / KB", "LLM calls", "stub LLM ms",
+                           "tokens after", "headroom", "pair errors", "same bytes (masked)"],
+                          [[f"{r['size'] // 1000}k", r["tokens"], r["o200k_tokens"], r["messages"], r["context_length"],
+                            r["arm"], f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['cpu_p50_ms']:.0f}",
+                            f"{r['first_ms']:.0f}",
+                            f"{r['ahead_p95_ms']:.1f}" if "ahead_p95_ms" in r else "-",
+                            f"{r['ahead_ms_per_kb']:.3f}" if "ahead_ms_per_kb" in r else "-",
+                            r["llm_calls"], f"{r['llm_ms']:.0f}",
+                            r["tokens_after"], r["headroom"], r["tool_pair_errors"],
+                            f"{r['identical_bytes']} ({r['identical_masked']})"] for r in sizes])
     out += ["", "Baton against the built-in on the same transcripts (ratios of p50; the built-in's local time "
             "excludes its summary LLM call, which a real provider answers in seconds; Baton makes none):", ""]
     ratio_rows = []
@@ -249,8 +245,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                                f"{baton['cpu_p50_ms'] / max(builtin['cpu_p50_ms'], 1e-9):.1f}x",
                                f"{baton['tokens_after'] / max(builtin['tokens_after'], 1):.2f}",
                                f"{builtin['llm_calls']:g} vs 0"])
-    out += _table(["size", "wall p50 Baton / built-in local", "CPU p50 Baton / built-in", "tokens after, Baton / built-in",
-                   "LLM calls per compaction, built-in vs Baton"], ratio_rows)
+    out += markdown_table(["size", "wall p50 Baton / built-in local", "CPU p50 Baton / built-in",
+                           "tokens after, Baton / built-in", "LLM calls per compaction, built-in vs Baton"], ratio_rows)
     out += ["", f"![latency vs size]({plots[0]})", ""]
 
     out += ["## Retention", "",
@@ -258,12 +254,13 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "string verbatim in the post-compaction message list. Retrievable = in what `baton_resume` returns. "
             "Hermes' summary comes from a stub, so its retention here counts only verbatim survivors (a real LLM "
             "summary would add some: Hermes' own eval reports 45.8% recall for the built-in).", ""]
-    out += _table(["size", "arm", "captured records in window", "needles in window", "by kind (id/path/error/decision)",
-                   "retrievable via baton_resume"],
-                  [[f"{r['size'] // 1000}k", r["arm"], _share(r["captured_in_window"], r["captured"]),
-                    _share(r["needles_in_window"], r["needles"]),
-                    "/".join(str(r["by_kind_in_window"][k]) for k in ("identifier", "path", "error", "decision")),
-                    _share(r["retrievable"], r["needles"])] for r in sizes])
+    out += markdown_table(["size", "arm", "captured records in window", "needles in window",
+                           "by kind (id/path/error/decision)", "retrievable via baton_resume"],
+                          [[f"{r['size'] // 1000}k", r["arm"], _share(r["captured_in_window"], r["captured"]),
+                            _share(r["needles_in_window"], r["needles"]),
+                            "/".join(str(r["by_kind_in_window"][k])
+                                     for k in ("identifier", "path", "error", "decision")),
+                            _share(r["retrievable"], r["needles"])] for r in sizes])
     out += [""]
 
     out += [f"## The growing {long_runs[0]['turns']}-turn session", "",
@@ -271,13 +268,14 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "should_compress first. Repeat risk = compactions whose headroom (threshold - tokens after) was at most "
             "one "
             f"typical turn ({long_runs[0]['next_turn_tokens']} tokens).", ""]
-    out += _table(["window", "arm", "threshold", "compactions", "peak", "final", "requests > window",
-                   "requests > threshold", "min / median gap (turns)", "back-to-back", "repeat risk", "pair errors",
-                   "local compress s", "LLM calls", "degraded"],
-                  [[r["window"], r["arm"], r["threshold"], r["compactions"], r["peak"], r["final"], r["over_window"],
-                    r["over_threshold"], f"{r['min_gap_turns']} / {r['median_gap_turns']}", r["back_to_back"],
-                    r["repeat_risk"], r["tool_pair_errors"], f"{r['compress_seconds']:.1f}", r["llm_calls"],
-                    r["degraded"]] for r in long_runs])
+    out += markdown_table(["window", "arm", "threshold", "compactions", "peak", "final", "requests > window",
+                           "requests > threshold", "min / median gap (turns)", "back-to-back", "repeat risk",
+                           "pair errors", "local compress s", "LLM calls", "degraded"],
+                          [[r["window"], r["arm"], r["threshold"], r["compactions"], r["peak"], r["final"],
+                            r["over_window"], r["over_threshold"], f"{r['min_gap_turns']} / {r['median_gap_turns']}",
+                            r["back_to_back"],
+                            r["repeat_risk"], r["tool_pair_errors"], f"{r['compress_seconds']:.1f}", r["llm_calls"],
+                            r["degraded"]] for r in long_runs])
     out += ["", "After each compaction: the request's size against the trigger that fired (target <= 50%), and the "
             "compactions next to the physical minimum for the workload = total growth / (trigger - fixed part), the "
             "fixed part being system prompt + tool schemas + the block the compaction added (Baton's handoff "
@@ -286,15 +284,17 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "tool results): its results verbatim in the compacted list, replaced by Baton's stub, or dropped / "
             "rewritten; a group fits when it is at most half the trigger less the fixed part and the block "
             "budget.", ""]
-    out += _table(["window", "arm", "trigger", "post / trigger median", "post / trigger max", "fixed + block",
-                   "growth", "compactions", "physical minimum", "in-flight groups (fitting the room, tokens)", "results verbatim",
-                   "stubbed", "dropped / rewritten", "misses"],
-                  [[r["window"], r["arm"], r["trigger"], _pct(r["post_share_median"]), _pct(r["post_share_max"]),
-                    f"{r['fixed']} + {r['block_median']:.0f}", r["growth"], r["compactions"],
-                    f"{r['physical_minimum']:.1f}",
-                    f"{_inflight(r)['groups']} ({sum(g['fits'] for g in r['inflight'])} within {r['inflight_room']})",
-                    f"{_inflight(r)['verbatim']}/{_inflight(r)['results']}", _inflight(r)["stubbed"],
-                    _inflight(r)["other"], _inflight(r)["misses"]] for r in long_runs])
+    out += markdown_table(["window", "arm", "trigger", "post / trigger median", "post / trigger max",
+                           "fixed + block", "growth", "compactions", "physical minimum",
+                           "in-flight groups (fitting the room, tokens)", "results verbatim", "stubbed",
+                           "dropped / rewritten", "misses"],
+                          [[r["window"], r["arm"], r["trigger"], _pct(r["post_share_median"]),
+                            _pct(r["post_share_max"]), f"{r['fixed']} + {r['block_median']:.0f}", r["growth"],
+                            r["compactions"], f"{r['physical_minimum']:.1f}",
+                            f"{_inflight(r)['groups']} ({sum(g['fits'] for g in r['inflight'])} "
+                            f"within {r['inflight_room']})",
+                            f"{_inflight(r)['verbatim']}/{_inflight(r)['results']}", _inflight(r)["stubbed"],
+                            _inflight(r)["other"], _inflight(r)["misses"]] for r in long_runs])
     out += ["", "Why Baton compacted (engine's `last_decision`, numbers masked): "
             + "; ".join(f"{r['arm']}@{r['window'] // 1024}K "
                         + ", ".join(f"{n}x {k}" for k, n in r.get("triggers", {}).items())
@@ -316,7 +316,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "(the default Hermes sends for custom/vLLM providers). Overflow = exact prompt + max_tokens > window. "
             f"incontext budgets against Hermes' threshold ({budgets['incontext_window']}), Baton against the window; "
             "both use the vLLM /tokenize stand-in (`tests/batontest/vllm_standin.py`, real Qwen3 template).", ""]
-    out += _table(["budgeting", "overflows"], [
+    out += markdown_table(["budgeting", "overflows"], [
         ["unchanged (Hermes default)",
          f"{sum(1 for r in reqs if r['prompt'] + r['unchanged'] > window)} of {len(reqs)}"],
         ["rough chars/4, no margin", overflows("rough_nomargin")],
@@ -346,10 +346,10 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                 "vLLM `/tokenize` (`benchmarks/loop_bench.py`): the pre-API estimate, the turn-start preflight and "
                 "the middleware share one count per request view. Target 1 per provider request in steady state "
                 f"(plus at most 3 per compaction): {_verdict(steady)}.", ""]
-        out += _table(["provider requests", "compactions", "chat /tokenize", "per request",
-                       "target: requests + 3 x compactions", "refused requests"],
-                      [[loop["provider_requests"], loop["compactions"], loop["chat_tokenize"],
-                        f"{loop['per_request']:.2f}", loop["bound"], loop["rejections"]]])
+        out += markdown_table(["provider requests", "compactions", "chat /tokenize", "per request",
+                               "target: requests + 3 x compactions", "refused requests"],
+                              [[loop["provider_requests"], loop["compactions"], loop["chat_tokenize"],
+                                f"{loop['per_request']:.2f}", loop["bound"], loop["rejections"]]])
         out += [""]
 
     if "anchor" in results:
@@ -403,11 +403,11 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
             "Baton makes three per call (the estimate's projection memo, the hf backend's rendered-prefix check, "
             "the middleware's request-key memo); the counting itself re-renders only the last turns "
             "(`tokens_bench.py` rows in the Targets table).", ""]
-    out += _table(["history messages", "Qwen3 tokens", "Baton p50 ms", "Baton p95 ms", "Hermes rough estimate p50 ms",
-                   "one value comparison of the history p50 ms"],
-                  [[r["messages"], r["tokens"], f"{r['baton_p50_ms']:.1f}", f"{r['baton_p95_ms']:.1f}",
-                    f"{r['hermes_rough_p50_ms']:.1f}",
-                    f"{r['compare_p50_ms']:.2f}" if "compare_p50_ms" in r else "-"] for r in overhead])
+    out += markdown_table(["history messages", "Qwen3 tokens", "Baton p50 ms", "Baton p95 ms",
+                           "Hermes rough estimate p50 ms", "one value comparison of the history p50 ms"],
+                          [[r["messages"], r["tokens"], f"{r['baton_p50_ms']:.1f}", f"{r['baton_p95_ms']:.1f}",
+                            f"{r['hermes_rough_p50_ms']:.1f}",
+                            f"{r['compare_p50_ms']:.2f}" if "compare_p50_ms" in r else "-"] for r in overhead])
     if "overhead_vs_history.png" in plots:
         out += ["", "![per-turn overhead vs history](overhead_vs_history.png)"]
     out += ["", *memory_bench.render(results), *soak_report.render(results.get("soak")),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from markdown_table import markdown_table
+
 NOT_RUN = "not run (no soak.json: `python benchmarks/soak.py` after the benchmark, or `scripts/bench.sh`)"
 
 
@@ -24,8 +26,6 @@ def targets(soak: dict[str, Any] | None) -> list[tuple[str, bool | None, str]]:
 
 
 def render(soak: dict[str, Any] | None) -> list[str]:
-    from report import _table
-
     out = ["## Soak", ""]
     if soak is None:
         return [*out, f"Soak figures: {NOT_RUN}.", ""]
@@ -42,12 +42,12 @@ def render(soak: dict[str, Any] | None) -> list[str]:
             "and zero-width text). Valid = the reliability suite's check (pair-safe OpenAI shape, latest real user "
             "request kept, serialisable, input not mutated) + the strict-server check of the loopback model server "
             "+ a Baton block, notice or degradation note when there was a conversation + no internal error.", ""]
-    out += _table(["calls", "exceptions", "invalid", "handoffs stored", "degraded (reason: calls)",
-                   "call p50 / p99 / max ms", "largest input chars", "wall s"],
-                  [[f"{c['calls']:,}", c["exceptions"], c["invalid"], f"{c['handoffs']:,}",
-                    ", ".join(f"{r}: {n}" for r, n in sorted(c["degraded"].items())),
-                    f"{c['call_ms']['p50']:.0f} / {c['call_ms']['p99']:.0f} / {c['call_ms']['max']:.0f}",
-                    f"{c['max_input_chars']:,}", f"{c['seconds']:.0f}"]])
+    out += markdown_table(["calls", "exceptions", "invalid", "handoffs stored", "degraded (reason: calls)",
+                           "call p50 / p99 / max ms", "largest input chars", "wall s"],
+                          [[f"{c['calls']:,}", c["exceptions"], c["invalid"], f"{c['handoffs']:,}",
+                            ", ".join(f"{r}: {n}" for r, n in sorted(c["degraded"].items())),
+                            f"{c['call_ms']['p50']:.0f} / {c['call_ms']['p99']:.0f} / {c['call_ms']['max']:.0f}",
+                            f"{c['max_input_chars']:,}", f"{c['seconds']:.0f}"]])
     out += ["", "Degraded calls are valid outputs that say why no handoff was stored: `validation_failed` (the "
             "capture from a garbage transcript did not validate, so the window was cut with a degradation note), "
             "`tokenizer_down` (the backend refuses to count image / audio parts or malformed contents, so that "
@@ -62,11 +62,12 @@ def render(soak: dict[str, Any] | None) -> list[str]:
             "(lost = a confirmed draft, item or ready status missing), and the store lock is acquired again "
             f"within {k['lock_timeout_s']:.0f} s.", ""]
     phases = ", ".join(f"{phase}: {n}" for phase, n in sorted(k["by_phase"].items()))
-    out += _table(["kills", "in phase", "partial", "lost", "stuck locks", "lock wait max ms", "writer errors",
-                   "confirmed writes", "records checked", "temp files left (max)", "wall s"],
-                  [[f"{k['kills']:,}", phases, k["partial"], k["lost"], k["lock_stuck"], f"{k['lock_max_ms']:.0f}",
-                    k["child_errors"], f"{k['confirmed_writes']:,}", f"{k['records_checked']:,}",
-                    k["temp_files_max"], f"{k['seconds']:.0f}"]])
+    out += markdown_table(["kills", "in phase", "partial", "lost", "stuck locks", "lock wait max ms", "writer errors",
+                           "confirmed writes", "records checked", "temp files left (max)", "wall s"],
+                          [[f"{k['kills']:,}", phases, k["partial"], k["lost"], k["lock_stuck"],
+                            f"{k['lock_max_ms']:.0f}", k["child_errors"], f"{k['confirmed_writes']:,}",
+                            f"{k['records_checked']:,}",
+                            k["temp_files_max"], f"{k['seconds']:.0f}"]])
     if k["problems"]:
         out += ["", "First problems: " + "; ".join(k["problems"])]
     out += ["", "Temp files are interrupted writes' hidden `.<name>.tmp` files: never read as records, and left "

@@ -1,0 +1,13 @@
+"""The Markdown table every section of REPORT.md draws. Its own module so that a section's module
+(``memory_bench.py``, ``soak_report.py``) need not import ``report.py``, which imports the sections (no circle)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    """The lines of a table with ``headers`` over ``rows`` (each cell as ``str`` gives it)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
