@@ -21,7 +21,7 @@ from baton_engine.hermes import metrics, request_view
 from baton_engine.hermes.ledger import Ledger, Route, RouteLedgers, frame_tokens
 from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.notices import Notices
-from baton_engine.hermes.project import Project
+from baton_engine.hermes.project import Project, Resolved
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.prompt_cache import CacheBook
@@ -106,12 +106,15 @@ class RequestBudgeter:
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
         self.cache = CacheBook()  # this session's prompts as the provider read them, and what reclamation took out
+        self._counting: Resolved[RouteCounting] = Resolved()  # for this route and settings
 
     def counting(self) -> RouteCounting:
         """This agent's route's counting: the tokenizer that fits its model under this session's project
-        settings (``BatonRuntime.for_route``; a gateway session's project may name its own tokenizer)."""
-        route = self.route
-        return get_runtime().for_route(route.model, route.base_url, route.provider, self.project.settings())
+        settings (``BatonRuntime.for_route``; a gateway session's project may name its own tokenizer), resolved
+        once for them."""
+        route, runtime, settings = self.route, get_runtime(), self.project.settings()
+        return self._counting.get((runtime, route.key(), settings),
+                                  lambda: runtime.for_route(route.model, route.base_url, route.provider, settings))
 
     def move_route(self, route: Route) -> None:
         """The agent's requests now go to ``route``: another model or server takes up that route's ledger (its
@@ -287,6 +290,8 @@ class RequestBudgeter:
 
         Returns the rewritten request, or None to leave it unchanged."""
         started, shortened = time.perf_counter(), self.ledger.request_compactions
+        if auxiliary is None:
+            self.project.next_request()
         shape = request_view.shape_for(api_mode)
         view = shape.read(request)
         if view is None:

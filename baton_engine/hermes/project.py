@@ -8,20 +8,54 @@ working directory as Hermes resolves it for the session (a gateway's ``terminal.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from baton_engine.hermes.config import agent_cwd
 from baton_engine.hermes.runtime import get_runtime
 from baton_engine.settings import BatonSettings
 
+T = TypeVar("T")
+
+
+class Resolved(Generic[T]):
+    """A value resolved once for what it depends on (``key``), held until that changes or the next provider request
+    begins (``forget``): the hooks of one request share one resolution instead of a directory walk each.
+
+    Never copied: a copy of the engine (Hermes' per-agent ``copy.deepcopy``) resolves afresh, and never copies the
+    runtime a key holds."""
+
+    def __init__(self) -> None:
+        self._held: tuple[Hashable, T] | None = None
+
+    def get(self, key: Hashable, resolve: Callable[[], T]) -> T:
+        held = self._held
+        if held is None or held[0] != key:  # tuple keys compare their items by identity first
+            held = self._held = (key, resolve())
+        return held[1]
+
+    def forget(self) -> None:
+        self._held = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Resolved[T]:
+        return Resolved()
+
 
 class Project:
     def __init__(self, project_dir: str | os.PathLike[str] | None = None) -> None:
         self.explicit = Path(project_dir) if project_dir is not None else None
+        self._settings: Resolved[BatonSettings] = Resolved()
 
     def path(self) -> Path:
         return self.explicit if self.explicit is not None else agent_cwd()
 
     def settings(self) -> BatonSettings:
-        """This session's settings (``BatonRuntime.settings_for`` its project)."""
-        return get_runtime().settings_for(self.path())
+        """This session's settings (``BatonRuntime.settings_for`` its project), resolved once per request
+        (``next_request``) for this runtime and directory."""
+        runtime, path = get_runtime(), self.path()
+        return self._settings.get((runtime, path), lambda: runtime.settings_for(path))
+
+    def next_request(self) -> None:
+        """A provider request begins: its settings are read again (an edited project config takes effect)."""
+        self._settings.forget()

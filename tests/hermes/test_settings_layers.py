@@ -133,3 +133,20 @@ def test_a_session_in_another_project_counts_with_that_projects_tokenizer(hermes
     assert {row["setting"]: row["origin"] for row in status["settings"]}["backend"] == \
         "tokenizer.backend in .baton/config.json"
     assert engine.counting().source() == "rough"  # the first project's sessions are unchanged
+
+
+def test_a_projects_settings_are_read_once_per_request_and_an_edit_takes_effect_at_the_next(
+        hermes_home: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hooks of one request share one reading of the project's settings (each a directory walk); a request
+    begins by reading them again, so an edited `.baton/config.json` counts from the next request on."""
+    _engine(hermes_home, project, monkeypatch)
+    other = initialised_project(tmp_path / "other")
+    _project_config(other, PROJECT_LAYER)
+    engine = BatonContextEngine(project_dir=other)
+    engine.on_session_start("edited-session")
+    assert engine.counting().source() == "tiktoken:cl100k_base"
+    _project_config(other, {"tokenizer": {"backend": "tiktoken", "model": "gpt-4o"}})
+    assert engine.counting().source() == "tiktoken:cl100k_base"  # the same request: read once
+    request = {"model": "qwen3-test", "messages": list(MESSAGES), "max_tokens": 512}
+    engine.requests.on_request(request, model="qwen3-test", base_url="http://127.0.0.1:9/v1", provider="custom")
+    assert engine.counting().source() == "tiktoken:o200k_base"  # the next request reads the edit

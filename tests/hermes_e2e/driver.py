@@ -33,6 +33,23 @@ def _count_builtin_compressor_calls() -> dict[str, int]:
     return calls
 
 
+def _count_resolutions() -> dict[str, int]:
+    """Wrap the runtime's settings and counting resolutions (class level) to count them per session: a request's
+    hooks share one of each (``baton_engine.hermes.project.Resolved``)."""
+    from baton_engine.hermes.runtime import BatonRuntime
+
+    calls = {"settings_for": 0, "for_route": 0}
+    for name in list(calls):
+        original = getattr(BatonRuntime, name)
+
+        def counted(self: Any, *args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
+            calls[__name] += 1
+            return __original(self, *args, **kwargs)
+
+        setattr(BatonRuntime, name, counted)
+    return calls
+
+
 def configured_max_tokens() -> int | None:
     """``model.max_tokens`` of ``$HERMES_HOME/config.yaml``: the hermes CLI passes it to ``AIAgent`` (0.22 reads
     it nowhere else; 0.19 also read it itself)."""
@@ -47,6 +64,7 @@ def configured_max_tokens() -> int | None:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     calls = _count_builtin_compressor_calls()
+    resolutions = _count_resolutions()
     if spec.get("fail_core"):  # every hook's way into Baton's core raises (batontest.failing_core)
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from batontest.failing_core import fail_core
@@ -97,6 +115,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "context_length": engine.context_length,
         "threshold_tokens": engine.threshold_tokens,
         "builtin_compressor_calls": calls,
+        "resolutions": resolutions,
         "status": status,
         "turns": turns,
         "final_messages": history or [],

@@ -214,6 +214,17 @@ def test_healthy_vllm_at_most_one_and_a_half_tokenize_per_request(healthy: Sessi
     assert per_request <= 1.5 and len(probes) <= 2
 
 
+def test_each_provider_request_resolves_its_settings_and_counting_once(healthy: Session) -> None:
+    """The hooks of one request (estimates, should_compress, the middleware, the reply's usage, a compaction) share
+    one resolution of the project's settings (a directory walk) and of the route's counting: at 40a0568 one ordinary
+    request resolved them 7 and 6 times. Outside the requests: the engine's creation and its first ``update_model``
+    (Hermes 0.22 builds the engine twice) and the driver's closing status, 3 at most."""
+    requests, resolutions = len(healthy.server.requests), healthy.result["resolutions"]
+    print(f"\n[healthy] per provider request: {resolutions['settings_for'] / requests:.2f} settings, "
+          f"{resolutions['for_route'] / requests:.2f} counting resolutions ({requests} requests)")
+    assert resolutions["settings_for"] <= requests + 3 and resolutions["for_route"] <= requests + 3, resolutions
+
+
 def test_compaction_reads_only_what_no_request_carried(healthy: Session) -> None:
     """Each message is scanned for compaction when it first reaches a counted request (the pre-API estimate),
     and the real loop's compaction (which Hermes runs after that estimate) scans none of the transcript itself."""
