@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from baton_engine import budget, policy
+from baton_engine.agent import metrics
 from baton_engine.compaction import cycle, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
-from baton_engine.hermes import compaction_line, metrics
+from baton_engine.hermes import compaction_line
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter, ScanAhead
 from baton_engine.hermes.project import Project

@@ -15,8 +15,8 @@ from collections import Counter
 from typing import Any
 
 from baton_engine import policy
+from baton_engine.agent import metrics
 from baton_engine.compaction.pruning import CostOf, Reclaim, reclaim, with_media
-from baton_engine.hermes import metrics
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine import policy
+from baton_engine.agent import metrics
+from baton_engine.agent.notices import Notices
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
-from baton_engine.hermes import metrics, request_view
+from baton_engine.hermes import request_view
 from baton_engine.hermes.ledger import Ledger, Route, RouteLedgers, frame_tokens
 from baton_engine.hermes.memos import AgentMemos
-from baton_engine.hermes.notices import Notices
 from baton_engine.hermes.project import Project, Resolved
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog

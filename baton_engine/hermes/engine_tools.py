@@ -1,6 +1,6 @@
 """The engine's tools (``baton_capture``, ``baton_resume``, ``baton_status``, ``baton_recall``) bound to one agent.
 
-Why a collaborator of its own: ``tools`` needs a narrow host (``tools.ToolHost``): the session's lineage and
+Why a collaborator of its own: ``agent.tools`` needs a narrow host (``tools.ToolHost``): the session's lineage and
 draft (the compaction runner), where recall reads, and the engine part of ``baton_status``; this object is
 that host, built from those collaborators, so the tools never see the engine.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from baton_engine.agent import tools
 from baton_engine.handoff.owner import Scope
-from baton_engine.hermes import status, tools
+from baton_engine.hermes import status
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import RequestBudgeter

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from batontest.assets import hf_backend, qwen3_dir
 
-from baton_engine.hermes.tools import TOOL_NAMES, schema_tokens
+from baton_engine.agent.tools import TOOL_NAMES, schema_tokens
 from baton_engine.settings import SettingsError, load_settings
 
 BUDGET_TOKENS = 600  # docs/hermes.md, "What Baton adds to every request"

@@ -160,7 +160,7 @@ def test_capture_schema_shows_each_kinds_main_fields_from_the_item_models() -> N
     """Short (every request carries it): each kind's required field and its main ones, typed by the item models;
     the description names each shown field under its kind."""
     from baton_engine.handoff import capture
-    from baton_engine.hermes.tools import SCHEMAS
+    from baton_engine.agent.tools import SCHEMAS
 
     schema = next(schema for schema in SCHEMAS if schema["name"] == "baton_capture")
     params = schema["parameters"]

@@ -206,7 +206,7 @@ def test_healthy_vllm_at_most_one_and_a_half_tokenize_per_request(healthy: Sessi
     assert healthy.standin is not None and healthy.result["compression_count"] >= 1
     bodies = healthy.standin.tokenize_bodies
     # the driver reads status once at the end: its tool-schema figure counts two fixed probes, once per route
-    # (hermes/tools.schema_tokens), which are no provider request's
+    # (agent/tools.schema_tokens), which are no provider request's
     probes = [body for body in bodies if isinstance(body, dict)
               and body.get("messages") == [{"role": "user", "content": "hi"}]]
     per_request = (len(bodies) - len(probes)) / len(healthy.server.requests)

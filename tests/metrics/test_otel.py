@@ -34,7 +34,7 @@ ROUTE = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "qwen3-local",
 
 
 def request(log: MetricsLog, prompt: int, **extra: Any) -> int:
-    """A main request as the engine emits it (``hermes/metrics.request``)."""
+    """A main request as the engine emits it (``agent/metrics.request``)."""
     fields = {"prompt": prompt, "mode": "exact", "source": "hf:qwen3", "fallback": None, "window": 32768,
               "window_source": "hermes context_length", "cap_asked": 30000, "cap_sent": 32768 - prompt,
               "action": "lower_cap_to", "short": False, "shortened": False, "breaker": "closed", "ms": 2.5,

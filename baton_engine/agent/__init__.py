@@ -1,0 +1,9 @@
+"""One agent's Baton, with no host in it: what one agent's context engine decides, keeps and says, whatever
+agent runs it.
+
+Why a room of its own: this logic does not depend on Hermes, so it belongs in the core where it can be read and
+tested without a host installed. The host plugs in from an edge (``baton_engine.hermes``), which imports this
+package; nothing here imports Hermes or the edge. So far: ``tools`` (the baton_capture / baton_resume /
+baton_status / baton_recall contract, answered through ``operations``), ``metrics`` (what the engine writes to
+its session's metrics log) and ``notices`` (what the user is told on the terminal, once per condition).
+"""
