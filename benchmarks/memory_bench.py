@@ -49,14 +49,14 @@ CACHES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("prefix memos (request key digests, stored-message projection)", "baton_engine.tokens.prefix_memo",
      ("MAX_CHAINS", "MAX_MESSAGES"),
      "conversations protected and as many on probation / messages each: plain copies of dicts and lists, two memos "
-     "per agent engine (hermes/memos.py) and one for counts outside an agent"),
+     "per agent engine (agent/memos.py) and one for counts outside an agent"),
     ("redaction scan memo", "baton_engine.handoff.redact", ("_SCAN_CACHE_ENTRIES",),
      "texts (a 32-byte digest key and the secret spans found), per process"),
     ("recall MemoryIndex", "baton_engine.recall.memory", ("DEFAULT_MAX_BYTES", "ENTRY_OVERHEAD_BYTES"),
      "bytes of indexed text per process / bytes counted per entry on top"),
     ("usage anchor observations", "baton_engine.tokens.anchor", ("RECENT_OBSERVATIONS",),
      "recent requests referenced (their messages are the host's), per counter"),
-    ("request ledger memo", "baton_engine.hermes.ledger", (),
+    ("request ledger memo", "baton_engine.agent.ledger", (),
      "one slot by construction (the last view's key and count), per engine"),
 )
 

@@ -5,5 +5,7 @@ Why a room of its own: this logic does not depend on Hermes, so it belongs in th
 tested without a host installed. The host plugs in from an edge (``baton_engine.hermes``), which imports this
 package; nothing here imports Hermes or the edge. So far: ``tools`` (the baton_capture / baton_resume /
 baton_status / baton_recall contract, answered through ``operations``), ``metrics`` (what the engine writes to
-its session's metrics log) and ``notices`` (what the user is told on the terminal, once per condition).
+its session's metrics log), ``notices`` (what the user is told on the terminal, once per condition), ``ledger``
+(its route, the frame of its last request, one count per request view) and ``memos`` (its per-message memos,
+over the projection its host passes in).
 """

@@ -2,9 +2,9 @@
 
 ``plugin.register`` is the entry point (``hermes_agent.plugins: baton``); ``engine.BatonContextEngine``
 is a thin adapter over the core (``policy``, ``budget``, ``compaction.cycle``); ``request_view`` turns
-every request shape Hermes produces into one ``ProviderRequest``; ``ledger`` keeps each agent's frame,
-route and counts; ``patches`` swaps Hermes' rough estimators for exact counts and wires the request
-middleware; ``engine_tools`` hosts baton_capture / baton_resume / baton_status / baton_recall, whose contract is
+every request shape Hermes produces into one ``ProviderRequest`` (each agent's frame, route and counts are kept
+in ``baton_engine.agent.ledger``); ``patches`` swaps Hermes' rough estimators for exact counts and wires the
+request middleware; ``engine_tools`` hosts baton_capture / baton_resume / baton_status / baton_recall, whose contract is
 ``baton_engine.agent.tools`` (one agent's Baton, no Hermes in it: ``baton_engine.agent``). Importing this package
 does not import Hermes, so the CLI works without it.
 """

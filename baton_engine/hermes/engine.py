@@ -20,6 +20,7 @@ from typing import Any
 from agent.context_engine import ContextEngine
 
 from baton_engine import policy, results
+from baton_engine.agent.ledger import Ledger, Route
 from baton_engine.hermes import status
 from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
@@ -29,7 +30,6 @@ from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.hermes.engine_requests import AgentWindow, AuxiliaryCall, RequestBudgeter, ScanAhead
 from baton_engine.hermes.engine_tools import ToolHandler
 from baton_engine.hermes.guard import guarded, internal_errors, nothing
-from baton_engine.hermes.ledger import Ledger, Route
 from baton_engine.hermes.project import Project
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.refusal import Refusal
@@ -309,7 +309,7 @@ class BatonContextEngine(ContextEngine):
         compacted; a count already made for the request is reused)."""
         if not isinstance(messages, list) or not messages:
             return False
-        counted = self.requests.count(self.requests.ledger.view_of(messages, self.requests.memos))
+        counted = self.requests.count(self.requests.view_of(messages))
         if counted.tokens is None:
             return False
         return self.compaction.decide(counted.tokens, awaiting_usage=self.last_prompt_tokens == -1).compact

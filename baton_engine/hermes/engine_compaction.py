@@ -150,7 +150,7 @@ class CompactionRunner:
         settings = self.settings()
         now = runtime.now()  # one reading: the detector state, the record's id and timestamps all use it
         requests = self.requests
-        view = requests.ledger.view_of(messages, requests.memos)
+        view = requests.view_of(messages)
         before = requests.ledger.trigger_count(current_tokens) or requests.count(view)
         limits = requests.limits()
         requests.warn_raised(limits)

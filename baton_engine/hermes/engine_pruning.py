@@ -58,7 +58,7 @@ class Pruner:
         if settings.reclaim_trigger_tokens <= 0:
             return messages, 0
         requests = self.requests
-        view = requests.ledger.view_of(messages, requests.memos)
+        view = requests.view_of(messages)
         counted = requests.count(view)
         tokens = counted.tokens
         if tokens is None:
@@ -73,7 +73,7 @@ class Pruner:
         limits = requests.limits(tokens)
 
         def count(pruned: list[Any]) -> tuple[int | None, bool]:
-            after = requests.count(requests.ledger.view_of(pruned, requests.memos))
+            after = requests.count(requests.view_of(pruned))
             return after.tokens, after.exact
 
         decided = reclaim(messages, before=tokens, count=count, cost_of=_cost(ratio),

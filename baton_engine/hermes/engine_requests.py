@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine import policy
 from baton_engine.agent import metrics
+from baton_engine.agent.ledger import Ledger, Route, RouteLedgers, frame_tokens
+from baton_engine.agent.memos import AgentMemos
 from baton_engine.agent.notices import Notices
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
 from baton_engine.hermes import request_view
-from baton_engine.hermes.ledger import Ledger, Route, RouteLedgers, frame_tokens
-from baton_engine.hermes.memos import AgentMemos
 from baton_engine.hermes.project import Project, Resolved
 from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
@@ -103,7 +103,7 @@ class RequestBudgeter:
         self.route = Route()
         self.ledger = Ledger()
         self.left = RouteLedgers()  # the ledgers of the routes this agent left, for a switch back
-        self.memos = AgentMemos()  # this agent's per-message memos (a copy starts empty)
+        self.memos = AgentMemos(request_view.project)  # this agent's per-message memos (a copy starts empty)
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
         self.cache = CacheBook()  # this session's prompts as the provider read them, and what reclamation took out
@@ -282,6 +282,13 @@ class RequestBudgeter:
                                                         frame=self.ledger.frame, memo=self.memos.projected))
         self.scan_ahead.observe(messages)
         return counted
+
+    def view_of(self, messages: Any) -> ProviderRequest:
+        """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed
+        through the agent's memos."""
+        frame = self.ledger.frame
+        body = request_view.from_estimate(messages, frame=frame, memo=self.memos.projected)
+        return self.memos.keyed(frame.with_conversation(body.messages)) if frame is not None else body
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
                    provider: Any = None, auxiliary: Ledger | None = None) -> dict[str, Any] | None:

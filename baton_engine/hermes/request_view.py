@@ -87,7 +87,7 @@ def _sent_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def project(message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
     """A stored message as sent, and its key digest: what the estimate's view needs of each message (an agent's
-    ``hermes/memos.AgentMemos.projected`` remembers it, so each message is projected once per agent)."""
+    ``agent/memos.AgentMemos.projected`` remembers it, so each message is projected once per agent)."""
     sent = _sent_message(message)
     return sent, message_digest(sent)
 

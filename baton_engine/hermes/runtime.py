@@ -5,7 +5,7 @@ Why module state and not engine attributes: Hermes deep-copies the registered en
 and a live tokenizer client or lock must not be copied (a copy failure silently falls back to the
 built-in compressor). A counter (backend behind a circuit breaker and a content-keyed cache) is
 shared by the routes that use its tokenizer (``RouteCounting``); everything per request — frame, route,
-window, anchor, the last count — is per agent, on the agent's engine (``hermes/ledger.py``). The settings are those of the working directory's project (where
+window, anchor, the last count — is per agent, on the agent's engine (``agent/ledger.py``). The settings are those of the working directory's project (where
 the engine looks for ``.baton/``), in ``settings.load_settings``' one precedence. ``engines`` finds an
 agent's engine by session id when the calling frame does not name it.
 

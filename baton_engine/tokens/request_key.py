@@ -32,7 +32,7 @@ def message_digest(message: Any) -> bytes | None:
 
 
 # The memo of requests that bring no digests: counts outside an agent (CLI, tools, a compaction's parts). An
-# agent's requests bring their own from the agent's memo (``hermes/memos.AgentMemos``): a few chains shared by
+# agent's requests bring their own from the agent's memo (``agent/memos.AgentMemos``): a few chains shared by
 # many agents would be pushed out by each other's histories.
 DIGESTS: PrefixMemo[bytes | None] = PrefixMemo(message_digest)
 

@@ -34,12 +34,17 @@ class Boundary:
 
 BOUNDARIES = (
     Boundary("baton_engine/hermes/", "the host boundary: nothing may raise into Hermes"),
-    # Two catches of the host boundary that moved out of hermes/ with their modules (issue 45's first move), each
-    # where it was; issue 45 takes them into the host's guard.
+    # Catches of the host boundary that moved out of hermes/ with their modules (issue 45's first and second
+    # moves), each where it was; issue 45 takes them into the host's guard.
     Boundary("baton_engine/agent/tools.py", "the host's tool-call contract: a tool call answers a JSON string, "
              "never a traceback into the agent's tool loop", function="handle"),
     Boundary("baton_engine/agent/metrics.py", "the metrics log's contract: written from inside the host's agent "
              "loop, a failed write is dropped, never raised into it"),
+    Boundary("baton_engine/agent/ledger.py", "the host's transcript (any shape, any counter) counted inside its "
+             "agent loop: an uncountable one budgets from the trigger alone", function="Ledger.tail_budgets"),
+    Boundary("baton_engine/agent/ledger.py", "the host's frame (system prompt, tool schemas; any shape, any "
+             "counter) counted inside its agent loop: an uncountable frame is as if it were free",
+             function="frame_tokens"),
     Boundary("baton_engine/results.py", "the command surfaces promise a JSON answer, never a traceback",
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "

@@ -51,7 +51,7 @@ def test_the_hook_reclaims_answered_output_with_exact_figures_and_recall_pages_i
     assert reclaim["reclaimed_exact"] is True and reclaim["reclaimed_tokens"] > 2_000
     last = reclaim["last"]
     # the figure is the exact difference of the two requests' counts (the second is the next request's count)
-    after = engine.requests.count(engine.requests.ledger.view_of(final, engine.requests.memos))
+    after = engine.requests.count(engine.requests.view_of(final))
     assert after.exact and last["reclaimed"] == last["before"] - last["after"]
     stubs = [m for m in final if m.get("role") == "tool" and str(m.get("content")).startswith(PRUNED_PREFIX)]
     assert stubs and all("baton_recall" in m["content"] for m in stubs)

@@ -7,30 +7,37 @@ found through the engine whichever way the host reaches it (a direct hook call, 
 
 Created on first use and never copied: a copy of the engine (Hermes' per-agent ``copy.deepcopy``, or
 ``clone_for_agent``) starts with empty memos, so copying stays cheap and never meets the memos' locks.
+
+The projection is the host's: how its stored messages project to the neutral view, and each one's key digest (for
+Hermes, ``hermes/request_view.project``, passed in by its ``RequestBudgeter``); a copy keeps it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from baton_engine.hermes import request_view
 from baton_engine.tokens.prefix_memo import PrefixMemo
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.request_key import message_digest
 
+# The host's projection: one of its stored messages as sent, and that message's key digest (``message_digest``).
+Projection = Callable[[Any], tuple[dict[str, Any], bytes | None]]
+
 
 class AgentMemos:
-    """The memos of one engine: ``projected`` (``request_view.project``) and ``digests`` (``message_digest``)."""
+    """The memos of one engine: ``projected`` (the host's ``project``) and ``digests`` (``message_digest``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, project: Projection) -> None:
+        self._project = project
         self._projected: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None
         self._digests: PrefixMemo[bytes | None] | None = None
 
     @property
     def projected(self) -> PrefixMemo[tuple[dict[str, Any], bytes | None]]:
         if self._projected is None:
-            self._projected = PrefixMemo(request_view.project)
+            self._projected = PrefixMemo(self._project)
         return self._projected
 
     @property
@@ -51,4 +58,4 @@ class AgentMemos:
         return sum(memo.computed for memo in (self._projected, self._digests) if memo is not None)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> AgentMemos:
-        return AgentMemos()
+        return AgentMemos(self._project)

@@ -14,12 +14,11 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from baton_engine import policy
 from baton_engine.budget import Decision
 from baton_engine.compaction.cycle import SessionFacts, first_unanswered
-from baton_engine.hermes import request_view
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.contract import TokenCount
@@ -27,9 +26,6 @@ from baton_engine.tokens.media import BOUND, MediaRule, priced
 from baton_engine.tokens.rough import estimate_chat_request, estimate_tokens_rough
 from baton_engine.tokens.server_window import ServedWindow
 from baton_engine.tokens.verify import RouteCheck, plausible
-
-if TYPE_CHECKING:
-    from baton_engine.hermes.memos import AgentMemos
 
 
 @dataclass(frozen=True)
@@ -259,12 +255,6 @@ class Ledger:
         first request."""
         fixed = self.fixed_tokens(counting)
         return None if fixed is None else policy.trigger_floor(fixed, SessionFacts.max_block_tokens, configured_tail)
-
-    def view_of(self, messages: Sequence[Any], memos: AgentMemos) -> ProviderRequest:
-        """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed
-        through the agent's memos."""
-        body = request_view.from_estimate(messages, frame=self.frame, memo=memos.projected)
-        return memos.keyed(self.frame.with_conversation(body.messages)) if self.frame is not None else body
 
     def tail_budgets(self, view: ProviderRequest, messages: Sequence[Any], measure: Measure, limits: policy.Limits,
                      *, configured_tail: int | None) -> tuple[int, int]:
