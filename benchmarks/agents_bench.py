@@ -104,9 +104,9 @@ def _median_ms(samples: list[float]) -> float:
 def run(quick: bool) -> dict[str, Any]:
     from agent.model_metadata import estimate_messages_tokens_rough
 
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation, ExactEstimators
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 
     turns, rounds = (60, 10) if quick else (100, 20)
     runtime = BatonRuntime(BatonSettings(tokenizer=QWEN3))

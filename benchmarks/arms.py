@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from baton_engine.hermes.runtime import BatonRuntime
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.contract import TokenizerConfig
 
@@ -61,7 +61,7 @@ class BatonArm:
 
     def activate(self) -> None:
         """Make this arm's runtime the process runtime (arms take turns in one process)."""
-        from baton_engine.hermes.runtime import set_runtime
+        from baton_engine.agent.runtime import set_runtime
 
         set_runtime(self.runtime)
 

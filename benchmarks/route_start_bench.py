@@ -97,9 +97,9 @@ def agents_phase(name: str, slow: bool, loop: bool, calls: int, pause: float, tu
     is off, so the run shows the loop alone)."""
     from agent.model_metadata import estimate_messages_tokens_rough
 
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation, ExactEstimators
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 
     slow_dir = work / f"slow-{name}"
     shutil.copytree(qwen3_dir(), slow_dir, dirs_exist_ok=True)  # its own path: a tokenizer not loaded yet

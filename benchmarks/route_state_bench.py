@@ -19,9 +19,9 @@ import tracemalloc
 from typing import Any
 
 from baton_engine.agent.ledger import Ledger
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.hermes import request_view
 from baton_engine.hermes.config import HermesView
-from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.settings import load_settings
 from baton_engine.tokens.rough import estimate_chat_request
 

@@ -361,10 +361,10 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
     from incontext.vllm import VllmBackend, VllmEnvironment
 
     from agent.context_compressor import ContextCompressor
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.budget import apply_output
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.policy import Limits
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
     from baton_engine.settings import BatonSettings
     from baton_engine.tokens.contract import TokenCount
     from batontest.vllm_standin import VllmStandin
@@ -449,11 +449,11 @@ def bench_overhead(judge: Judge, runtime: Any, session: workload.Session, sizes:
     bookkeeping keys stripped and tool-call arguments normalised, which is what ``_sent_message`` does."""
     from agent.model_metadata import estimate_messages_tokens_rough, estimate_request_tokens_rough
 
+    from baton_engine.agent.runtime import set_runtime
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation, ExactEstimators
     from baton_engine.hermes.request_view import _sent_message
     from baton_engine.tokens.contract import plain_copy
-    from baton_engine.hermes.runtime import set_runtime
     from batontest.agent_frames import LoopAgent, in_agent
 
     set_runtime(runtime)

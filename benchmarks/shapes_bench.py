@@ -90,9 +90,9 @@ def through_middleware(runtime: Any, project: Path, request: dict[str, Any], api
     from batontest.agent_frames import LoopAgent, in_agent
     from batontest.hermes_requests import TOOLS, model_of
 
+    from baton_engine.agent.runtime import set_runtime
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.hermes.patches import Activation
-    from baton_engine.hermes.runtime import set_runtime
 
     set_runtime(runtime)
     provider, base_url = ROUTES[api_mode]
@@ -142,7 +142,7 @@ def run(quick: bool = False, bands: tuple[float, ...] | None = None) -> dict[str
     from batontest.hermes_home import initialised_project
     from batontest.hermes_requests import BUILDERS
 
-    from baton_engine.hermes.runtime import BatonRuntime
+    from baton_engine.agent.runtime import BatonRuntime
     from baton_engine.settings import BatonSettings
 
     logging.getLogger("baton_engine").setLevel(logging.ERROR)

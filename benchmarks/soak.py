@@ -70,8 +70,8 @@ def _drop(project: Path) -> None:
 def _runtime(backend: str) -> Any:
     from batontest.assets import qwen3_dir, tiktoken_encoding_file
 
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.hermes.config import HermesView
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
     from baton_engine.settings import BatonSettings
     from baton_engine.tokens.contract import TokenizerConfig
 

@@ -6,6 +6,7 @@ tested without a host installed. The host plugs in from an edge (``baton_engine.
 package; nothing here imports Hermes or the edge. So far: ``tools`` (the baton_capture / baton_resume /
 baton_status / baton_recall contract, answered through ``operations``), ``metrics`` (what the engine writes to
 its session's metrics log), ``notices`` (what the user is told on the terminal, once per condition), ``ledger``
-(its route, the frame of its last request, one count per request view) and ``memos`` (its per-message memos,
-over the projection its host passes in).
+(its route, the frame of its last request, one count per request view), ``memos`` (its per-message memos,
+over the projection its host passes in) and ``runtime`` (the process runtime its agents share: settings, a counter
+per tokenizer, live engines; the host passes in its view and project settings and sets the default factory).
 """

@@ -4,16 +4,15 @@ Why frames: Hermes 0.19.0 calls the estimators and the ``llm_request`` middlewar
 agent, and a process may run many agents (the gateway), each with its own engine copy, tools and
 window. Its loop functions hold the agent as a local named ``agent`` (or ``self`` inside ``AIAgent``),
 so the nearest such frame identifies it. Guarded: ``sys._getframe`` is CPython's; without it, or when
-no frame holds a Baton engine, callers fall back to the session-id registry and then to leaving the
-request alone. Only the calls that do not name the agent need this (the hooks Hermes calls on the agent's own
-engine do not), and no per-agent state rests on it: memos, ledger and route live on the engine it finds.
+no frame holds a Baton engine, callers fall back to the session-id registry (``agent/runtime.EngineRegistry``)
+and then to leaving the request alone. Only the calls that do not name the agent need this (the hooks Hermes calls
+on the agent's own engine do not), and no per-agent state rests on it: memos, ledger and route live on the engine
+it finds.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-import weakref
 from typing import Any
 
 MAX_DEPTH = 16
@@ -61,21 +60,3 @@ def calling_agent(engine_type: type | tuple[type, ...], *, skip: int = 1) -> tup
         frame, depth = frame.f_back, depth + 1
     return None
 
-
-class EngineRegistry:
-    """Live engines by session id (weak: an ended agent's engine is never kept alive by Baton)."""
-
-    def __init__(self) -> None:
-        self._engines: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-        self._lock = threading.Lock()
-
-    def remember(self, session_id: Any, engine: Any) -> None:
-        if session_id:
-            with self._lock:
-                self._engines[str(session_id)] = engine
-
-    def lookup(self, session_id: Any) -> Any | None:
-        if not session_id:
-            return None
-        with self._lock:
-            return self._engines.get(str(session_id))

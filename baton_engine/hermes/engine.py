@@ -21,6 +21,7 @@ from agent.context_engine import ContextEngine
 
 from baton_engine import policy, results
 from baton_engine.agent.ledger import Ledger, Route
+from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.hermes import status
 from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
@@ -31,7 +32,6 @@ from baton_engine.hermes.engine_requests import AgentWindow, AuxiliaryCall, Requ
 from baton_engine.hermes.engine_tools import ToolHandler
 from baton_engine.hermes.guard import guarded, internal_errors, nothing
 from baton_engine.hermes.project import Project
-from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.refusal import Refusal
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount

@@ -13,17 +13,17 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine import policy
 from baton_engine.agent import metrics
 from baton_engine.agent.ledger import Ledger, Route, RouteLedgers, frame_tokens
 from baton_engine.agent.memos import AgentMemos
 from baton_engine.agent.notices import Notices
+from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
+from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
 from baton_engine.hermes import request_view
 from baton_engine.hermes.project import Project, Resolved
-from baton_engine.hermes.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.prompt_cache import CacheBook
 from baton_engine.request import ProviderRequest, find_thinking_budget

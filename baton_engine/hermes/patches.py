@@ -24,9 +24,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from baton_engine.agent.runtime import get_runtime
 from baton_engine.hermes.caller import calling_agent, engine_of, engine_types
 from baton_engine.hermes.guard import guarded, nothing
-from baton_engine.hermes.runtime import get_runtime
 from baton_engine.tokens.verify import cached_prompt_tokens
 
 LOGGER = logging.getLogger("baton_engine.hermes")

@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine.agent.notices import tell
+from baton_engine.agent.runtime import BatonRuntime, set_runtime, start_telemetry
 from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
+from baton_engine.hermes.host import host_runtime
 from baton_engine.hermes.manifest import MIDDLEWARE
 from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
-from baton_engine.hermes.runtime import BatonRuntime, host_runtime, set_runtime, start_telemetry
 from baton_engine.metrics import telemetry
 
 LOGGER = logging.getLogger("baton_engine.hermes")

@@ -12,8 +12,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from baton_engine.agent.runtime import get_runtime
 from baton_engine.hermes.config import agent_cwd
-from baton_engine.hermes.runtime import get_runtime
 from baton_engine.settings import BatonSettings
 
 T = TypeVar("T")

@@ -34,7 +34,7 @@ class Boundary:
 
 BOUNDARIES = (
     Boundary("baton_engine/hermes/", "the host boundary: nothing may raise into Hermes"),
-    # Catches of the host boundary that moved out of hermes/ with their modules (issue 45's first and second
+    # Catches of the host boundary that moved out of hermes/ with their modules (issue 45's first, second and third
     # moves), each where it was; issue 45 takes them into the host's guard.
     Boundary("baton_engine/agent/tools.py", "the host's tool-call contract: a tool call answers a JSON string, "
              "never a traceback into the agent's tool loop", function="handle"),
@@ -45,6 +45,13 @@ BOUNDARIES = (
     Boundary("baton_engine/agent/ledger.py", "the host's frame (system prompt, tool schemas; any shape, any "
              "counter) counted inside its agent loop: an uncountable frame is as if it were free",
              function="frame_tokens"),
+    Boundary("baton_engine/agent/runtime.py", "the host's request (any shape) counted inside its agent loop without "
+             "a counter: an uncountable one is unknown and left alone", function="RouteCounting.count_chat"),
+    Boundary("baton_engine/agent/runtime.py", "a session's project settings read inside the host's agent loop: a "
+             "bad project config keeps the process settings", function="BatonRuntime.settings_for"),
+    Boundary("baton_engine/agent/runtime.py", "a tokenizer backend is plugin code started inside the host's agent "
+             "loop: a start failure is reported in status, counting falls back to estimates",
+             function="BatonRuntime._build"),
     Boundary("baton_engine/results.py", "the command surfaces promise a JSON answer, never a traceback",
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "

@@ -16,8 +16,8 @@ def started_engine(project: Path, settings: BatonSettings | None = None, *, wind
                    clock: Callable[[], datetime] | None = None) -> Any:
     """Install a runtime with ``settings`` (default: the environment's) and return an engine for ``project``
     on model ``qwen3`` with ``window``, after Hermes' CLI session start (``session-1``)."""
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.hermes.engine import BatonContextEngine
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 
     set_runtime(BatonRuntime(settings or load_settings(), clock=clock))
     engine = BatonContextEngine(project_dir=project)
@@ -45,8 +45,8 @@ def activated() -> Iterator[Any]:
 def active_runtime(model: str, base_url: str, context_length: int) -> Iterator[tuple[Any, Any]]:
     """``(activation, runtime)``: a runtime for Hermes' configured ``model`` at ``base_url`` with ``context_length``
     (the environment's settings) installed, and the plugin activated, for the block."""
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.hermes.config import HermesView
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 
     runtime = BatonRuntime(load_settings(), HermesView(engine="baton", model=model, base_url=base_url,
                                                        context_length=context_length))

@@ -69,8 +69,8 @@ def test_the_store_holds_vectors_and_keyed_digests_never_text(tmp_path: Path) ->
 
 
 def test_the_runtime_keeps_vectors_beside_the_projects_records(tmp_path: Path) -> None:
+    from baton_engine.agent.runtime import BatonRuntime
     from baton_engine.embedding import EmbedderConfig
-    from baton_engine.hermes.runtime import BatonRuntime
     from baton_engine.recall import dense
     from baton_engine.settings import BatonSettings
 

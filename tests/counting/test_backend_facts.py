@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from baton_engine.agent.runtime import BatonRuntime, CounterStart
 from baton_engine.budget import margin_for
-from baton_engine.hermes.runtime import BatonRuntime, CounterStart
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import TokenCount, TokenizerBackend
 from baton_engine.tokens.counter import TokenCounter

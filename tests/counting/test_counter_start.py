@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from baton_engine.agent.ledger import Ledger
-import baton_engine.hermes.runtime as runtime_module
+import baton_engine.agent.runtime as runtime_module
+from baton_engine.agent.runtime import STARTING, BatonRuntime
 from baton_engine.hermes.config import HermesView
-from baton_engine.hermes.runtime import STARTING, BatonRuntime
 from baton_engine.request import ProviderRequest
 from baton_engine.settings import load_settings
 from baton_engine.tokens.anchor import UsageAnchor

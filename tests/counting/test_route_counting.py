@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.hermes.config import HermesView
-from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.settings import SettingsError, load_settings
 from baton_engine.tokens.plugins import installed_backends
 from batontest.assets import qwen3_dir

@@ -25,7 +25,8 @@ except ImportError:  # hermes-agent is optional: these tests run in the tox env 
 from batontest import assets  # noqa: E402
 from batontest.hermes_home import initialised_project  # noqa: E402
 
-from baton_engine.hermes import plugin, runtime  # noqa: E402
+from baton_engine.agent import runtime  # noqa: E402
+from baton_engine.hermes import plugin  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
 
+from baton_engine.agent.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes

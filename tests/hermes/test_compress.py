@@ -16,8 +16,8 @@ from batontest.gitrepo import git
 from batontest.records import handoff_records as _records
 from batontest.secrets_corpus import SAMPLES
 
+from baton_engine.agent.runtime import get_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import get_runtime
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import TokenizerConfig

@@ -19,9 +19,9 @@ import pytest
 from batontest.engines import started_engine
 from batontest.hermes_home import initialised_project
 
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.handoff import ids
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes

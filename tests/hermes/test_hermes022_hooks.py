@@ -17,8 +17,8 @@ import pytest
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.engines import activated, started_engine
 
+from baton_engine.agent.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes

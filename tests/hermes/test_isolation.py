@@ -18,8 +18,9 @@ from batontest.hermes_home import initialised_project
 from batontest.records import handoff_records
 from batontest.schemas import assert_conforms
 
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, host_runtime, set_runtime
+from baton_engine.hermes.host import host_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes

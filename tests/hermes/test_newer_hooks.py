@@ -10,8 +10,8 @@ from batontest.agent_frames import LoopAgent, in_agent
 from batontest.engines import activated
 from batontest.faulty_servers import refused_url
 
+from baton_engine.agent.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes

@@ -13,10 +13,10 @@ from batontest.agent_frames import LoopAgent, in_agent
 from batontest.assets import qwen3_dir
 from batontest.engines import activated, hermes_estimator, unconfirmed_cap
 
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation, Patch
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import TokenizerConfig
 

@@ -14,8 +14,9 @@ from batontest import assets
 from batontest.hermes_home import hermes_config, write_hermes_home
 from hermes_cli.plugins import PluginManager
 
+from baton_engine.agent import runtime
+from baton_engine.hermes import plugin
 from baton_engine.hermes.doctor import check_engine_copy, check_selection, check_settings
-from baton_engine.hermes import plugin, runtime
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.install import write_plugin_dir
 

@@ -14,9 +14,9 @@ from batontest.records import handoff_records as _records
 from batontest.schemas import assert_conforms
 from batontest.secrets_corpus import SAMPLES
 
+from baton_engine.agent.runtime import get_runtime
 from baton_engine.compaction import continuity
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import get_runtime
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.settings import load_settings
 

@@ -12,9 +12,9 @@ import pytest
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.engines import active_runtime
 
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.policy import MIN_CAP_TOKENS
 from baton_engine.refusal import parse_refusal
 

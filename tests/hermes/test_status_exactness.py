@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from baton_engine.agent.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, get_runtime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes

@@ -77,7 +77,8 @@ NO_EXTRA = """
 import json, sys
 sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
 from pathlib import Path
-from baton_engine.hermes.runtime import get_runtime
+import baton_engine.hermes  # sets the runtime's default factory (host_runtime), as importing the engine does
+from baton_engine.agent.runtime import get_runtime
 from batontest.engines import started_engine
 get_runtime()  # as an engine outside the plugin starts: telemetry as the settings ask (BATON_TELEMETRY=on)
 engine = started_engine(Path(sys.argv[1]))

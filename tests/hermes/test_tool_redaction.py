@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.settings import load_settings
 from batontest.secrets_corpus import SAMPLES, SecretSample
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
@@ -159,8 +159,8 @@ def test_capture_error_shows_the_expected_shape(project: Path, kind: str) -> Non
 def test_capture_schema_shows_each_kinds_main_fields_from_the_item_models() -> None:
     """Short (every request carries it): each kind's required field and its main ones, typed by the item models;
     the description names each shown field under its kind."""
-    from baton_engine.handoff import capture
     from baton_engine.agent.tools import SCHEMAS
+    from baton_engine.handoff import capture
 
     schema = next(schema for schema in SCHEMAS if schema["name"] == "baton_capture")
     params = schema["parameters"]

@@ -21,10 +21,10 @@ from batontest.engines import activated
 from batontest.model_server import ModelServer, ScriptedPolicy
 from batontest.ollama_standin import MODEL, OllamaStandin
 
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.hermes.config import HermesView
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime, set_runtime
 from baton_engine.operations.doctor import doctor
 from baton_engine.settings import load_settings
 

@@ -14,9 +14,9 @@ from batontest.agent_frames import LoopAgent, in_agent
 from batontest.engines import active_runtime, unconfirmed_cap
 from batontest.threads import run_in_threads
 
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import Activation
-from baton_engine.hermes.runtime import BatonRuntime
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
 
 pytestmark = pytest.mark.hermes

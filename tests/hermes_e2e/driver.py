@@ -36,7 +36,7 @@ def _count_builtin_compressor_calls() -> dict[str, int]:
 def _count_resolutions() -> dict[str, int]:
     """Wrap the runtime's settings and counting resolutions (class level) to count them per session: a request's
     hooks share one of each (``baton_engine.hermes.project.Resolved``)."""
-    from baton_engine.hermes.runtime import BatonRuntime
+    from baton_engine.agent.runtime import BatonRuntime
 
     calls = {"settings_for": 0, "for_route": 0}
     for name in list(calls):

@@ -20,7 +20,7 @@ HOLD_SECONDS = 60.0
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
-    import baton_engine.hermes.runtime as runtime_module
+    import baton_engine.agent.runtime as runtime_module
     from baton_engine.hermes import plugin
     from run_agent import AIAgent
 

@@ -57,8 +57,8 @@ def capture_all_logs() -> Iterator[LogSink]:
 def installed_runtime(env: Mapping[str, str], *, context_length: int = 65536, model: str | None = None,
                       base_url: str | None = None) -> Iterator[Any]:
     """Install a Baton runtime built from ``env`` as the process runtime (what the plugin's ``register`` does)."""
+    from baton_engine.agent.runtime import BatonRuntime, set_runtime
     from baton_engine.hermes.config import HermesView
-    from baton_engine.hermes.runtime import BatonRuntime, set_runtime
     from baton_engine.settings import load_settings
 
     view = HermesView(engine="baton", model=model, base_url=base_url, context_length=context_length)

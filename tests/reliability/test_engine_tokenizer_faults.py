@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from baton_engine.agent.runtime import get_runtime
 import baton_engine.tokens.breaker as breaker
-from baton_engine.hermes.runtime import get_runtime
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.assets import LOOP_TRIGGER, looping_template_dir

@@ -1,4 +1,4 @@
-"""The process-wide Baton runtime inside Hermes: settings, the token counters (one per tokenizer a route uses)
+"""The process-wide Baton runtime of a host's agents: settings, the token counters (one per tokenizer a route uses)
 and the live engines.
 
 Why module state and not engine attributes: Hermes deep-copies the registered engine for every agent,
@@ -9,6 +9,11 @@ window, anchor, the last count — is per agent, on the agent's engine (``agent/
 the engine looks for ``.baton/``), in ``settings.load_settings``' one precedence. ``engines`` finds an
 agent's engine by session id when the calling frame does not name it.
 
+No host in it: the host passes in what it knows (its view of the main route and window, ``HostView``; how to read
+a project's settings, ``ProjectSettings``) and tells ``set_default_factory`` how to build the runtime its engines
+get when none was installed (Hermes: ``hermes/host.host_runtime``, registered when ``baton_engine.hermes`` is
+imported).
+
 Time comes from ONE injectable clock (``clock``, default real UTC time): a compaction reads it once,
 so a test or benchmark that pins it gets the same record ids and timestamps for the same input.
 """
@@ -17,20 +22,19 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from baton_engine.budget import compression_window
-from baton_engine.policy import reserved_tokens
-from baton_engine.hermes.caller import EngineRegistry
+from baton_engine.embedding import EmbedderBreaker, EmbedderError, load_embedder
 from baton_engine.handoff.filememo import FileMemo
 from baton_engine.handoff.store import find_project_root
-from baton_engine.hermes.config import HermesView, agent_cwd, load_hermes_settings
-from baton_engine.embedding import EmbedderBreaker, EmbedderError, load_embedder
 from baton_engine.metrics import telemetry
+from baton_engine.policy import reserved_tokens
 from baton_engine.recall import MemoryIndex, dense
 from baton_engine.settings import BatonSettings
 from baton_engine.tokenizer_check import configured_by, start_failure
@@ -49,6 +53,55 @@ PROJECT_SETTINGS_ENTRIES = 16  # projects a gateway's sessions work in, each wit
 
 def _utc_clock() -> datetime:
     return datetime.now(UTC)
+
+
+class HostView(Protocol):
+    """The host's view of its configured main route and window (Hermes: ``hermes/config.HermesView``)."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def provider(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def context_length(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class NoView:
+    """The view of a host that names no main route nor window (a runtime built by hand): every route is the main
+    one (``BatonRuntime._is_main``), the window ``DEFAULT_CONTEXT_LENGTH``."""
+
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    context_length: int | None = None
+
+
+ProjectSettings = Callable[[Path], BatonSettings]  # a project root -> the settings layered over its config
+
+
+class EngineRegistry:
+    """Live engines by session id (weak: an ended agent's engine is never kept alive by Baton)."""
+
+    def __init__(self) -> None:
+        self._engines: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        self._lock = threading.Lock()
+
+    def remember(self, session_id: Any, engine: Any) -> None:
+        if session_id:
+            with self._lock:
+                self._engines[str(session_id)] = engine
+
+    def lookup(self, session_id: Any) -> Any | None:
+        if not session_id:
+            return None
+        with self._lock:
+            return self._engines.get(str(session_id))
 
 
 def _server_root(url: str) -> str:
@@ -239,17 +292,18 @@ class BatonRuntime:
     """Settings + host view + lazily built, thread-safe counters, one per tokenizer configuration (never built
     at import or copy time). The configured tokenizer serves the main route; ``for_route`` picks the others'."""
 
-    def __init__(self, settings: BatonSettings, view: HermesView | None = None,
-                 clock: Callable[[], datetime] | None = None, *, home: Path | None = None,
-                 project_root: Path | None = None) -> None:
+    def __init__(self, settings: BatonSettings, view: HostView | None = None,
+                 clock: Callable[[], datetime] | None = None, *, project_root: Path | None = None,
+                 project_settings: ProjectSettings | None = None) -> None:
         self.settings = settings
-        # host_runtime's: the project whose .baton/config.json layer ``settings`` has, and the Hermes home it
-        # read; None (a runtime built by hand) means ``settings`` holds for every project
+        # the host's (hermes/host.host_runtime): the project whose .baton/config.json layer ``settings`` has, and how
+        # to read another project's settings the same way; None (a runtime built by hand) means ``settings`` holds
+        # for every project
         self.project_root = project_root
-        self._home = home
+        self._load_project_settings = project_settings
         self._project_settings = FileMemo(PROJECT_SETTINGS_ENTRIES)
         self.clock: Callable[[], datetime] = clock or _utc_clock
-        self.view = view or HermesView()
+        self.view: HostView = view or NoView()
         self.context_length = self.view.context_length or DEFAULT_CONTEXT_LENGTH
         self.engines = EngineRegistry()
         self.recall_index = MemoryIndex()  # what Baton compacted, per lineage, for hosts that bind no session store
@@ -286,17 +340,17 @@ class BatonRuntime:
 
     def settings_for(self, project_dir: Path) -> BatonSettings:
         """The settings of a session's project: ``settings`` when it is the runtime's own project (or the
-        runtime was built by hand), else the same layers over that project's ``.baton/config.json``, read
-        again only when the file changed. A broken project config keeps ``settings`` (doctor reports it).
-        The token counter stays the process's."""
-        if self.project_root is None:
+        runtime was built by hand), else the same layers over that project's ``.baton/config.json`` (the host's
+        ``project_settings``), read again only when the file changed. A broken project config keeps ``settings``
+        (doctor reports it). The token counter stays the process's."""
+        load = self._load_project_settings
+        if self.project_root is None or load is None:
             return self.settings
         paths = find_project_root(Path(project_dir))
         if paths is None or paths.root == self.project_root:
             return self.settings
         try:
-            return self._project_settings.get(
-                paths.config_path, lambda: load_hermes_settings(self._home, project_dir=paths.root)[0])
+            return self._project_settings.get(paths.config_path, lambda: load(paths.root))
         # read inside Hermes' agent loop for a gateway session's project: its bad config keeps the process settings,
         # never breaks run_conversation
         except Exception as exc:  # noqa: BLE001
@@ -463,21 +517,26 @@ def clock_now() -> datetime:
     return active.now() if active is not None else _utc_clock()
 
 
-def host_runtime(home: Path | None = None) -> BatonRuntime:
-    """A runtime with the settings the plugin starts with (``load_hermes_settings``: env > the ``baton:`` block >
-    the working directory's project config > default) and the host view; bad values raise a UserInputError."""
-    project = agent_cwd()
-    settings, view = load_hermes_settings(home, project_dir=project)
-    paths = find_project_root(project)
-    return BatonRuntime(settings, view, home=home, project_root=paths.root if paths is not None else project.resolve())
+_DEFAULT_FACTORY: Callable[[], BatonRuntime] | None = None
+
+
+def set_default_factory(factory: Callable[[], BatonRuntime] | None) -> None:
+    """How ``get_runtime`` builds the runtime when none is installed: the host's (Hermes: ``hermes/host.host_runtime``,
+    set when ``baton_engine.hermes`` is imported, so an engine used outside the plugin gets the plugin's settings)."""
+    global _DEFAULT_FACTORY
+    with _ACTIVE_LOCK:
+        _DEFAULT_FACTORY = factory
 
 
 def get_runtime() -> BatonRuntime:
-    """The installed runtime, or one built as the plugin builds it (an engine used outside the plugin)."""
+    """The installed runtime, or one built by the host's default factory, as its plugin builds it (an engine used
+    outside the plugin); without either, a RuntimeError (no host to read settings from)."""
     global _ACTIVE
     with _ACTIVE_LOCK:
         if _ACTIVE is None:
-            _ACTIVE = host_runtime()
+            if _DEFAULT_FACTORY is None:
+                raise RuntimeError("no Baton runtime installed (set_runtime) and no host default (set_default_factory)")
+            _ACTIVE = _DEFAULT_FACTORY()
             start_telemetry(_ACTIVE.settings)
         return _ACTIVE
 
