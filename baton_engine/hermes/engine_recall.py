@@ -8,9 +8,10 @@ and picks the source — Hermes' own store of this lineage when bound, else Bato
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
-from baton_engine.agent.runtime import get_runtime
+from baton_engine.agent.runtime import RouteCounting, get_runtime
 from baton_engine.compaction import continuity
 from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.messages.entry import Entry, build_entries
@@ -113,16 +114,21 @@ class RecallBinding:
     def _remembered(self, entries: list[Entry]) -> None:
         """Entries recall keeps from now on: their counts (a later hit's exact cost from the counter's cache) and
         vectors, in the background (off the request path)."""
-        redacted.count_ahead(entries, self._warm_count)
+        redacted.count_ahead(entries, self._warm_count(self.requests.counting()))
         embedder = get_runtime().embedder()
         if embedder is not None:
             dense.queue([p for entry in entries for p in passages(entry)], embedder)
 
-    def _warm_count(self, text: str) -> int:
-        """Fill the counter's cache ahead of a search (background): only with a tokenizer that runs already, so
-        the first request, not this thread, is the one that waits for it to start."""
-        counter = self.requests.counting().ready_counter()
-        return counter.count_text(text).tokens or 0 if counter is not None else 0
+    @staticmethod
+    def _warm_count(counting: RouteCounting) -> Callable[[str], int]:
+        """Fill the counter's cache ahead of a search, on the background thread: with the route's counting resolved
+        on the caller's thread (the worker resolves no settings), and only with a tokenizer that runs already, so
+        the first request, not the worker, is the one that waits for it to start."""
+        def warm(text: str) -> int:
+            counter = counting.ready_counter()
+            return counter.count_text(text).tokens or 0 if counter is not None else 0
+
+        return warm
 
     def count_text_tokens(self, text: str) -> int:
         """Exact when the tokenizer answers, else the rough estimate: recall budgets never fail."""
