@@ -20,6 +20,13 @@ from baton_engine.recall.query import Query, Term
 # lines, which outrank the assistant's paraphrase of them (benchmarks/paraphrase_bench.py, docs/recall.md).
 WEIGHTS = (2.0, 1.0, 0.5, 1.0)
 _COLUMNS = ("user", "tool", "assistant")
+# A query word of letters or digits this long or longer also matches the words it begins, as ``query`` defines a
+# match (its stem as an FTS5 prefix: ``times`` finds ``Timestamps``, which stemming alone does not); a shorter one
+# begins too many unrelated words and matches only itself, stemmed. Measured on the paraphrase corpus
+# (benchmarks/paraphrase_bench.py, FINDINGS 21): with every word a prefix, an absent question of its 144-message
+# session found a line holding ``Run`` and ``etl_user`` for its ``run`` and ``use`` (1 false "found" in 10, 0 before);
+# from 4 letters on, 0 and the same answers.
+PREFIX_WORD_CHARS = 4
 
 
 class LexicalIndex:
@@ -46,6 +53,7 @@ class LexicalIndex:
             first = len(self._passage_of)
             self._db.executemany("INSERT INTO passages(rowid, user, tool, assistant, call) VALUES (?, ?, ?, ?, ?)",
                                  [(first + n, *row[1:]) for n, row in enumerate(rows)])
+            self._db.commit()  # uncommitted rows stay in FTS5's pending hash, which a prefix query scans whole
             self._passage_of.extend(row[0] for row in rows)
 
     def rows_matching(self, term: Term, at_most: int) -> int:
@@ -76,13 +84,15 @@ def _quoted(text: str) -> str:
 
 def fts_query(query: Query) -> str:
     """The terms as an FTS5 OR of quoted strings (FTS5 tokenizes and stems each; a path or identifier becomes
-    the phrase of its parts); a hash-like identifier also matches as a prefix (a short hash finds the full one),
-    and all the terms as one phrase count too."""
+    the phrase of its parts); a word of ``PREFIX_WORD_CHARS`` or more also matches as a prefix (``times`` finds
+    ``Timestamps``), a hash-like identifier too (a short hash finds the full one), and all the terms as one phrase
+    count too."""
     parts = []
     for term in query.terms:
         if not any(ch.isalnum() for ch in term.text):
             continue
-        prefix = term.kind == "identifier" and term.text.isalnum()
+        word = term.kind == "word" and len(term.text) >= PREFIX_WORD_CHARS
+        prefix = (word or term.kind == "identifier") and term.text.isalnum()
         parts.append(_quoted(term.text) + ("*" if prefix else ""))
     if len(parts) > 1:  # the terms together, in the query's order, rank above the same terms apart
         parts.append(_quoted(" ".join(term.text for term in query.terms)))

@@ -4,8 +4,8 @@ Why rank in-process instead of asking the store's FTS5: Hermes' ``search_message
 global LIMIT (hits of the current lineage can be pushed out by other sessions). One ranking over both sources
 (``index.lineage_index``: FTS5 over passages) also gives the same answer whether a session DB is bound or not.
 A hit is the best passage of one message (its lines, not the message's first ones); order is score, then
-position: deterministic. A hit scoring under the measured floor is still returned, flagged ``weak``: "not found"
-is every hit weak, and an answer that ranks low is not lost.
+position, but for the exact lookups' places (below): deterministic. A hit scoring under the measured floor is still
+returned, flagged ``weak``: "not found" is every hit weak, and an answer that ranks low is not lost.
 """
 
 from __future__ import annotations
@@ -41,15 +41,17 @@ LEXICAL_FLOOR = 12.0
 # "found"); retrieval alone 19, 18, 18, 17, 17.
 DENSE_FLOOR = 0.53
 LEXICAL_WEIGHT = 0.05
-# With an embedder, exact lookups keep places of their own beside the hits by meaning: when the query holds an exact
-# term (an identifier, number, path or quoted phrase, or a word found in at most RARE_ROWS rows of the lineage's
-# index), the best LEXICAL_PLACES messages by BM25 among the passages holding one as written are placed from
-# position LEXICAL_PLACE_AT on (0-based; a message already ahead stays there), each shown at its passage's line
-# holding the most of the query's terms: a passage holding the query's exact term is among the hits whatever the
-# model scores it. Measured on the paraphrase corpus through the real engine with all-MiniLM-L6-v2 (benchmarks/
-# paraphrase_bench.py, FINDINGS 20): each fact asked in its own words 36 / 36 with places, 26 / 36 without; asked
-# in other words, 2 places at 1 answered 23 / 36 at 16K and 24 / 36 at 64K (as many as without places), 1 place 22
-# and 23, 1 false "found" in 10 (0 without). A rarity bound of 1 or 20 rows answered as 5 does.
+# Exact lookups keep places of their own beside the ranked hits: when the query holds an exact term (an identifier,
+# number, path or quoted phrase; with an embedder also a word found in at most RARE_ROWS rows of the lineage's index),
+# the best LEXICAL_PLACES messages by BM25 among the passages holding one as written (an identifier, number, path or
+# phrase before a rare word) are placed from position LEXICAL_PLACE_AT on (0-based; a message already ahead stays
+# there). A passage holding the query's exact term is among the hits whatever the model scores it, or, lexically,
+# whatever the question's other words match (they match at a word start: ``back`` begins ``backoff``). Measured on
+# the paraphrase corpus through the real engine with all-MiniLM-L6-v2 (benchmarks/paraphrase_bench.py, FINDINGS
+# 20): each fact asked in its own words 36 / 36 with places, 26 / 36 without; asked in other words, 2 places at 1
+# answered 23 / 36 at 16K and 24 / 36 at 64K (as many as without places), 1 place 22 and 23, 1 false "found" in 10
+# (0 without). A rarity bound of 1 or 20 rows answered as 5 does. Lexically (FINDINGS 21): 14 / 36 at 16K and 15 /
+# 36 at 64K with places, 13 and 14 without (``Why did we back out a41f9c2?`` lost to ``backoff``).
 LEXICAL_PLACES = 2
 LEXICAL_PLACE_AT = 1
 RARE_ROWS = 5
@@ -156,14 +158,32 @@ def int_in_range(value: object, low: int, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def _lexical(index: LineageIndex, query: Query, limit: int) -> dict[int, float]:
+class _Matches:
+    """The passages matching one query, best first by BM25, asked of FTS5 once for the most that one search reads
+    (the ranking and the exact-lookup places read the same query's rows; FTS5 scores every match each time)."""
+
+    def __init__(self, index: LineageIndex, query: Query) -> None:
+        self.index, self.query = index, query
+        self._rows: list[tuple[int, float]] = []
+        self._all = False
+
+    def first(self, count: int) -> list[tuple[int, float]]:
+        """(passage number, BM25) of the best ``count`` matching passages."""
+        if count > len(self._rows) and not self._all:
+            wanted = max(count, PLACE_CANDIDATES * PASSAGES_PER_HIT)
+            self._rows = self.index.lexical.search(self.query, wanted)
+            self._all = len(self._rows) < wanted
+        return self._rows[:count]
+
+
+def _lexical(matches: _Matches, limit: int) -> dict[int, float]:
     """Passage number -> BM25 score of the best passage of each of (at least) ``limit`` messages."""
     best: dict[str, tuple[int, float]] = {}
     wanted = limit * PASSAGES_PER_HIT
     while True:
-        found = index.lexical.search(query, wanted)
+        found = matches.first(wanted)
         for number, score in found:
-            ref = index.passages[number].entry.ref
+            ref = matches.index.passages[number].entry.ref
             if ref not in best:
                 best[ref] = (number, score)
         if len(best) >= limit or len(found) < wanted:
@@ -197,6 +217,13 @@ def _fused(lexical: dict[int, float], dense: dict[int, float], floor: float = DE
     return fused
 
 
+def _scored(lexical: dict[int, float], dense: dict[int, float], floor: float) -> dict[int, tuple[float, bool]]:
+    """Passage -> (score, weak): fused when there are cosines (``_fused``), else BM25 alone, weak under its floor."""
+    if dense:
+        return _fused(lexical, dense, floor)
+    return {number: (bm25, bm25 < LEXICAL_FLOOR) for number, bm25 in lexical.items()}
+
+
 def matched_line(passage: Passage, query: Query) -> int | None:
     """The line of ``passage`` (0-based) holding the most weight of the query's distinct terms (the first of
     equals); None when no line holds one (the match was in the call that produced the message)."""
@@ -211,44 +238,51 @@ def matched_line(passage: Passage, query: Query) -> int | None:
 Ranked = tuple[Passage, float, bool, int | None]
 
 
-def exact_terms(index: LineageIndex, query: Query) -> tuple[Term, ...]:
-    """The query's terms an exact lookup is made of: identifiers, numbers, paths and phrases, and words in at most
-    ``RARE_ROWS`` rows of the index."""
-    return tuple(term for term in query.terms
-                 if term.kind != "word" or index.lexical.rows_matching(term, RARE_ROWS) <= RARE_ROWS)
+def exact_terms(index: LineageIndex, query: Query, rare_words: bool) -> tuple[Term, ...]:
+    """The query's terms an exact lookup is made of: identifiers, numbers, paths and phrases (FTS5 matches their
+    tokens, not the text as written), and with ``rare_words`` words in at most ``RARE_ROWS`` rows of the index (beside
+    ranking by meaning, which does not weigh a word's rarity; BM25 does)."""
+    return tuple(term for term in query.terms if term.kind != "word" or (
+        rare_words and index.lexical.rows_matching(term, RARE_ROWS) <= RARE_ROWS))
 
 
-def _holds(passage: Passage, terms: tuple[Term, ...]) -> bool:
-    """Whether ``passage`` (or the call that produced its message, for its first passage) holds one of ``terms`` as
-    written (``15%``, not any ``15``)."""
+def _held(passage: Passage, terms: tuple[Term, ...]) -> float:
+    """The weight of the heaviest of ``terms`` that ``passage`` (or the call that produced its message, for its first
+    passage) holds as written (``15%``, not any ``15``); 0 when it holds none."""
     call = [] if passage.first_line > 1 else [passage.entry.tool_name or "", passage.entry.arguments or ""]
-    return any(term.pattern.search(text) for text in (passage.text, *call) for term in terms)
+    texts = (passage.text, *call)
+    return max((term.weight for term in terms if any(term.pattern.search(text) for text in texts)), default=0.0)
 
 
-def _holding(index: LineageIndex, query: Query, exact: tuple[Term, ...]) -> list[tuple[int, float]]:
+def _holding(matches: _Matches, exact: tuple[Term, ...]) -> list[tuple[int, float]]:
     """(passage, BM25) of the best messages by the whole query whose passage holds an exact term as written (FTS5
-    matched its tokens only: ``15`` for ``15%``); else of the best by the exact terms alone, as written if any."""
-    for terms in (query, Query(exact)):
-        found = sorted(_lexical(index, terms, PLACE_CANDIDATES).items(), key=lambda item: (-item[1], item[0]))
-        literal = [item for item in found if _holds(index.passages[item[0]], exact)]
+    matched its tokens only: ``15`` for ``15%``), those holding an identifier, number, path or phrase before those
+    holding only a rare word (``back`` begins ``backoff``; ``a41f9c2`` is the lookup); else of the best by the exact
+    terms alone, as written if any."""
+    for asked in (matches, _Matches(matches.index, Query(exact))):
+        found = sorted(_lexical(asked, PLACE_CANDIDATES).items(), key=lambda item: (-item[1], item[0]))
+        held = {number: _held(matches.index.passages[number], exact) for number, _bm25 in found}
+        literal = sorted((item for item in found if held[item[0]]), key=lambda item: -held[item[0]])
         if literal:
             return literal
     return found
 
 
-def _lexical_places(order: list[Ranked], index: LineageIndex, query: Query, lexical: dict[int, float],
-                    dense: dict[int, float], floor: float) -> list[Ranked]:
+def _lexical_places(order: list[Ranked], matches: _Matches, lexical: dict[int, float], dense: dict[int, float],
+                    floor: float) -> list[Ranked]:
     """``order`` with the best messages holding the query's exact terms placed from ``LEXICAL_PLACE_AT`` on (those
-    already ahead stay), each shown at its passage's line holding the most of the query's terms."""
-    exact = exact_terms(index, query) if LEXICAL_PLACES else ()
+    already ahead stay); beside hits by meaning each is shown at its passage's line holding the most of the query's
+    terms, lexically as the other hits (its passage)."""
+    index, query = matches.index, matches.query
+    exact = exact_terms(index, query, rare_words=bool(dense)) if LEXICAL_PLACES else ()
     if not exact:
         return order
-    for slot, (number, bm25) in enumerate(_holding(index, query, exact)[:LEXICAL_PLACES]):
+    for slot, (number, bm25) in enumerate(_holding(matches, exact)[:LEXICAL_PLACES]):
         passage = index.passages[number]
         at = next((i for i, item in enumerate(order) if item[0].entry.ref == passage.entry.ref), len(order))
-        score, weak = _fused({number: max(bm25, lexical.get(number, 0.0))}, {number: dense.get(number, 0.0)},
-                             floor)[number]
-        placed = (passage, round(score, 4), weak, matched_line(passage, query))
+        cosine = {number: dense.get(number, 0.0)} if dense else {}
+        score, weak = _scored({number: max(bm25, lexical.get(number, 0.0))}, cosine, floor)[number]
+        placed = (passage, round(score, 4), weak, matched_line(passage, query) if dense else None)
         order = [item for i, item in enumerate(order) if i != at]
         order.insert(min(at, LEXICAL_PLACE_AT + slot), placed)
     return order
@@ -261,14 +295,14 @@ def ranked(entries: Sequence[Entry], query: Query, limit: int, question: str = "
     if not entries:
         return []
     index = lineage_index(entries, embedder)
-    lexical = _lexical(index, query, limit)
+    matches = _Matches(index, query)
+    lexical = _lexical(matches, limit)
     dense = _dense(index, question, embedder, limit) if embedder is not None else {}
     cosines = {number: cosine for number, (cosine, _line) in dense.items()}
     floor = weak_below(embedder) if embedder is not None else None
     floor = DENSE_FLOOR if floor is None else floor
-    scored = _fused(lexical, cosines, floor) if dense else {n: (s, s < LEXICAL_FLOOR) for n, s in lexical.items()}
     best: dict[str, Ranked] = {}
-    for number, (score, weak) in scored.items():
+    for number, (score, weak) in _scored(lexical, cosines, floor).items():
         passage = index.passages[number]
         kept = best.get(passage.entry.ref)
         if kept is None or round(score, 4) > kept[1] or (round(score, 4) == kept[1] and
@@ -276,9 +310,7 @@ def ranked(entries: Sequence[Entry], query: Query, limit: int, question: str = "
             line = dense[number][1] if number in dense else None
             best[passage.entry.ref] = (passage, round(score, 4), weak, line)  # ordered by the score the hit shows
     order = sorted(best.values(), key=lambda item: (-item[1], item[0].entry.position, item[0].first_line))
-    if dense:
-        order = _lexical_places(order, index, query, lexical, cosines, floor)
-    return order[:limit]
+    return _lexical_places(order, matches, lexical, cosines, floor)[:limit]
 
 
 def uncounted(source: RecallSource, query: str, limit: int,

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import paraphrase_corpus as corpus  # noqa: E402
 
 from baton_engine.recall import MemoryIndex, dense, recall_tool  # noqa: E402
+from baton_engine.recall.query import parse_query  # noqa: E402
 from baton_engine.recall.search import DENSE_FLOOR  # noqa: E402
 
 ANSWERS = tuple(fact.answer for fact in corpus.FACTS)
@@ -56,6 +57,24 @@ def test_every_fact_asked_in_its_own_words_is_in_the_answer(source, qwen_count, 
         if answer_text not in _shown(answer):
             missed.append(answer_text)
     assert missed == [], f"{len(missed)} of {len(ANSWERS)} own-words lookups lost: {missed}"
+
+
+SHARING_AN_IDENTIFIER = tuple(fact for fact in corpus.FACTS if fact.shared and
+                              parse_query(fact.shared).terms[0].kind != "word")
+
+
+@pytest.mark.parametrize("embedder", [None, Adversary()], ids=["lexical", "adversarial embedder"])
+def test_a_question_holding_an_identifier_gets_its_statement(source, qwen_count, embedder) -> None:
+    """A question in other words that shares only an identifier with its statement (``Why did we back out
+    a41f9c2?``) gets the message holding it, whatever the question's other words match (``back`` begins
+    ``backoff``: a user's line outscores the commit's) or the embedder says."""
+    assert len(SHARING_AN_IDENTIFIER) == 3
+    if embedder is not None:
+        recall_tool(source, {"mode": "search", "query": "warm up"}, qwen_count, embedder)
+        dense.wait_idle()
+    for fact in SHARING_AN_IDENTIFIER:
+        answer = recall_tool(source, {"mode": "search", "query": fact.question}, qwen_count, embedder)
+        assert fact.answer in _shown(answer), (fact.question, answer)
 
 
 def test_the_adversary_really_ranks_the_answers_last(source, qwen_count) -> None:
