@@ -52,9 +52,10 @@ class Project:
 
     def settings(self) -> BatonSettings:
         """This session's settings (``BatonRuntime.settings_for`` its project), resolved once per request
-        (``next_request``) for this runtime and directory."""
+        (``next_request``) for this runtime, its own settings and this directory (a runtime whose settings were
+        replaced, as a benchmark arm's are, resolves them again at once)."""
         runtime, path = get_runtime(), self.path()
-        return self._settings.get((runtime, path), lambda: runtime.settings_for(path))
+        return self._settings.get((runtime, runtime.settings, path), lambda: runtime.settings_for(path))
 
     def next_request(self) -> None:
         """A provider request begins: its settings are read again (an edited project config takes effect)."""

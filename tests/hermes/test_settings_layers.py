@@ -8,6 +8,7 @@ then compared with what `baton` itself answers in that project: the same counter
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from batontest.baton_cli import run_baton
 from batontest.hermes_home import hermes_config, initialised_project, write_hermes_home
 from hermes_cli.plugins import PluginManager
 
+from baton_engine.agent.runtime import get_runtime
 from baton_engine.hermes.doctor import check_settings
 from baton_engine.hermes.engine import BatonContextEngine
 
@@ -150,3 +152,14 @@ def test_a_projects_settings_are_read_once_per_request_and_an_edit_takes_effect_
     request = {"model": "qwen3-test", "messages": list(MESSAGES), "max_tokens": 512}
     engine.requests.on_request(request, model="qwen3-test", base_url="http://127.0.0.1:9/v1", provider="custom")
     assert engine.counting().source() == "tiktoken:o200k_base"  # the next request reads the edit
+
+
+def test_a_runtime_whose_settings_are_replaced_is_read_again_at_once(hermes_home: Path, project: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held settings follow the runtime's own: a runtime given new settings (a benchmark arm's fallback threshold) is
+    read again without waiting for a request."""
+    engine = _engine(hermes_home, project, monkeypatch)
+    runtime = get_runtime()
+    assert engine.project.settings() is runtime.settings
+    runtime.settings = replace(runtime.settings, fallback_token_threshold=12_345)
+    assert engine.project.settings().fallback_token_threshold == 12_345
