@@ -7,6 +7,9 @@ package; nothing here imports Hermes or the edge. So far: ``tools`` (the baton_c
 baton_status / baton_recall contract, answered through ``operations``), ``metrics`` (what the engine writes to
 its session's metrics log), ``notices`` (what the user is told on the terminal, once per condition), ``ledger``
 (its route, the frame of its last request, one count per request view), ``memos`` (its per-message memos,
-over the projection its host passes in) and ``runtime`` (the process runtime its agents share: settings, a counter
-per tokenizer, live engines; the host passes in its view and project settings and sets the default factory).
+over the projection its host passes in), ``runtime`` (the process runtime its agents share: settings, a counter
+per tokenizer, live engines; the host passes in its view and project settings and sets the default factory),
+``project`` (the project an agent works in and its settings), ``requests`` (the request budgeter: one count per
+request view, the window, ``budget.decide`` on each request) and ``host`` (``Host``: what the budgeter and the
+project ask of their host, which the host implements once at its edge; Hermes: ``hermes/host.HermesHost``).
 """

@@ -8,8 +8,9 @@ found through the engine whichever way the host reaches it (a direct hook call, 
 Created on first use and never copied: a copy of the engine (Hermes' per-agent ``copy.deepcopy``, or
 ``clone_for_agent``) starts with empty memos, so copying stays cheap and never meets the memos' locks.
 
-The projection is the host's: how its stored messages project to the neutral view, and each one's key digest (for
-Hermes, ``hermes/request_view.project``, passed in by its ``RequestBudgeter``); a copy keeps it.
+The projection is the host's: how its stored messages project to the neutral view, and each one's key digest
+(``agent/host.Host.project``, passed in by the ``RequestBudgeter``; for Hermes, ``hermes/request_view.project``); a
+copy keeps it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the engine writes to its session's metrics log (``baton_engine.metrics.log``): the numbers of one
-request, response, refusal or compaction, read off the request budgeter (``engine_requests``). Never prompt
+request, response, refusal or compaction, read off the request budgeter (``agent/requests``). Never prompt
 text: counts, decisions, sources, ids and timings only.
 
 Why a module of its own: the engine's hooks stay one line each (other work edits those files), and every

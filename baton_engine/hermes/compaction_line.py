@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.compaction.cycle import CycleOutcome
-from baton_engine.hermes.engine_requests import RequestBudgeter
 
 
 

@@ -21,6 +21,8 @@ from agent.context_engine import ContextEngine
 
 from baton_engine import policy, results
 from baton_engine.agent.ledger import Ledger, Route
+from baton_engine.agent.project import Project
+from baton_engine.agent.requests import AgentWindow, AuxiliaryCall, RequestBudgeter, ScanAhead
 from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.hermes import status
 from baton_engine.hermes.caller import register_engine_type
@@ -28,10 +30,9 @@ from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_pruning import Pruner
 from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.engine_requests import AgentWindow, AuxiliaryCall, RequestBudgeter, ScanAhead
 from baton_engine.hermes.engine_tools import ToolHandler
 from baton_engine.hermes.guard import guarded, internal_errors, nothing
-from baton_engine.hermes.project import Project
+from baton_engine.hermes.host import HermesHost
 from baton_engine.refusal import Refusal
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
@@ -60,10 +61,11 @@ class BatonContextEngine(ContextEngine):
     itself holds only what Hermes reads and writes by name (usage counters, the completed-compaction latch)."""
 
     def __init__(self, *, project_dir: str | os.PathLike[str] | None = None) -> None:
-        self.project = Project(project_dir)
+        host = HermesHost()  # what the core asks of Hermes (agent/host.Host): stateless, shared by the copies
+        self.project = Project(host, project_dir)
         self.window = AgentWindow(ContextEngine.threshold_percent)
         self.scan_ahead = ScanAhead()
-        self.requests = RequestBudgeter(self.window, self.project, self.scan_ahead)
+        self.requests = RequestBudgeter(host, self.window, self.project, self.scan_ahead)
         self.recall_binding = RecallBinding(self.requests)
         self.compaction = CompactionRunner(self.requests, self.recall_binding, self.project, self.scan_ahead,
                                            adapter_version=f"hermes-{hermes_version()}")

@@ -15,6 +15,8 @@ from typing import Any
 
 from baton_engine import budget, policy
 from baton_engine.agent import metrics
+from baton_engine.agent.project import Project
+from baton_engine.agent.requests import RequestBudgeter, ScanAhead
 from baton_engine.agent.runtime import clock_now, get_runtime
 from baton_engine.compaction import cycle, session
 from baton_engine.handoff.capture import hash_session_id
@@ -22,8 +24,6 @@ from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
 from baton_engine.hermes import compaction_line
 from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.engine_requests import RequestBudgeter, ScanAhead
-from baton_engine.hermes.project import Project
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.recall import SessionStoreSource
 from baton_engine.settings import BatonSettings

@@ -16,10 +16,10 @@ from typing import Any
 
 from baton_engine import policy
 from baton_engine.agent import metrics
+from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.compaction.pruning import CostOf, Reclaim, reclaim, with_media
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.prompt_cache import CacheBook, Verdict, horizon_requests
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 

@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.agent.runtime import RouteCounting, get_runtime
 from baton_engine.compaction import continuity
-from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.messages.entry import Entry, build_entries
 from baton_engine.recall import RecallSource, SessionStoreSource, recall_tool
 from baton_engine.recall import dense, redacted

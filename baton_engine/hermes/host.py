@@ -1,19 +1,27 @@
-"""The process runtime as Hermes' plugin builds it: settings and the host view read from Hermes' config.
+"""Hermes as one agent's host: the process runtime as Hermes' plugin builds it (settings and the host view read from
+Hermes' config), and ``HermesHost``, what an engine's budgeter and project ask of Hermes (``agent/host.Host``).
 
-Why here and not in ``agent/runtime.py``: the runtime is one agent's Baton with no host in it; what it needs of
-Hermes (the view of the main route and window, how a project's settings are read) comes from this edge.
-``baton_engine.hermes`` registers ``host_runtime`` as the runtime's default factory when it is imported, so
-``get_runtime()`` builds this one for an engine used outside the plugin.
+Why here and not in ``agent/``: the runtime, the request budgeter and the project are one agent's Baton with no
+host in it; what they need of Hermes (the view of the main route and window, how a project's settings are read,
+the agent's working directory, the request shapes of its api modes and the projection of its messages) comes from
+this edge. ``baton_engine.hermes`` registers ``host_runtime`` as the runtime's default factory when it is imported,
+so ``get_runtime()`` builds this one for an engine used outside the plugin.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.handoff.store import find_project_root
+from baton_engine.hermes import request_view
 from baton_engine.hermes.config import agent_cwd, load_hermes_settings
+from baton_engine.request import ProviderRequest
 from baton_engine.settings import BatonSettings
+from baton_engine.shapes import Shape
+from baton_engine.tokens.prefix_memo import PrefixMemo
 
 
 def host_runtime(home: Path | None = None) -> BatonRuntime:
@@ -29,3 +37,38 @@ def host_runtime(home: Path | None = None) -> BatonRuntime:
 
     return BatonRuntime(settings, view, project_root=paths.root if paths is not None else project.resolve(),
                         project_settings=project_settings)
+
+
+class HermesHost:
+    """``agent/host.Host`` for Hermes: its agent's working directory (``config.agent_cwd``), its api modes' shapes
+    and the projection of its stored messages (``request_view``), its window's name (``model.context_length``).
+
+    Stateless: every engine (and each of Hermes' per-agent deep copies) holds one; a copy is the object itself."""
+
+    window_label = "hermes context_length"
+
+    def working_directory(self) -> Path:
+        return agent_cwd()
+
+    def shape_for(self, api_mode: Any) -> Shape:
+        return request_view.shape_for(api_mode)
+
+    def wire_is_not_chat(self, api_mode: Any) -> bool:
+        return api_mode in request_view.WIRE_MODES
+
+    def from_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None,
+                      frame: ProviderRequest | None = None,
+                      memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
+        return request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools, frame=frame, memo=memo)
+
+    def from_provider_kwargs(self, request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
+        return request_view.from_provider_kwargs(request, api_mode)
+
+    def project(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+        return request_view.project(message)
+
+    def __copy__(self) -> HermesHost:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> HermesHost:
+        return self

@@ -11,12 +11,12 @@ from dataclasses import asdict
 from typing import Any
 
 from baton_engine.agent import metrics
+from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.agent.runtime import get_runtime
 from baton_engine.agent.tools import schema_tokens
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.engine_compaction import CompactionRunner
 from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.engine_requests import RequestBudgeter
 from baton_engine.hermes.patches import activation
 from baton_engine.metrics import telemetry
 from baton_engine.settings import describe

@@ -34,8 +34,8 @@ class Boundary:
 
 BOUNDARIES = (
     Boundary("baton_engine/hermes/", "the host boundary: nothing may raise into Hermes"),
-    # Catches of the host boundary that moved out of hermes/ with their modules (issue 45's first, second and third
-    # moves), each where it was; issue 45 takes them into the host's guard.
+    # Catches of the host boundary that moved out of hermes/ with their modules (issue 45's first, second, third and
+    # fourth moves), each where it was; issue 45 takes them into the host's guard.
     Boundary("baton_engine/agent/tools.py", "the host's tool-call contract: a tool call answers a JSON string, "
              "never a traceback into the agent's tool loop", function="handle"),
     Boundary("baton_engine/agent/metrics.py", "the metrics log's contract: written from inside the host's agent "
@@ -52,6 +52,9 @@ BOUNDARIES = (
     Boundary("baton_engine/agent/runtime.py", "a tokenizer backend is plugin code started inside the host's agent "
              "loop: a start failure is reported in status, counting falls back to estimates",
              function="BatonRuntime._build"),
+    Boundary("baton_engine/agent/requests.py", "the host's messages scanned ahead inside its agent loop (an "
+             "estimator, select_context): a failed scan leaves the work to the compaction, never raises into it",
+             function="ScanAhead.observe"),
     Boundary("baton_engine/results.py", "the command surfaces promise a JSON answer, never a traceback",
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "

@@ -26,6 +26,7 @@ LAYERS = "baton_engine's rooms import only the rooms below them"
 HERMES = "Only baton_engine.hermes imports Hermes"
 BACKEND = "A tokenizer backend imports only the tokens contract of baton_engine"
 HERMES_ROOMS = "hermes/ runs one way"
+AGENT_ROOMS = "agent/ runs one way"
 CONTRACTS = len(tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["importlinter"]["contracts"])
 
 
@@ -77,8 +78,10 @@ def _add_local_import(module: Path, statement: str) -> None:
      "baton_engine.tokens.counter -> agent"),
     ("backends/hf/baton_hf/backend.py", "from baton_engine.handoff import store", BACKEND,
      "baton_hf.backend -> baton_engine.handoff.store"),
-    ("baton_engine/hermes/engine_requests.py", "from baton_engine.hermes import engine", HERMES_ROOMS,
-     "baton_engine.hermes.engine_requests -> baton_engine.hermes.engine"),
+    ("baton_engine/hermes/engine_compaction.py", "from baton_engine.hermes import engine", HERMES_ROOMS,
+     "baton_engine.hermes.engine_compaction -> baton_engine.hermes.engine"),
+    ("baton_engine/agent/ledger.py", "from baton_engine.agent import requests", AGENT_ROOMS,
+     "baton_engine.agent.ledger -> baton_engine.agent.requests"),
 ])
 def test_a_wrong_way_import_breaks_its_contract(tree: Path, module: str, statement: str, contract: str,
                                                 shown: str) -> None:

@@ -14,8 +14,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-COLLABORATORS = (("baton_engine.hermes.engine_requests", "RequestBudgeter"),
-                 ("baton_engine.hermes.engine_requests", "ScanAhead"),
+COLLABORATORS = (("baton_engine.agent.requests", "RequestBudgeter"),
+                 ("baton_engine.agent.requests", "ScanAhead"),
                  ("baton_engine.hermes.engine_compaction", "CompactionRunner"),
                  ("baton_engine.hermes.engine_recall", "RecallBinding"),
                  ("baton_engine.hermes.engine_tools", "ToolHandler"))

@@ -35,7 +35,7 @@ def _count_builtin_compressor_calls() -> dict[str, int]:
 
 def _count_resolutions() -> dict[str, int]:
     """Wrap the runtime's settings and counting resolutions (class level) to count them per session: a request's
-    hooks share one of each (``baton_engine.hermes.project.Resolved``)."""
+    hooks share one of each (``baton_engine.agent.project.Resolved``)."""
     from baton_engine.agent.runtime import BatonRuntime
 
     calls = {"settings_for": 0, "for_route": 0}

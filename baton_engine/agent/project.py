@@ -2,7 +2,8 @@
 
 Why its own object: the engine's collaborators (request budgeter, compaction runner, recall, tools) each need
 "which project, which settings" and nothing else of the engine; an explicit project wins, else the agent's
-working directory as Hermes resolves it for the session (a gateway's ``terminal.cwd``), not the process's.
+working directory as its host resolves it for the session (``Host.working_directory``; Hermes: a gateway's
+``terminal.cwd``), not the process's.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from baton_engine.agent.host import Host
 from baton_engine.agent.runtime import get_runtime
-from baton_engine.hermes.config import agent_cwd
 from baton_engine.settings import BatonSettings
 
 T = TypeVar("T")
@@ -43,12 +44,15 @@ class Resolved(Generic[T]):
 
 
 class Project:
-    def __init__(self, project_dir: str | os.PathLike[str] | None = None) -> None:
+    """The explicit project (``project_dir``), else the agent's working directory as ``host`` says it."""
+
+    def __init__(self, host: Host, project_dir: str | os.PathLike[str] | None = None) -> None:
+        self.host = host
         self.explicit = Path(project_dir) if project_dir is not None else None
         self._settings: Resolved[BatonSettings] = Resolved()
 
     def path(self) -> Path:
-        return self.explicit if self.explicit is not None else agent_cwd()
+        return self.explicit if self.explicit is not None else self.host.working_directory()
 
     def settings(self) -> BatonSettings:
         """This session's settings (``BatonRuntime.settings_for`` its project), resolved once per request

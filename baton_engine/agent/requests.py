@@ -1,9 +1,12 @@
-"""The engine's request side: every provider request counted once in its agent's view, budgeted by the core.
+"""One agent's request side: every provider request counted once in its agent's view, budgeted by the core.
 
-Why a collaborator of its own: the engine adapts two Hermes surfaces — the context-engine lifecycle
-(``engine.py``) and the requests of the agent loop (``RequestBudgeter``: reported usage, the estimators' and
+Why a collaborator of its own: a host's engine adapts two surfaces, its context-engine lifecycle (Hermes:
+``hermes/engine.py``) and the requests of its agent loop (``RequestBudgeter``: reported usage, the estimators' and
 the middleware's counts, the window, the output budget). It owns this agent's ``route``, ``ledger`` and
-``memos`` as plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole (the memos start empty).
+``memos`` as plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole (the memos start empty). What is
+the host's (the shape of an API mode, how its estimators' arguments, provider kwargs and stored messages read as
+the neutral view, the name of its window) it asks its ``Host`` (``agent/host.py``; Hermes':
+``hermes/host.HermesHost``).
 """
 
 from __future__ import annotations
@@ -15,15 +18,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from baton_engine import policy
 from baton_engine.agent import metrics
+from baton_engine.agent.host import Host
 from baton_engine.agent.ledger import Ledger, Route, RouteLedgers, frame_tokens
 from baton_engine.agent.memos import AgentMemos
 from baton_engine.agent.notices import Notices
+from baton_engine.agent.project import Project, Resolved
 from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
 from baton_engine.budget import Decision, apply_output, reply_room
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
-from baton_engine.hermes import request_view
-from baton_engine.hermes.project import Project, Resolved
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.prompt_cache import CacheBook
 from baton_engine.request import ProviderRequest, find_thinking_budget
@@ -96,14 +99,15 @@ class RequestBudgeter:
     """One agent's requests: its route (and the tokenizer that fits it), one count per request view in its
     ledger, the window it budgets against, and ``budget.decide`` on each request about to be sent."""
 
-    def __init__(self, window: AgentWindow, project: Project, scan_ahead: ScanAhead) -> None:
+    def __init__(self, host: Host, window: AgentWindow, project: Project, scan_ahead: ScanAhead) -> None:
+        self.host = host
         self.window = window
         self.project = project
         self.scan_ahead = scan_ahead
         self.route = Route()
         self.ledger = Ledger()
         self.left = RouteLedgers()  # the ledgers of the routes this agent left, for a switch back
-        self.memos = AgentMemos(request_view.project)  # this agent's per-message memos (a copy starts empty)
+        self.memos = AgentMemos(host.project)  # this agent's per-message memos (a copy starts empty)
         self.metrics = MetricsLog()  # this session's metrics log (silent until a session starts in a project)
         self.notices = Notices()  # what this agent's user was told on the terminal, once each (status lists them)
         self.cache = CacheBook()  # this session's prompts as the provider read them, and what reclamation took out
@@ -163,7 +167,7 @@ class RequestBudgeter:
         server = (counting or self.counting()).server_window()
         if server is not None:
             candidates.append((server, "server max_model_len"))
-        candidates.append((self.window.context_length, "hermes context_length"))
+        candidates.append((self.window.context_length, self.host.window_label))
         return min(candidates, key=lambda item: item[0])
 
     def effective_window(self) -> int:
@@ -236,7 +240,7 @@ class RequestBudgeter:
         if ledger.sent is None or ledger.usage_observed() or not below(ledger.sent_count, prompt_tokens):
             return None
         known = [ServedWindow(window, source) for window, source in [self.window_source()]
-                 if source != "hermes context_length"]
+                 if source != self.host.window_label]
         if not ledger.served_asked and self.route.base_url:
             ledger.served_asked = True
             ledger.served = server_window(self.route.base_url, self.route.model,
@@ -270,7 +274,7 @@ class RequestBudgeter:
         request's own (``on_auxiliary``), else the agent's."""
         counting = self.counting()
         ledger = ledger if ledger is not None else self.ledger
-        counted = ledger.count(view, counting, by_content=self.route.api_mode in request_view.WIRE_MODES,
+        counted = ledger.count(view, counting, by_content=self.host.wire_is_not_chat(self.route.api_mode),
                                media_rule=self.media_rule())
         self.fit_window(counting)
         return counted
@@ -278,8 +282,8 @@ class RequestBudgeter:
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
         """An estimator's arguments, counted as the request the transport will send (shares its count); the
         messages it added are scanned for the next compaction."""
-        counted = self.count(request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools,
-                                                        frame=self.ledger.frame, memo=self.memos.projected))
+        counted = self.count(self.host.from_estimate(messages, system_prompt=system_prompt, tools=tools,
+                                                     frame=self.ledger.frame, memo=self.memos.projected))
         self.scan_ahead.observe(messages)
         return counted
 
@@ -287,7 +291,7 @@ class RequestBudgeter:
         """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed
         through the agent's memos."""
         frame = self.ledger.frame
-        body = request_view.from_estimate(messages, frame=frame, memo=self.memos.projected)
+        body = self.host.from_estimate(messages, frame=frame, memo=self.memos.projected)
         return self.memos.keyed(frame.with_conversation(body.messages)) if frame is not None else body
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
@@ -300,7 +304,7 @@ class RequestBudgeter:
         started, shortened = time.perf_counter(), self.ledger.request_compactions
         if auxiliary is None:
             self.project.next_request()
-        shape = request_view.shape_for(api_mode)
+        shape = self.host.shape_for(api_mode)
         view = shape.read(request)
         if view is None:
             return None
@@ -394,7 +398,7 @@ class RequestBudgeter:
         if self.aux_matches_route(model, base_url):
             own = Ledger(frame=self.ledger.frame, check=self.ledger.check)
             return AuxiliaryCall(self.on_request(request, auxiliary=own), own)
-        view = request_view.from_provider_kwargs(request, None)
+        view = self.host.from_provider_kwargs(request, None)
         if view is None:
             return AuxiliaryCall(None, None)
         route = Route().moved(model=model, base_url=base_url, why="auxiliary")

@@ -1,0 +1,128 @@
+"""One agent's project and request budgeter through the host interface (``agent/host.Host``), with a fake host.
+
+Why a fake host: the budgeter and the project are core (``baton_engine.agent``); what they need of the agent they
+run in is the ``Host`` seam alone, so they are tested here without Hermes installed. Hermes' own host
+(``hermes/host.HermesHost``) is stateless: an engine's deep copy (Hermes 0.19's per-agent copy) keeps the object.
+(This folder is not ``tests/agent``: with ``tests`` on the path, that would be found as Hermes' ``agent`` package.)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton_engine.agent.host import Host
+from baton_engine.agent.project import Project
+from baton_engine.agent.requests import AgentWindow, RequestBudgeter, ScanAhead
+from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, BatonRuntime, set_runtime
+from baton_engine.request import ProviderRequest
+from baton_engine.settings import load_settings
+from baton_engine.shapes import Shape
+from baton_engine.shapes.anthropic import ANTHROPIC
+from baton_engine.shapes.chat import CHAT
+from baton_engine.tokens.prefix_memo import PrefixMemo
+from baton_engine.tokens.request_key import message_digest
+
+MESSAGES = [{"role": "user", "content": "hello there, how are the tokens today?"},
+            {"role": "assistant", "content": "counted once each", "note": "host bookkeeping, never sent"}]
+
+
+class FakeHost:
+    """A host whose stored messages carry a bookkeeping key (``note``) its wire never sends."""
+
+    window_label = "fake window"
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.projected = 0
+
+    def working_directory(self) -> Path:
+        return self.cwd
+
+    def shape_for(self, api_mode: Any) -> Shape:
+        return ANTHROPIC if api_mode == "anthropic" else CHAT
+
+    def wire_is_not_chat(self, api_mode: Any) -> bool:
+        return api_mode == "anthropic"
+
+    def from_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None,
+                      frame: ProviderRequest | None = None,
+                      memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
+        projected = memo.results(list(messages)) if memo is not None else [self.project(m) for m in messages]
+        sent = [message for message, _ in projected]
+        digests = [digest for _, digest in projected]
+        if system_prompt:
+            sent.insert(0, {"role": "system", "content": system_prompt})
+            digests.insert(0, message_digest(sent[0]))
+        return ProviderRequest(messages=tuple(sent), tools=tuple(tools or ()), digests=tuple(digests))
+
+    def from_provider_kwargs(self, request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
+        return self.shape_for(api_mode).read(request)
+
+    def project(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+        self.projected += 1
+        sent = {key: value for key, value in message.items() if key != "note"}
+        return sent, message_digest(sent)
+
+
+@pytest.fixture(autouse=True)
+def rough_runtime() -> Iterator[BatonRuntime]:
+    """A runtime counting with the rough estimator (no tokenizer to load), installed for the test."""
+    installed = BatonRuntime(load_settings({}, {"tokenizer": {"backend": "rough"}}))
+    previous = set_runtime(installed)
+    yield installed
+    set_runtime(previous)
+    installed.close()
+
+
+def budgeter(host: Host, project_dir: Path | None = None) -> RequestBudgeter:
+    return RequestBudgeter(host, AgentWindow(0.75), Project(host, project_dir), ScanAhead())
+
+
+def test_the_project_is_the_explicit_one_else_the_hosts_working_directory(tmp_path: Path) -> None:
+    host = FakeHost(tmp_path / "agent")
+    assert Project(host).path() == tmp_path / "agent"
+    assert Project(host, tmp_path / "named").path() == tmp_path / "named"
+
+
+def test_the_window_is_named_by_the_host(tmp_path: Path) -> None:
+    requests = budgeter(FakeHost(tmp_path))
+    assert requests.window_source() == (DEFAULT_CONTEXT_LENGTH, "fake window")
+
+
+def test_an_estimate_is_the_hosts_view_projected_once_per_message(tmp_path: Path) -> None:
+    host = FakeHost(tmp_path)
+    requests = budgeter(host)
+    first = requests.count_estimate(MESSAGES, system_prompt="You are a test.")
+    again = requests.count_estimate(MESSAGES, system_prompt="You are a test.")
+    assert first.tokens is not None and again.tokens == first.tokens
+    assert host.projected == len(MESSAGES)  # the agent's memo keeps the host's projection
+    view = requests.view_of(MESSAGES)
+    assert all("note" not in message for message in view.messages)
+
+
+def test_a_request_is_read_in_the_hosts_shape_and_budgeted(tmp_path: Path) -> None:
+    requests = budgeter(FakeHost(tmp_path))
+    request = {"model": "fake-model", "messages": [dict(m) for m in MESSAGES[:1]], "max_tokens": 10**9}
+    rewritten = requests.on_request(request, model="fake-model", base_url="http://127.0.0.1:9/v1")
+    assert rewritten is not None and rewritten["max_tokens"] < DEFAULT_CONTEXT_LENGTH
+    assert requests.route.model == "fake-model" and requests.ledger.sent_requests == 1
+    anthropic = {"model": "fake-model", "system": "You are a test.", "max_tokens": 10**9,
+                 "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]}
+    assert requests.on_request(anthropic, api_mode="anthropic", model="fake-model") is not None
+    assert requests.route.api_mode == "anthropic"
+
+
+def test_a_copy_of_the_budgeter_keeps_a_stateless_host() -> None:
+    from baton_engine.hermes.host import HermesHost  # the edge's host: importing it imports no Hermes
+
+    host = HermesHost()
+    assert copy.deepcopy(host) is host and copy.copy(host) is host
+    requests = budgeter(host)
+    copied = copy.deepcopy(requests)
+    assert copied.host is host and copied.project.host is host
+    assert copied.memos is not requests.memos and copied.memos.computed() == 0
