@@ -16,13 +16,10 @@ from pathlib import Path
 from typing import Any
 
 
-def _count_builtin_compressor_calls() -> dict[str, int]:
-    """Wrap the built-in ContextCompressor's entry points (class level) to count any call."""
-    from agent import context_compressor
-
-    calls = {"compress": 0, "_generate_summary": 0, "__init__": 0}
-    cls = context_compressor.ContextCompressor
-    for name in list(calls):
+def _count_calls(cls: type, names: tuple[str, ...]) -> dict[str, int]:
+    """Wrap ``cls``'s methods ``names`` (class level) to count every call of each."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
         original = getattr(cls, name)
 
         def counted(self: Any, *args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
@@ -33,21 +30,19 @@ def _count_builtin_compressor_calls() -> dict[str, int]:
     return calls
 
 
+def _count_builtin_compressor_calls() -> dict[str, int]:
+    """The built-in ContextCompressor's entry points, each call counted."""
+    from agent import context_compressor
+
+    return _count_calls(context_compressor.ContextCompressor, ("compress", "_generate_summary", "__init__"))
+
+
 def _count_resolutions() -> dict[str, int]:
-    """Wrap the runtime's settings and counting resolutions (class level) to count them per session: a request's
-    hooks share one of each (``baton_engine.agent.project.Resolved``)."""
+    """The runtime's settings and counting resolutions, each counted per session: a request's hooks share one of
+    each (``baton_engine.agent.project.Resolved``)."""
     from baton_engine.agent.runtime import BatonRuntime
 
-    calls = {"settings_for": 0, "for_route": 0}
-    for name in list(calls):
-        original = getattr(BatonRuntime, name)
-
-        def counted(self: Any, *args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
-            calls[__name] += 1
-            return __original(self, *args, **kwargs)
-
-        setattr(BatonRuntime, name, counted)
-    return calls
+    return _count_calls(BatonRuntime, ("settings_for", "for_route"))
 
 
 def configured_max_tokens() -> int | None:
