@@ -1,12 +1,13 @@
 """The one decision for a request (``decide``: compact, lower the cap to n, or leave) and the budget arithmetic
-it uses: compression window, threshold, pressure, margins, the cap writer. Pure, no I/O.
+it uses: compression window, threshold, pressure, margins, how far to shorten. Pure, no I/O; the request itself is
+read and written by its shape (``shapes``: the cap and thinking budget beside the conversation, ``shapes.cap``).
 
 Why one function: the host asks twice per request (before it sends: compact?; as it sends: what output cap?),
 and both answers read the same count, window and margins; one function keeps the margins in one place. The
 compaction rules' arithmetic (trigger, ceiling, floor, cooldown) lives in ``policy``.
 
 Symbols: W = compression window, P = prompt tokens, R = minimum output reserve, B = the caller's
-output cap. The output budget is a decision (``decide``) applied by a writer (``write_cap``):
+output cap. The output budget is a decision (``decide``) applied by a writer (``shapes.cap.write_cap``):
 a cap is only ever lowered, never added: to a useful size (>= min(R, B)) while one fits, else to what the
 window leaves (a short reply, never a request certain to be refused) down to the smallest cap worth sending
 (``Limits.min_cap_tokens``); a request that leaves less "needs compaction" (it is shortened), and the cap it
@@ -20,12 +21,12 @@ compaction", never an invalid request.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from baton_engine.policy import Limits, PolicyState, cooling, hopeless
-from baton_engine.request import INFERENCE_CONFIG, OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
+from baton_engine.request import OutputCap
 from baton_engine.tokens.contract import TokenCount
 
 # Anthropic's smallest extended-thinking budget (a smaller ``budget_tokens`` is refused).
@@ -106,6 +107,11 @@ class Margins:
     fallback: int = 0
     unconfirmed: int = 0
 
+    @classmethod
+    def of(cls, limits: Limits, unconfirmed: int = 0) -> Margins:
+        """A request's margins: its window's fallback margin, and the room its route keeps while unconfirmed."""
+        return cls(fallback=limits.fallback_margin_tokens, unconfirmed=unconfirmed)
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -117,7 +123,8 @@ class Decision:
     cap lowered below the minimum useful reply: the prompt left less room, and a short reply beats a refused
     request. ``thinking_budget``: the extended-thinking budget that goes with a lowered cap (None: no thinking
     budget). ``held``: the request is at or above the compaction trigger but the cooldown holds it back (the reason
-    says why).
+    says why). ``prompt_room``: for a request about to be sent that needs compaction, how far to shorten it: the
+    tokens its prompt may take and still leave the reply room (``reply_room``), margins included.
     """
 
     action: Literal["needs_compaction", "lower_cap_to", "leave"]
@@ -126,6 +133,7 @@ class Decision:
     short: bool = False
     thinking_budget: int | None = None
     held: bool = False
+    prompt_room: int | None = None
 
     @property
     def compact(self) -> bool:
@@ -153,7 +161,10 @@ def decide(count: TokenCount, limits: Limits, *, state: PolicyState | None = Non
     be refused (OpenAI reasoning models reject ``max_tokens``)."""
     if state is not None:
         return _compaction(count.tokens, limits, state, awaiting_usage, detector)
-    return _output(count, cap, limits, margins, thinking_budget)
+    decision = _output(count, cap, limits, margins, thinking_budget)
+    if not decision.compact:
+        return decision
+    return replace(decision, prompt_room=_prompt_room(count, limits, cap, thinking_budget, margins.unconfirmed))
 
 
 def _compaction(tokens: int | None, limits: Limits, state: PolicyState, awaiting_usage: bool,
@@ -225,6 +236,18 @@ def _output(count: TokenCount, cap: OutputCap | None, limits: Limits, margins: M
                     f"{thinking_budget} -> {thinking}{why}: {numbers}", value, short, thinking)
 
 
+def _prompt_room(count: TokenCount, limits: Limits, cap: OutputCap | None, thinking_budget: int | None,
+                 unconfirmed: int) -> int:
+    """How far a request that needs compaction is shortened: the window less the reply room and the fallback margin;
+    an unconfirmed count keeps its share of the shortened prompt's text too (the shortened prompt may keep fewer
+    images: all of it text)."""
+    room = limits.window - reply_room(limits, cap, thinking_budget) - limits.fallback_margin_tokens
+    text = (count.tokens or 0) - count.media_tokens
+    if unconfirmed and text > 0:
+        room = int(room / (1 + unconfirmed / text))
+    return room
+
+
 def _answer_room(cap: OutputCap, thinking_budget: int, min_output_tokens: int) -> int:
     """The answer room extended thinking keeps beside its budget: what the caller left, at most the minimum reply."""
     return max(min(cap.value - thinking_budget, min_output_tokens), 1)
@@ -237,46 +260,3 @@ def reply_room(limits: Limits, cap: OutputCap | None, thinking_budget: int | Non
     if cap is None or thinking_budget is None:
         return limits.min_output_tokens
     return _answer_room(cap, thinking_budget, limits.min_output_tokens) + MIN_THINKING_BUDGET_TOKENS
-
-
-def write_cap(request: Mapping[str, Any], cap: OutputCap, value: int,
-              thinking_budget: int | None = None) -> dict[str, Any]:
-    """A copy of ``request`` whose output cap is ``value`` in the field (and place) ``cap`` names, and whose
-    ``thinking.budget_tokens`` is ``thinking_budget`` when given.
-
-    Conflicting aliases of the cap are removed so the provider sees one; the input and its nested
-    mappings are never mutated; no field the request did not use is added.
-    """
-    rewritten = {k: v for k, v in request.items() if k not in OUTPUT_CAP_FIELDS}
-    extra = request.get("extra_body")
-    if isinstance(extra, Mapping):
-        rewritten["extra_body"] = {k: v for k, v in extra.items() if k not in OUTPUT_CAP_FIELDS}
-    if cap.within == INFERENCE_CONFIG:
-        rewritten[INFERENCE_CONFIG] = dict(request.get(INFERENCE_CONFIG) or {})
-    target = rewritten[cap.within] if cap.within else rewritten
-    target[cap.field] = value
-    if thinking_budget is not None and isinstance(request.get("thinking"), Mapping):
-        rewritten["thinking"] = {**request["thinking"], "budget_tokens": thinking_budget}
-    return rewritten
-
-
-def apply_output(
-    request: Mapping[str, Any],
-    count: TokenCount,
-    limits: Limits,
-    *,
-    cap: OutputCap | None = None,
-    unconfirmed_margin: int = 0,
-) -> tuple[Decision, dict[str, Any] | None]:
-    """Decide (``decide``, for a request about to be sent under ``limits``: ``Limits.clamped`` or
-    ``Limits.of_window``), then write: the decision and the rewritten request (None: leave it as it is). A request
-    that needs compaction comes back with the smallest cap written (what it carries if it cannot be shortened).
-
-    ``cap`` is the request's own cap when the caller already knows it (a host's request view), else the
-    cap ``request`` sends that the provider honours (``find_cap``)."""
-    cap = cap if cap is not None else find_cap(request)
-    decision = decide(count, limits, cap=cap, thinking_budget=find_thinking_budget(request),
-                      margins=Margins(fallback=limits.fallback_margin_tokens, unconfirmed=unconfirmed_margin))
-    if decision.action == "leave" or cap is None or decision.value is None:
-        return decision, None
-    return decision, write_cap(request, cap, decision.value, decision.thinking_budget)

@@ -7,8 +7,8 @@ payload (messages + tools only), so the same request was counted twice and the p
 ``ProviderRequest`` from whatever shape they have; the counter sees only ``count_request()``, so two
 views of the same provider-visible prompt share one cache key and one tokenizer round trip.
 
-Pure: no host imports, no I/O. Field names of output caps are data (``cap_field``) so a writer can
-apply a decision in the field the request already uses.
+Pure: no host imports, no I/O. A request's shape reads its output cap and thinking budget into the view
+(``shapes.cap``), where the decision is written back in the field the request already uses.
 """
 
 from __future__ import annotations
@@ -22,12 +22,6 @@ from typing import Any
 
 from baton_engine.tokens.request_key import request_key
 
-# The output-cap fields of the OpenAI-style APIs (chat completions, Anthropic messages, the Responses API), in
-# the order a provider honours them when a request carries several: vLLM reads ``max_completion_tokens``
-# before ``max_tokens``; the Responses API knows only ``max_output_tokens``.
-OUTPUT_CAP_FIELDS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
-# Bedrock Converse keeps its cap inside ``inferenceConfig``.
-INFERENCE_CONFIG, INFERENCE_CAP_FIELD = "inferenceConfig", "maxTokens"
 # Request options that change the rendered prompt on some servers (vLLM folds them into the template).
 PROMPT_OPTIONS = ("tool_choice", "reasoning_effort")
 
@@ -57,6 +51,8 @@ class ProviderRequest:
     cap: OutputCap | None = None
     model: str | None = None
     output_limit: int | None = None  # the provider's own output ceiling for this model, when known
+    # Anthropic extended thinking's ``budget_tokens`` (``find_thinking_budget``), read by the shape beside the cap
+    thinking_budget: int | None = None
     # ``message_digest`` of each message, when the view's builder computed them (the estimate's projection memo)
     digests: tuple[bytes | None, ...] | None = field(default=None, compare=False, repr=False)
 
@@ -94,7 +90,7 @@ class ProviderRequest:
         """This request's frame around another conversation (what a compacted list will be sent as)."""
         body = tuple(m for m in conversation if isinstance(m, Mapping) and m.get("role") != "system")
         return ProviderRequest(self.system_messages() + body, self.tools, self.template_kwargs, self.options,
-                               self.cap, self.model, self.output_limit)
+                               self.cap, self.model, self.output_limit, self.thinking_budget)
 
     @cached_property
     def content_key(self) -> str | None:
@@ -157,35 +153,3 @@ def _tool_said(tool: Mapping[str, Any]) -> list[Any]:
 def positive_int(value: Any) -> int | None:
     """``value`` when it is a positive int (bools are not), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def find_thinking_budget(request: Mapping[str, Any]) -> int | None:
-    """Anthropic extended thinking's ``budget_tokens`` when the request enables it (``thinking: {type: enabled,
-    budget_tokens: B}``; adaptive thinking has no budget); the budget is part of ``max_tokens``."""
-    thinking = request.get("thinking")
-    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
-        return positive_int(thinking.get("budget_tokens"))
-    return None
-
-
-def find_cap(request: Mapping[str, Any]) -> OutputCap | None:
-    """The output cap the provider honours: Bedrock's ``inferenceConfig.maxTokens``; else the first field of
-    ``OUTPUT_CAP_FIELDS`` set in the body as sent, where ``extra_body`` is merged over the top level (the
-    OpenAI SDK's rule: an ``extra_body`` value wins, even a null one). A value that is not a positive int
-    sets no cap."""
-    inference = request.get(INFERENCE_CONFIG)
-    if isinstance(inference, Mapping) and INFERENCE_CAP_FIELD in inference:
-        value = positive_int(inference[INFERENCE_CAP_FIELD])
-        return OutputCap(INFERENCE_CAP_FIELD, value, INFERENCE_CONFIG) if value is not None else None
-    extra = request.get("extra_body")
-    extra = extra if isinstance(extra, Mapping) else {}
-    for name in OUTPUT_CAP_FIELDS:
-        if name in extra:
-            value, within = positive_int(extra[name]), "extra_body"
-        elif name in request:
-            value, within = positive_int(request[name]), None
-        else:
-            continue
-        if value is not None:
-            return OutputCap(name, value, within)
-    return None

@@ -34,9 +34,9 @@ os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARAL
 
 import workload  # noqa: E402
 
-from baton_engine.budget import apply_output  # noqa: E402
 from baton_engine.policy import Limits  # noqa: E402
 from baton_engine.request import OutputCap  # noqa: E402
+from baton_engine.shapes.cap import apply_output  # noqa: E402
 from baton_engine.tokens.anchor import (  # noqa: E402
     DEFAULT_MARGIN_FLOOR_TOKENS,
     DEFAULT_MARGIN_SHARE,

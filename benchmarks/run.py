@@ -362,10 +362,10 @@ def bench_budgets(judge: Judge, session: workload.Session, window: int, caller_c
 
     from agent.context_compressor import ContextCompressor
     from baton_engine.agent.runtime import BatonRuntime, set_runtime
-    from baton_engine.budget import apply_output
     from baton_engine.hermes.engine import BatonContextEngine
     from baton_engine.policy import Limits
     from baton_engine.settings import BatonSettings
+    from baton_engine.shapes.cap import apply_output
     from baton_engine.tokens.contract import TokenCount
     from batontest.vllm_standin import VllmStandin
 

@@ -113,7 +113,7 @@ def one(judge: Judge, runtime: Any, project: Path, kind: str, window: int, band:
     from batontest.hermes_requests import BUILDERS, history
     from batontest.validators import VALIDATORS
 
-    from baton_engine.request import find_cap
+    from baton_engine.shapes.cap import find_cap
 
     api_mode, build = BUILDERS[kind]
     goal = target = band * window

@@ -178,15 +178,17 @@ class Ledger:
             return memo
         return None
 
-    def sent_request(self, view: ProviderRequest, *, auxiliary: bool = False) -> None:
+    def sent_request(self, view: ProviderRequest, *, auxiliary: bool = False, instead: bool = False) -> None:
         """The request about to go out (counted just before): its body anchors usage, its count is what the
         response's reported size is checked against; a main request's frame completes later estimates (an
-        auxiliary call's frame, a title's or a vision prompt's, is no frame of the agent's requests)."""
+        auxiliary call's frame, a title's or a vision prompt's, is no frame of the agent's requests). ``instead``:
+        the request recorded last is sent as ``view`` (shortened to fit), not as one more request."""
         if not auxiliary:
             self.frame = view.frame()
         self.sent = view.count_request()
         self.sent_count = self.memo if view.key is not None and view.key == self.memo_key else None
-        self.sent_requests += 1
+        if not instead:
+            self.sent_requests += 1
 
     def observe_usage(self, prompt_tokens: int) -> bool:
         """The provider's size of the last request sent (0 = none reported): the anchor, and the check of

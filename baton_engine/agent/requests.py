@@ -24,13 +24,14 @@ from baton_engine.agent.memos import AgentMemos
 from baton_engine.agent.notices import Notices
 from baton_engine.agent.project import Project, Resolved
 from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
-from baton_engine.budget import Decision, apply_output, reply_room
+from baton_engine.budget import Decision, Margins, decide
 from baton_engine.compaction import scan
 from baton_engine.compaction.shortening import shorten
 from baton_engine.metrics.log import MetricsLog
 from baton_engine.prompt_cache import CacheBook
-from baton_engine.request import ProviderRequest, find_thinking_budget
-from baton_engine.shapes import Shape
+from baton_engine.request import ProviderRequest
+from baton_engine.shapes import Conversation, Shape
+from baton_engine.shapes.cap import budget_output, write_decision
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.media import MediaRule, rule_of
 from baton_engine.tokens.server_window import OLLAMA_FIX, ServedWindow, server_window
@@ -313,17 +314,20 @@ class RequestBudgeter:
             self.move_route(self.route.moved(model=model, base_url=base_url, provider=provider, api_mode=api_mode,
                                              why="request"))
         counted = self.count(view, ledger=auxiliary)
-        (auxiliary or self.ledger).sent_request(view, auxiliary=auxiliary is not None)
-        decision, rewritten = self._budget(request, view, counted)
-        if decision.action == "needs_compaction" and auxiliary is None:
-            shorter = self.request_only_compaction(shape, request, view, counted)
-            if shorter is not None:
-                request, view = shorter
-                view = self.memos.keyed(view)
-                counted = self.count(view)
-                self.ledger.sent_request(view)
-                decision, rewritten = self._budget(request, view, counted)
-                rewritten = rewritten if rewritten is not None else request
+        (auxiliary or self.ledger).sent_request(view, auxiliary=auxiliary is not None)  # the decision's floor reads it
+        decision = self.decide(view, counted)
+        conversation = shape.conversation(request) if decision.compact and auxiliary is None else None
+        shorter = self.request_only_compaction(shape, conversation, view, counted, decision) if conversation else None
+        if shorter is not None:
+            items, view = shorter
+            request = shape.write(request, conversation, items)  # type: ignore[arg-type]
+            view = self.memos.keyed(view)
+            counted = self.count(view)
+            self.ledger.sent_request(view, instead=True)
+            decision = self.decide(view, counted)
+        rewritten = write_decision(request, view.cap, decision)
+        if shorter is not None and rewritten is None:
+            rewritten = request
         self.ledger.decided(decision, auxiliary=auxiliary is not None)
         if auxiliary is None and counted.tokens is not None:
             self.cache.sized(counted.tokens)
@@ -333,11 +337,12 @@ class RequestBudgeter:
                     counted.source, auxiliary is not None)
         return rewritten
 
-    def _budget(self, request: dict[str, Any], view: ProviderRequest,
-                counted: TokenCount) -> tuple[Decision, dict[str, Any] | None]:
-        """``budget.decide`` for the request about to be sent, then the writer (None: leave it unchanged)."""
-        return apply_output(request, counted, self.limits(counted.tokens), cap=view.cap,
-                            unconfirmed_margin=self.unconfirmed_margin(counted))
+    def decide(self, view: ProviderRequest, counted: TokenCount) -> Decision:
+        """``budget.decide`` for the request about to be sent, on the numbers its shape read (its cap and thinking
+        budget): the cap, or whether and how far to shorten it."""
+        limits = self.limits(counted.tokens)
+        return decide(counted, limits, cap=view.cap, thinking_budget=view.thinking_budget,
+                      margins=Margins.of(limits, self.unconfirmed_margin(counted)))
 
     def unconfirmed_margin(self, counted: TokenCount) -> int:
         """The room an output cap keeps for a count its provider has not confirmed (``RouteCheck.output_margin``);
@@ -347,27 +352,19 @@ class RequestBudgeter:
             return 0
         return self.ledger.check.output_margin(counted)
 
-    def request_only_compaction(self, shape: Shape, request: dict[str, Any], view: ProviderRequest,
-                                counted: TokenCount) -> tuple[dict[str, Any], ProviderRequest] | None:
+    def request_only_compaction(self, shape: Shape, conversation: Conversation, view: ProviderRequest,
+                                counted: TokenCount, decision: Decision) -> tuple[list[Any], ProviderRequest] | None:
         """This one request, shortened to fit when its prompt alone exceeds the window and Hermes did not compact
-        before it (cooldown, stuck, a window learned only now): the most recent whole units of its conversation
-        (as its shape's adapter groups them) within the window less the minimum reply (with extended thinking, the
-        answer room and the smallest thinking budget: ``budget.reply_room``), behind a note the adapter
-        writes in the shape's own form. The conversation itself is unchanged: its next compaction is a handoff.
-        Returns the shortened request and its view (the units' own chat messages: the request is not read again);
-        None when nothing shorter can be built."""
-        conversation = shape.conversation(request)
-        if conversation is None:
+        before it (cooldown, stuck, a window learned only now): the most recent whole units of its ``conversation``
+        (as its shape's adapter groups them) within ``decision.prompt_room`` (the window less the reply room:
+        ``budget.decide``) less the frame, behind a note in the shape's own form. The conversation itself is
+        unchanged: its next compaction is a handoff. Returns the items the shape writes in place of the units, and
+        the shortened view (the units' own chat messages: the request is not read again); None when nothing
+        shorter can be built."""
+        if decision.prompt_room is None:
             return None
-        limits = self.limits(counted.tokens)
         measure = self.ledger.measure(counted, view, self.counting())
-        reply = reply_room(limits, view.cap, find_thinking_budget(request))
-        room = limits.window - reply - limits.fallback_margin_tokens
-        unconfirmed = self.unconfirmed_margin(counted)
-        text = (counted.tokens or 0) - counted.media_tokens
-        if unconfirmed and text > 0:  # an unconfirmed count keeps its share of the shortened prompt's text too, and
-            room = int(room / (1 + unconfirmed / text))  # the shortened prompt may keep fewer images: all of it text
-        budget = room - frame_tokens(view, measure)
+        budget = decision.prompt_room - frame_tokens(view, measure)
         if budget <= 0:
             return None
         shorter = shorten(conversation, reason="window_overflow", max_tokens=budget,
@@ -375,11 +372,11 @@ class RequestBudgeter:
         if shorter is None:
             return None
         head = [shape.text_item(message["role"], message["content"]) for message in shorter.head]
-        written = shape.write(request, conversation, [*head, *(item for unit in shorter.units for item in unit.items)])
         self.ledger.request_compactions += 1
         LOGGER.warning("baton shortened one request to fit the window: prompt=%s window=%s kept=%d of %d units",
                        counted.tokens, self.effective_window(), len(shorter.units), len(conversation.units))
-        return written, replace(view, messages=(*conversation.leading.chat, *shorter.chat()), digests=None)
+        return ([*head, *(item for unit in shorter.units for item in unit.items)],
+                replace(view, messages=(*conversation.leading.chat, *shorter.chat()), digests=None))
 
     def aux_matches_route(self, model: Any, base_url: Any) -> bool:
         """An auxiliary call is budgeted against this window only when it goes to this agent's own model."""
@@ -411,9 +408,9 @@ class RequestBudgeter:
         if window is None or counted.tokens is None:
             return AuxiliaryCall(None, ledger)
         limits = policy.Limits.of_window(window, settings.min_output_tokens, settings.fallback_margin_tokens)
-        decision, rewritten = apply_output(request, counted, limits, cap=view.cap,
-                                           unconfirmed_margin=0 if counting.counts_on(base_url)
-                                           else ledger.check.output_margin(counted))
+        decision, rewritten = budget_output(request, view, counted, limits,
+                                            unconfirmed_margin=0 if counting.counts_on(base_url)
+                                            else ledger.check.output_margin(counted))
         self.ledger.decided(decision, auxiliary=True)
         LOGGER.info("baton auxiliary output budget action=%s prompt=%s window=%s source=%s", decision.action,
                     counted.tokens, window, counted.source)

@@ -9,7 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton_engine.request import ProviderRequest, find_cap
+from baton_engine.request import ProviderRequest
+from baton_engine.shapes.cap import find_cap, find_thinking_budget
 from baton_engine.shapes.conversation import Conversation, Unit, grouped, replaced
 from baton_engine.shapes.parts import (
     chat_tool_choice,
@@ -40,7 +41,7 @@ class AnthropicShape:
             found["tool_choice"] = chat_tool_choice(choice.get("type"), choice.get("name"))
             found = {k: v for k, v in found.items() if v is not None}
         return ProviderRequest(messages=tuple(conversation.chat()), tools=tools, options=found, cap=find_cap(request),
-                               model=model_name(request, "model"))
+                               thinking_budget=find_thinking_budget(request), model=model_name(request, "model"))
 
     def conversation(self, request: Mapping[str, Any]) -> Conversation | None:
         """Units: a user message of tool results stays with the assistant message whose tool_use it answers; a

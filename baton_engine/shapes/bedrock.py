@@ -9,7 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton_engine.request import ProviderRequest, find_cap
+from baton_engine.request import ProviderRequest
+from baton_engine.shapes.cap import find_cap, find_thinking_budget
 from baton_engine.shapes.conversation import Conversation, Unit, grouped, replaced
 from baton_engine.shapes.parts import (
     chat_tool_choice,
@@ -45,7 +46,7 @@ class BedrockShape:
             if tool_choice is not None:
                 found["tool_choice"] = tool_choice
         return ProviderRequest(messages=tuple(conversation.chat()), tools=tools, options=found, cap=find_cap(request),
-                               model=model_name(request, "modelId", "model"))
+                               thinking_budget=find_thinking_budget(request), model=model_name(request, "modelId", "model"))
 
     def conversation(self, request: Mapping[str, Any]) -> Conversation | None:
         """Units: a user message of tool results stays with the assistant message whose toolUse it answers;; a

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton_engine.request import ProviderRequest, find_cap
+from baton_engine.request import ProviderRequest
+from baton_engine.shapes.cap import find_cap, find_thinking_budget
 from baton_engine.shapes.conversation import Conversation, Unit, grouped, replaced
 from baton_engine.shapes.parts import mappings, model_name, options, template_kwargs
 from baton_engine.tokens.media import content_with_placeholders
@@ -34,6 +35,7 @@ class ChatShape:
         return ProviderRequest(
             messages=tuple(map(with_placeholders, mappings(messages))), tools=mappings(request.get("tools")),
             template_kwargs=template_kwargs(request), options=options(request), cap=find_cap(request),
+            thinking_budget=find_thinking_budget(request),
             model=model_name(request, "model"),
         )
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton_engine.request import ProviderRequest, find_cap
+from baton_engine.request import ProviderRequest
+from baton_engine.shapes.cap import find_cap, find_thinking_budget
 from baton_engine.shapes.conversation import Conversation, Unit, replaced
 from baton_engine.shapes.parts import (
     chat_tool_choice,
@@ -46,7 +47,7 @@ class ResponsesShape:
         tools = tuple(function_tool(t.get("name"), t.get("description"), t.get("parameters"))
                       for t in mappings(request.get("tools")) if t.get("type") == "function")
         return ProviderRequest(messages=tuple(conversation.chat()), tools=tools, options=found, cap=find_cap(request),
-                               model=model_name(request, "model"))
+                               thinking_budget=find_thinking_budget(request), model=model_name(request, "model"))
 
     def conversation(self, request: Mapping[str, Any]) -> Conversation | None:
         """Leading system / developer messages, then units: what one response produced (reasoning items, the

@@ -9,74 +9,19 @@ run in is the ``Host`` seam alone, so they are tested here without Hermes instal
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from batontest.fake_host import FakeHost
 
 from baton_engine.agent.host import Host
 from baton_engine.agent.project import Project
 from baton_engine.agent.requests import AgentWindow, RequestBudgeter, ScanAhead
-from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, BatonRuntime, set_runtime
-from baton_engine.request import ProviderRequest
-from baton_engine.settings import load_settings
-from baton_engine.shapes import Shape
-from baton_engine.shapes.anthropic import ANTHROPIC
-from baton_engine.shapes.chat import CHAT
-from baton_engine.tokens.prefix_memo import PrefixMemo
-from baton_engine.tokens.request_key import message_digest
+from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH
 
 MESSAGES = [{"role": "user", "content": "hello there, how are the tokens today?"},
             {"role": "assistant", "content": "counted once each", "note": "host bookkeeping, never sent"}]
-
-
-class FakeHost:
-    """A host whose stored messages carry a bookkeeping key (``note``) its wire never sends."""
-
-    window_label = "fake window"
-
-    def __init__(self, cwd: Path) -> None:
-        self.cwd = cwd
-        self.projected = 0
-
-    def working_directory(self) -> Path:
-        return self.cwd
-
-    def shape_for(self, api_mode: Any) -> Shape:
-        return ANTHROPIC if api_mode == "anthropic" else CHAT
-
-    def wire_is_not_chat(self, api_mode: Any) -> bool:
-        return api_mode == "anthropic"
-
-    def from_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None,
-                      frame: ProviderRequest | None = None,
-                      memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
-        projected = memo.results(list(messages)) if memo is not None else [self.project(m) for m in messages]
-        sent = [message for message, _ in projected]
-        digests = [digest for _, digest in projected]
-        if system_prompt:
-            sent.insert(0, {"role": "system", "content": system_prompt})
-            digests.insert(0, message_digest(sent[0]))
-        return ProviderRequest(messages=tuple(sent), tools=tuple(tools or ()), digests=tuple(digests))
-
-    def from_provider_kwargs(self, request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
-        return self.shape_for(api_mode).read(request)
-
-    def project(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
-        self.projected += 1
-        sent = {key: value for key, value in message.items() if key != "note"}
-        return sent, message_digest(sent)
-
-
-@pytest.fixture(autouse=True)
-def rough_runtime() -> Iterator[BatonRuntime]:
-    """A runtime counting with the rough estimator (no tokenizer to load), installed for the test."""
-    installed = BatonRuntime(load_settings({}, {"tokenizer": {"backend": "rough"}}))
-    previous = set_runtime(installed)
-    yield installed
-    set_runtime(previous)
-    installed.close()
 
 
 def budgeter(host: Host, project_dir: Path | None = None) -> RequestBudgeter:

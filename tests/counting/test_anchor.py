@@ -9,9 +9,8 @@ import pickle
 
 import pytest
 
-from baton_engine.budget import apply_output
 from baton_engine.policy import Limits
-from baton_engine.request import OUTPUT_CAP_FIELDS
+from baton_engine.shapes.cap import OUTPUT_CAP_FIELDS, apply_output
 from baton_engine.tokens.anchor import (
     DEFAULT_MARGIN_FLOOR_TOKENS,
     DEFAULT_MARGIN_SHARE,

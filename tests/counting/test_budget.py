@@ -11,7 +11,6 @@ from baton_engine.budget import (
     MIN_THINKING_BUDGET_TOKENS,
     Decision,
     Margins,
-    apply_output,
     compression_pressure,
     compression_window,
     decide,
@@ -19,10 +18,10 @@ from baton_engine.budget import (
     reply_room,
     small_window_threshold,
     threshold_tokens,
-    write_cap,
 )
 from baton_engine.policy import MIN_CAP_TOKENS, Limits, PolicyState
-from baton_engine.request import OUTPUT_CAP_FIELDS, OutputCap, find_cap, find_thinking_budget
+from baton_engine.request import OutputCap
+from baton_engine.shapes.cap import OUTPUT_CAP_FIELDS, apply_output, find_cap, find_thinking_budget, write_cap
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import UNCONFIRMED_SHARE
 

@@ -13,9 +13,10 @@ import pytest
 from batontest import assets
 
 from baton_engine.hermes import request_view
+from baton_engine.request import OutputCap, ProviderRequest
 from baton_engine.shapes.anthropic import ANTHROPIC
+from baton_engine.shapes.cap import find_cap
 from baton_engine.shapes.chat import CHAT as CHAT_SHAPE
-from baton_engine.request import OutputCap, ProviderRequest, find_cap
 
 SYSTEM = ("You are Hermes. " * 400).strip()  # a long system prompt (~1,600 tokens); Hermes strips text
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",

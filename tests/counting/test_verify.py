@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from baton_engine.budget import apply_output
+from baton_engine.shapes.cap import apply_output
 from baton_engine.policy import Limits
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.counter import counting_mode

@@ -15,7 +15,7 @@ from batontest.engines import started_engine
 from batontest.hermes_requests import BUILDERS, anthropic, history, model_of
 from batontest.validators import VALIDATORS
 
-from baton_engine.request import find_cap
+from baton_engine.shapes.cap import find_cap
 
 pytestmark = pytest.mark.hermes
 WINDOW = 64_000
