@@ -14,7 +14,7 @@ Vectors are keyed by the embedder's name (a changed model never mixes vectors) a
 text (a passage re-cut or edited is embedded anew). A unit the embedder refuses even in parts (None: longer than
 the server's window, ``embedding/refusals.py``) is remembered as refused in memory and not asked again; a passage
 ranks by its other units, lexically when it has none. In memory a lineage's vectors are the rows of a ``RowIndex``
-(``vector_index.py``: exact numpy up to 10,000 rows, an HNSW graph above), and with a store (``keep_vectors_in``: the
+(``vector_index.py``: exact numpy up to 100,000 rows, an HNSW graph above), and with a store (``keep_vectors_in``: the
 project's ``.baton/cache/vectors/``) they are also kept on disk, so a restarted process takes them from there
 instead of the embedder.
 """

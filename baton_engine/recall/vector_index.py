@@ -1,15 +1,18 @@
-"""A lineage's vector rows and the rows nearest to a question: exact numpy while few, an HNSW index when many.
+"""A lineage's vector rows and the rows nearest to a question: exact numpy up to a size, an HNSW index above it.
 
-Why two ways: an exact matrix product over float32 rows costs the memory traffic of every row on each question
-(70,000 rows of 384: 107 MB, 40 ms p50 / 86 ms p99 on a loaded 2-core machine), while an HNSW graph (usearch)
-answers in under a millisecond with about 97% of the exact top 32 (benchmarks/vector_index_bench.py, real
-all-MiniLM-L6-v2 vectors; FINDINGS 20). Below ``EXACT_MAX_ROWS`` the exact product costs about as little
-(0.4 ms p50 at 10,000 rows) and needs no graph, so rows are ranked exactly there, and always when usearch is not
-installed (``pip install 'baton-engine[vectors]'``). The graph keeps its vectors in float16: half the memory of
-float32 (34 against 67 MB for 17,223 rows of 384, usearch's own count), for cosines good to about 3 digits. Above
-the bound, one background thread adds the rows to the graph
-(building it takes seconds to a minute for 70,000 rows: never on the request path); rows newer than the graph are
-ranked exactly beside it, so a search never waits for the graph and never misses a new row.
+Why exact first: an HNSW graph (usearch) finds the rows nearest to a row-like query (a line perturbed by noise:
+recall@32 about 97%), but a real question sits far from every line (its best cosines 0.3-0.6), and there the graph
+loses the best row: of the paraphrase corpus's 46 questions over its 17,200 real all-MiniLM-L6-v2 line vectors, the
+default graph (connectivity 16, expansion 64) found the exact best row for 63% and the exact top 10 at 87%, and
+recall answered 9 of 36 against 18 of 36 ranked exactly (``paraphrase_bench.py --retrieval``, FINDINGS 22). An
+exact matrix product over float32 rows costs the memory traffic of every row on each question: 3.8 / 24 ms p50 /
+p99 at 19,115 rows and 12.3 / 34.5 ms at 70,342 (``argpartition`` included, load 3.9 on 2 cores), inside the 50 ms
+a search may take; so rows are ranked exactly up to ``EXACT_MAX_ROWS``, and always when usearch is not installed.
+Above it (``pip install 'baton-engine[vectors]'``) one background thread adds the rows to a graph searched wide
+(connectivity 32, expansion 1,024: the best row for 89%, the top 10 at 98%, 16 of 36 answered; about 1 ms a
+question), its candidates' cosines recomputed from the float32 rows; the graph keeps its vectors in float16 (half
+the memory of float32), rows newer than it are ranked exactly beside it, so a search never waits for the graph and
+never misses a new row.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 LOGGER = logging.getLogger("baton_engine.recall")
-EXACT_MAX_ROWS = 10_000
+EXACT_MAX_ROWS = 100_000
 GRAPH_CHUNK = 4096  # rows added to the graph per step of the background thread
-GRAPH_MAX_ROWS = 64  # rows asked of the graph per question (its search widens to what is asked: more is slower)
+GRAPH_CONNECTIVITY, GRAPH_EXPANSION_ADD, GRAPH_EXPANSION_SEARCH = 32, 256, 1024
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-vector-index")
 
 
@@ -93,7 +96,9 @@ class RowIndex:
                         return
                     matrix = self._matrix
                     if self._graph is None:
-                        self._graph = Index(ndim=matrix.shape[1], metric="ip", dtype="f16")
+                        self._graph = Index(ndim=matrix.shape[1], metric="ip", dtype="f16",
+                                            connectivity=GRAPH_CONNECTIVITY, expansion_add=GRAPH_EXPANSION_ADD,
+                                            expansion_search=GRAPH_EXPANSION_SEARCH)
                     graph = self._graph
                 graph.add(self._np.arange(start, stop), matrix[start:stop], threads=1)
                 with self._lock:
@@ -104,8 +109,8 @@ class RowIndex:
                 self._building = False
 
     def nearest(self, query: Any, count: int) -> tuple[Any, Any]:
-        """(row numbers, cosines) of the ``count`` rows nearest to ``query`` (normalised), best first: from the
-        graph for the rows it holds and exactly for the rows newer than it."""
+        """(row numbers, cosines) of the ``count`` rows nearest to ``query`` (normalised), best first: the graph's
+        candidates for the rows it holds and every row newer than it, all scored exactly."""
         np = self._np
         with self._lock:
             matrix, size, graphed, graph = self._matrix, self._size, self._graphed, self._graph
@@ -114,11 +119,10 @@ class RowIndex:
         tail = matrix[graphed:size] @ query
         rows, cosines = np.arange(graphed, size), tail
         if graphed:
-            found = graph.search(query, min(count, graphed, GRAPH_MAX_ROWS), threads=1)
-            keys = np.asarray(found.keys, dtype=np.int64)
-            held = keys < graphed  # a row being added right now is also in the exact tail
-            rows = np.concatenate([keys[held], rows])
-            cosines = np.concatenate([1.0 - np.asarray(found.distances, dtype=np.float32)[held], cosines])
+            keys = np.asarray(graph.search(query, min(count, graphed), threads=1).keys, dtype=np.int64)
+            keys = keys[keys < graphed]  # a row being added right now is also in the exact tail
+            rows = np.concatenate([keys, rows])
+            cosines = np.concatenate([matrix[keys] @ query, cosines])  # the float32 rows' cosines, not float16's
         if len(rows) > count:
             top = np.argpartition(-cosines, count - 1)[:count]
             rows, cosines = rows[top], cosines[top]
