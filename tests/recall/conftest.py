@@ -1,4 +1,4 @@
-"""Continuity tests (recall, anchors, user words) run offline with the real Qwen3 tokenizer."""
+"""Recall tests run offline; ``source`` is one lineage's recall source over a coding session."""
 
 from __future__ import annotations
 
@@ -8,21 +8,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from collections.abc import Callable  # noqa: E402
-
 import pytest  # noqa: E402
-from batontest import assets  # noqa: E402
-
-from continuity.transcripts import coding_session  # noqa: E402
+from batontest.transcripts import coding_session  # noqa: E402
 
 from baton_engine.recall import MemoryIndex, RecallSource  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def qwen_count() -> Callable[[str], int]:
-    """Exact Qwen3 token count of plain text (the hf backend, as the engine would inject it)."""
-    backend = assets.hf_backend(assets.qwen3_dir())
-    return lambda text: backend.count_text(text).tokens
 
 
 @pytest.fixture()

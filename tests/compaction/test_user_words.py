@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from continuity.transcripts import SECRET
+from batontest.transcripts import SECRET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

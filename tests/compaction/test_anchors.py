@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from brief.records import minimal_data, record
-from continuity.transcripts import SECRET, call, coding_session, result
+from batontest.transcripts import SECRET, call, coding_session, result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

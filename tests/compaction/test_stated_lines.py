@@ -3,7 +3,7 @@ item 3): a commented setting whose comment gives a reason, or a labelled decisio
 
 from __future__ import annotations
 
-from continuity.transcripts import SECRET, call, numbered, result
+from batontest.transcripts import SECRET, call, numbered, result
 
 from baton_engine.compaction import continuity
 from baton_engine.compaction.anchors import StatedLine, extract_anchors, stated_lines

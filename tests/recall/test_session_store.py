@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from continuity.transcripts import coding_session
+from batontest.transcripts import coding_session
 
 from baton_engine.messages.entry import build_entries
 from baton_engine.recall import MemoryIndex, SessionStoreSource, search

@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from continuity.transcripts import SECRET, coding_session
+from batontest.transcripts import SECRET, coding_session
 
 from baton_engine.errors import NotFoundError, UserInputError
 from baton_engine.messages.entry import ref_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from continuity.transcripts import SECRET
+from batontest.transcripts import SECRET
 from pydantic import ValidationError
 
 from baton_engine.recall import TOOL_NAME, TOOL_SCHEMA, RecallArgs, recall_tool

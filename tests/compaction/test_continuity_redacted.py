@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from batontest.secrets_corpus import SAMPLES
-from continuity.transcripts import call, result
+from batontest.transcripts import call, result
 
 from baton_engine.compaction import continuity
 from baton_engine.handoff.redact import redact_text

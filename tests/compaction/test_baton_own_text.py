@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from continuity.transcripts import call, result
+from batontest.transcripts import call, result
 
 from baton_engine.compaction import continuity
 from baton_engine.compaction.anchors import extract_anchors
