@@ -34,12 +34,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path[:0] = [str(HERE), str(REPO / "tests")]
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-import workload  # noqa: E402
+from benchmarks import workload  # noqa: E402
 from batontest.agent_frames import LoopAgent, in_agent  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
 

@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-import workload  # noqa: E402
+from benchmarks import workload  # noqa: E402
 
 from baton_engine.budget import apply_output  # noqa: E402
 from baton_engine.policy import Limits  # noqa: E402

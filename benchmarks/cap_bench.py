@@ -24,7 +24,7 @@ from baton_engine.request import OutputCap
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import UNCONFIRMED_SHARE
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[1]
 ASKED = 65_536
 WINDOWS = (4096, 16_384, 64_000)
 STATES = {"confirmed": 0.0, "unconfirmed": UNCONFIRMED_SHARE}
@@ -99,7 +99,7 @@ def plot(results: dict[str, dict[str, list[tuple[int, int, str]]]], out: Path) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args()
     results = run()
     print("\n".join(render(results)))

@@ -32,11 +32,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from tokens_bench import raw_tiktoken_encode, raw_tokenizers_encode  # noqa: E402
+from benchmarks.tokens_bench import raw_tiktoken_encode, raw_tokenizers_encode  # noqa: E402
 
 from baton_engine.tokens.rough import dense_characters, estimate_margin, estimate_tokens_rough  # noqa: E402
 

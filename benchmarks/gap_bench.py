@@ -11,13 +11,18 @@ fired. Goal (issue 30): the fewest turns between two compactions >= 5 on every a
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-import run
-from run import FALLBACK_ARM, MODEL, QWEN3, Judge, bench_long_session
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
-import arms
-import workload
-from batontest.model_server import ModelServer, ScriptedPolicy
+from benchmarks import run  # noqa: E402
+from benchmarks.run import FALLBACK_ARM, MODEL, QWEN3, Judge, bench_long_session  # noqa: E402
+
+from benchmarks import arms  # noqa: E402
+from benchmarks import workload  # noqa: E402
+from batontest.model_server import ModelServer, ScriptedPolicy  # noqa: E402
 
 
 def main() -> None:

@@ -12,10 +12,15 @@ fewest turns between two compactions, the gaps under 5 and the compactions, per 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from run import Judge
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
-import workload
+from benchmarks.run import Judge  # noqa: E402
+
+from benchmarks import workload  # noqa: E402
 
 KEPT = (0, 200, 400, 600, 800, 1_000, 1_400, 2_000, 3_000, 4_000, 5_000)
 

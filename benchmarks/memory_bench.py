@@ -21,10 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from markdown_table import markdown_table
+from benchmarks.markdown_table import markdown_table
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = Path(__file__).resolve().parents[1]
 MILLION = 1_000_000
 
 # (cache, module, constants naming its bound, what one unit holds). The numbers come from the modules at run
@@ -99,11 +98,11 @@ def cache_bounds() -> list[dict[str, Any]]:
 def _million() -> dict[str, Any]:
     """In this (fresh) interpreter: RSS after loading the Qwen3 runtime, after counting a 1M-token history, and
     after compacting it once with the real engine."""
-    sys.path[:0] = [str(HERE), str(REPO / "tests")]
+    sys.path[:0] = [str(REPO), str(REPO / "tests")]
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                       HERMES_HOME=tempfile.mkdtemp(prefix="baton-memory-hermes-"))
-    import arms
-    import workload
+    from benchmarks import arms
+    from benchmarks import workload
     from batontest.assets import qwen3_dir
     from batontest.hermes_home import git_project
 

@@ -34,11 +34,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-import arms  # noqa: E402
-import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks import arms  # noqa: E402
+from benchmarks import paraphrase_corpus as corpus  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
 from batontest.hermes_home import git_project  # noqa: E402
 

@@ -16,11 +16,11 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
-import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks import paraphrase_corpus as corpus  # noqa: E402
 
 from baton_engine.embedding import EmbedderConfig, embed_questions  # noqa: E402
 from baton_engine.embedding.plugins import load_embedder  # noqa: E402

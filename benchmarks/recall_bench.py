@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import arms
-import chat_workload
-import workload
+from benchmarks import arms
+from benchmarks import chat_workload
+from benchmarks import workload
 from batontest.assets import qwen3_dir
 from batontest.hermes_home import git_project
 from batontest.model_server import ModelServer, ScriptedPolicy

@@ -23,13 +23,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
-import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks import paraphrase_corpus as corpus  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
-from percentiles import percentile  # noqa: E402
+from benchmarks.percentiles import percentile  # noqa: E402
 
 from baton_engine.recall import MemoryIndex, dense, recall_tool, redacted  # noqa: E402
 from baton_engine.recall import vector_index  # noqa: E402

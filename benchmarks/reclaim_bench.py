@@ -34,23 +34,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import run  # noqa: F401  (sets HERMES_HOME before any Hermes import)
-from run import MODEL, QWEN3, Judge, new_project
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
-import arms
-import reclaim_report
-from prefix_cache import PrefixCache
-import workload
-from batontest.model_server import ModelServer, ScriptedPolicy
+from benchmarks import run  # noqa: F401, E402  (sets HERMES_HOME before any Hermes import)
+from benchmarks.run import MODEL, QWEN3, Judge, new_project  # noqa: E402
 
-from baton_engine.hermes.config import installed_hermes_version
-from baton_engine.settings import BatonSettings
-from baton_engine.tokens.rough import estimate_messages_tokens_rough
+from benchmarks import arms  # noqa: E402
+from benchmarks import reclaim_report  # noqa: E402
+from benchmarks.prefix_cache import PrefixCache  # noqa: E402
+from benchmarks import workload  # noqa: E402
+from batontest.model_server import ModelServer, ScriptedPolicy  # noqa: E402
+
+from baton_engine.hermes.config import installed_hermes_version  # noqa: E402
+from baton_engine.settings import BatonSettings  # noqa: E402
+from baton_engine.tokens.rough import estimate_messages_tokens_rough  # noqa: E402
 
 WINDOWS = (65_536, 131_072, 200_000)
 HERMES_EXAMPLE_PRUNE = 48_000  # Hermes' own example value for compression.proactive_prune_tokens
 HERMES_THRESHOLD = 0.50  # Hermes 0.22's compression.threshold default
-RESULTS = Path(__file__).resolve().parent / "results" / "reclaim.json"
+RESULTS = REPO / "benchmarks" / "results" / "reclaim.json"
 
 
 @dataclass
@@ -221,8 +224,8 @@ def paraphrase(window: int, embedder_url: str | None) -> list[dict[str, Any]]:
     ``window`` (fed as ``drive`` feeds: the prune hook after tool results), then each fact asked once in other words
     (``paraphrase_bench``'s scoring: in the final window or in one ``baton_recall`` answer), with the embedder served
     at ``embedder_url`` (None: lexical)."""
-    import paraphrase_bench
-    import paraphrase_corpus
+    from benchmarks import paraphrase_bench
+    from benchmarks import paraphrase_corpus
 
     from baton_engine.embedding import EmbedderConfig
     from baton_engine.recall import dense

@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from markdown_table import markdown_table
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # run alone: the benchmarks package; the sections import batontest
+
+from benchmarks.markdown_table import markdown_table  # noqa: E402
 
 # compress() targets (issue 13): p50 at 200k tokens <= 50 ms wall and <= 40 ms thread CPU, at 500k <= 80 ms wall
 TARGET_P50_MS = {200_000: 50.0, 500_000: 80.0}
@@ -51,7 +54,7 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
                             "prompt tokens sent (Qwen3)",
                             f"Prompt tokens over a {results['long'][0]['turns']}-turn session, {window // 1024}K window"))
     if "cap" in results:
-        import cap_bench
+        from benchmarks import cap_bench
 
         names.append(cap_bench.plot(results["cap"], out).name)
     overhead = results.get("overhead") or []
@@ -189,25 +192,25 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
          f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
     ]
     if "store" in results:
-        import store_bench
+        from benchmarks import store_bench
 
         targets.append(store_bench.target(results["store"]))
     for target, figure, met in (results.get("tokens") or {}).get("targets", []):
         targets.append((f"{target} (`tokens_bench.py`)", met, figure))
 
-    import memory_bench
-    import soak_report
+    from benchmarks import memory_bench
+    from benchmarks import soak_report
 
-    import reclaim_report
+    from benchmarks import reclaim_report
 
     targets += [memory_bench.target(results), *soak_report.targets(results.get("soak")),
                 *reclaim_report.targets(results.get("reclaim"))]
     if "recall" in results:
-        import recall_bench
+        from benchmarks import recall_bench
 
         targets += recall_bench.verdicts(results["recall"])
     if "shapes" in results:
-        import shapes_bench
+        from benchmarks import shapes_bench
 
         targets.append(shapes_bench.target(results["shapes"]))
     out += markdown_table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
@@ -353,17 +356,17 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         out += [""]
 
     if "anchor" in results:
-        import anchor_bench
+        from benchmarks import anchor_bench
 
         out += anchor_bench.render(results["anchor"])
 
     if "recall" in results:
-        import recall_bench
+        from benchmarks import recall_bench
 
         out += recall_bench.render(results["recall"])
 
     if "store" in results:
-        import store_bench
+        from benchmarks import store_bench
 
         out += store_bench.render(results["store"])
 
@@ -374,15 +377,15 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                 ""]
 
     if "cap" in results:
-        import cap_bench
+        from benchmarks import cap_bench
 
         out += cap_bench.render(results["cap"])
     if "shapes" in results:
-        import shapes_bench
+        from benchmarks import shapes_bench
 
         out += shapes_bench.render(results["shapes"])
     if "estimators" in results:
-        import estimator_bench
+        from benchmarks import estimator_bench
 
         out += estimator_bench.render(results["estimators"])
 
@@ -416,7 +419,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     return "\n".join(out)
 
 
-FINDINGS_FILE = Path(__file__).with_name("FINDINGS.md")
+FINDINGS_FILE = REPO / "benchmarks" / "FINDINGS.md"
 
 
 def write(results: dict[str, Any], out: Path) -> Path:
@@ -435,6 +438,5 @@ def write(results: dict[str, Any], out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # the sections' modules import batontest
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("results")
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "benchmarks" / "results"
     write(json.loads((folder / "results.json").read_text(encoding="utf-8")), folder)

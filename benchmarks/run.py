@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 _KEPT = ("BATON_BENCH_COMMIT", "BATON_TOKENIZER_CACHE")  # not settings: where the run comes from and caches
 for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HERMES_VLLM_")) and n not in _KEPT]:
@@ -37,18 +36,18 @@ for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HE
 _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
-import anchor_bench  # noqa: E402
-import cap_bench  # noqa: E402
-import estimator_bench  # noqa: E402
-import loop_bench  # noqa: E402
-import memory_bench  # noqa: E402
-from percentiles import percentile  # noqa: E402
-import recall_bench  # noqa: E402
-import shapes_bench  # noqa: E402
-import store_bench  # noqa: E402
-import tokens_bench  # noqa: E402
-import arms  # noqa: E402
-import workload  # noqa: E402
+from benchmarks import anchor_bench  # noqa: E402
+from benchmarks import cap_bench  # noqa: E402
+from benchmarks import estimator_bench  # noqa: E402
+from benchmarks import loop_bench  # noqa: E402
+from benchmarks import memory_bench  # noqa: E402
+from benchmarks.percentiles import percentile  # noqa: E402
+from benchmarks import recall_bench  # noqa: E402
+from benchmarks import shapes_bench  # noqa: E402
+from benchmarks import store_bench  # noqa: E402
+from benchmarks import tokens_bench  # noqa: E402
+from benchmarks import arms  # noqa: E402
+from benchmarks import workload  # noqa: E402
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
 from batontest.hermes_home import git_project  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy, protocol_problem  # noqa: E402
@@ -532,7 +531,7 @@ def _commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     logging.getLogger("incontext").setLevel(logging.ERROR)  # one "requires_compression" line per full request
@@ -567,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     results["seconds"] = time.time() - started
     (args.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
     print(f"results written in {results['seconds']:.0f} s", flush=True)
-    import report
+    from benchmarks import report
 
     report.write(results, args.out)
     if shapes_bench.failed(results["shapes"]):

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 for _name in [n for n in os.environ if n.startswith("BATON_") and n != "BATON_TOKENIZER_CACHE"]:
     del os.environ[_name]  # the soak sets every setting itself
@@ -336,7 +335,7 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 def _commit() -> str:
-    import run as bench_run  # noqa: PLC0415 - the benchmark's own commit reader, only when writing figures
+    from benchmarks import run as bench_run  # noqa: PLC0415 - the benchmark's own commit reader, only when writing figures
 
     return bench_run._commit()
 
@@ -344,7 +343,7 @@ def _commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few hundred calls and kills (a smoke run)")
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     import logging
@@ -360,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{k['kills']} SIGKILLs, {k['partial']} partial, {k['lost']} lost, {k['lock_stuck']} stuck locks; "
           f"{figures['seconds']:.0f} s", flush=True)
     if (args.out / "results.json").is_file():
-        import report
+        from benchmarks import report
 
         report.write(json.loads((args.out / "results.json").read_text(encoding="utf-8")), args.out)
     return 0

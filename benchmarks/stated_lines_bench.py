@@ -23,11 +23,10 @@ import sysconfig
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-from paraphrase_corpus import FACTS, build_session  # noqa: E402
+from benchmarks.paraphrase_corpus import FACTS, build_session  # noqa: E402
 
 from baton_engine.compaction import continuity  # noqa: E402
 from baton_engine.compaction.anchors import extract_anchors, stated_lines  # noqa: E402

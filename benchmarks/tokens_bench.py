@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "counting"), str(REPO / "benchmarks")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "counting")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
-import workload  # noqa: E402
+from benchmarks import workload  # noqa: E402
 from conversations import conversation, conversation_of_messages  # noqa: E402
 
 from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend, TokenizerConfig  # noqa: E402

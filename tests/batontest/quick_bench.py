@@ -13,15 +13,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import importlib, json, sys
-sys.path[:0] = [sys.argv[1] + "/benchmarks", sys.argv[1] + "/tests"]
-bench = importlib.import_module(sys.argv[2])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
+bench = importlib.import_module("benchmarks." + sys.argv[2])
 result = bench.run(quick=True)
 print(json.dumps({"result": result, "section": bench.render(result)}))
 """
 
 
 def run_quick(module: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """``benchmarks/<module>.py``'s ``run(quick=True)`` and ``render`` of it, with ``env`` added to this
+    """``benchmarks/<module>.py``'s (``module`` dotted below ``benchmarks``) ``run(quick=True)`` and ``render`` of it, with ``env`` added to this
     process's environment; fails the test with the benchmark's stderr when it does not exit 0."""
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(REPO), module], capture_output=True, text=True,
                           timeout=600, cwd=cwd, env={**os.environ, **(env or {})})

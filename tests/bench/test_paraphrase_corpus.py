@@ -4,12 +4,7 @@ absent questions' topics are not there."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks import paraphrase_corpus as corpus
 
 
 def test_every_question_shares_at_most_the_one_word_it_declares() -> None:

@@ -9,19 +9,16 @@ against the simulator's figure for the same requests: within 5% in all, and requ
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from batontest.assets import REPO_ROOT
 from batontest.model_server import PromptCounter, filler_text
 from batontest.real_vllm import real_vllm_server
 
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from prefix_cache import PrefixCache  # noqa: E402
+from benchmarks.prefix_cache import PrefixCache
 
 pytestmark = pytest.mark.vllm_real
 MODEL = "qwen3-cache"
