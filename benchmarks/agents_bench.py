@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 from batontest.agent_frames import LoopAgent, in_agent  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/anchor_bench.py [--quick]
 
-Workloads are ``benchmarks/workload.py``'s deterministic tool-heavy sessions; exact counts come from the real
+Workloads are ``benchmarks/harness/workload.py``'s deterministic tool-heavy sessions; exact counts come from the real
 Qwen3 tokenizer (hf backend, chat template) and o200k (tiktoken). Every request goes through the production path
 (``TokenCounter.count_chat(request, anchor)``); the anchor sees the provider's usage of each request once its
 response is in, i.e. the exact count of the request one before:
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 
 from baton_engine.budget import apply_output  # noqa: E402
 from baton_engine.policy import Limits  # noqa: E402

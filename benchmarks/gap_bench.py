@@ -20,8 +20,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and ba
 from benchmarks import run  # noqa: E402
 from benchmarks.run import FALLBACK_ARM, MODEL, QWEN3, Judge, bench_long_session  # noqa: E402
 
-from benchmarks import arms  # noqa: E402
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import arms  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy  # noqa: E402
 
 

@@ -20,7 +20,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and ba
 
 from benchmarks.run import Judge  # noqa: E402
 
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 
 KEPT = (0, 200, 400, 600, 800, 1_000, 1_400, 2_000, 3_000, 4_000, 5_000)
 

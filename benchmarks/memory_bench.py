@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.markdown_table import markdown_table
+from benchmarks.harness.markdown_table import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 MILLION = 1_000_000
@@ -101,8 +101,8 @@ def _million() -> dict[str, Any]:
     sys.path[:0] = [str(REPO), str(REPO / "tests")]
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                       HERMES_HOME=tempfile.mkdtemp(prefix="baton-memory-hermes-"))
-    from benchmarks import arms
-    from benchmarks import workload
+    from benchmarks.harness import arms
+    from benchmarks.harness import workload
     from batontest.assets import qwen3_dir
     from batontest.hermes_home import git_project
 

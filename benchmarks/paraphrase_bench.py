@@ -37,8 +37,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from benchmarks import arms  # noqa: E402
-from benchmarks import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks.harness import arms  # noqa: E402
+from benchmarks.harness import paraphrase_corpus as corpus  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
 from batontest.hermes_home import git_project  # noqa: E402
 

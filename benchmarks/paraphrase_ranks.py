@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
-from benchmarks import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks.harness import paraphrase_corpus as corpus  # noqa: E402
 
 from baton_engine.embedding import EmbedderConfig, embed_questions  # noqa: E402
 from baton_engine.embedding.plugins import load_embedder  # noqa: E402

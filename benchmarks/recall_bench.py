@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks import arms
-from benchmarks import chat_workload
-from benchmarks import workload
+from benchmarks.harness import arms
+from benchmarks.harness import chat_workload
+from benchmarks.harness import workload
 from batontest.assets import qwen3_dir
 from batontest.hermes_home import git_project
 from batontest.model_server import ModelServer, ScriptedPolicy

@@ -27,9 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
-from benchmarks import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks.harness import paraphrase_corpus as corpus  # noqa: E402
 from batontest.assets import qwen3_dir  # noqa: E402
-from benchmarks.percentiles import percentile  # noqa: E402
+from benchmarks.harness.percentiles import percentile  # noqa: E402
 
 from baton_engine.recall import MemoryIndex, dense, recall_tool, redacted  # noqa: E402
 from baton_engine.recall import vector_index  # noqa: E402

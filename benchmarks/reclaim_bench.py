@@ -40,10 +40,10 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and ba
 from benchmarks import run  # noqa: F401, E402  (sets HERMES_HOME before any Hermes import)
 from benchmarks.run import MODEL, QWEN3, Judge, new_project  # noqa: E402
 
-from benchmarks import arms  # noqa: E402
+from benchmarks.harness import arms  # noqa: E402
 from benchmarks import reclaim_report  # noqa: E402
-from benchmarks.prefix_cache import PrefixCache  # noqa: E402
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness.prefix_cache import PrefixCache  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy  # noqa: E402
 
 from baton_engine.hermes.config import installed_hermes_version  # noqa: E402
@@ -225,7 +225,7 @@ def paraphrase(window: int, embedder_url: str | None) -> list[dict[str, Any]]:
     (``paraphrase_bench``'s scoring: in the final window or in one ``baton_recall`` answer), with the embedder served
     at ``embedder_url`` (None: lexical)."""
     from benchmarks import paraphrase_bench
-    from benchmarks import paraphrase_corpus
+    from benchmarks.harness import paraphrase_corpus
 
     from baton_engine.embedding import EmbedderConfig
     from baton_engine.recall import dense

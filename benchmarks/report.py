@@ -14,7 +14,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # run alone: the benchmarks package; the sections import batontest
 
-from benchmarks.markdown_table import markdown_table  # noqa: E402
+from benchmarks.harness.markdown_table import markdown_table  # noqa: E402
 
 # compress() targets (issue 13): p50 at 200k tokens <= 50 ms wall and <= 40 ms thread CPU, at 500k <= 80 ms wall
 TARGET_P50_MS = {200_000: 50.0, 500_000: 80.0}
@@ -127,7 +127,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
            + f"; Baton at commit {m.get('commit', 'unknown')}.",
            f"**All figures are from ONE run** ({results['seconds']:.0f} s{quick}); "
            "timings on a shared 2-core machine are noisy, compare within the run.", "",
-           "Workloads are generated deterministically by `benchmarks/workload.py` (tool-heavy turns: user -> assistant "
+           "Workloads are generated deterministically by `benchmarks/harness/workload.py` (tool-heavy turns: user -> assistant "
            "with 1-3 parallel tool calls -> results of varied size -> assistant, with planted identifier / path / "
            "error / decision needles; errors and decisions are recorded through `baton_capture`). Sizes are exact "
            "Qwen3 counts of system prompt + messages + tool schemas (hf backend with the real chat template); "

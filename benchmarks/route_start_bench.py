@@ -37,10 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 from benchmarks import agents_bench  # noqa: E402
 from batontest.assets import LOOP_TRIGGER, hf_backend, looping_template_dir, qwen3_dir  # noqa: E402
-from benchmarks.percentiles import percentile  # noqa: E402
+from benchmarks.harness.percentiles import percentile  # noqa: E402
 
 from baton_engine.settings import BatonSettings, TokenizerRoute  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402

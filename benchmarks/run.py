@@ -41,13 +41,13 @@ from benchmarks import cap_bench  # noqa: E402
 from benchmarks import estimator_bench  # noqa: E402
 from benchmarks import loop_bench  # noqa: E402
 from benchmarks import memory_bench  # noqa: E402
-from benchmarks.percentiles import percentile  # noqa: E402
+from benchmarks.harness.percentiles import percentile  # noqa: E402
 from benchmarks import recall_bench  # noqa: E402
 from benchmarks import shapes_bench  # noqa: E402
 from benchmarks import store_bench  # noqa: E402
 from benchmarks import tokens_bench  # noqa: E402
-from benchmarks import arms  # noqa: E402
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import arms  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
 from batontest.hermes_home import git_project  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy, protocol_problem  # noqa: E402

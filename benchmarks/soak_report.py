@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.markdown_table import markdown_table
+from benchmarks.harness.markdown_table import markdown_table
 
 NOT_RUN = "not run (no soak.json: `python benchmarks/soak.py` after the benchmark, or `scripts/bench.sh`)"
 

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-from benchmarks.paraphrase_corpus import FACTS, build_session  # noqa: E402
+from benchmarks.harness.paraphrase_corpus import FACTS, build_session  # noqa: E402
 
 from baton_engine.compaction import continuity  # noqa: E402
 from baton_engine.compaction.anchors import extract_anchors, stated_lines  # noqa: E402

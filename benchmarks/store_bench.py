@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.percentiles import percentile
+from benchmarks.harness.percentiles import percentile
 
 from baton_engine.handoff import ids, store
 from baton_engine.handoff.checkpoint import checkpoint_create

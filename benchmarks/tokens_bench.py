@@ -38,7 +38,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 from conversations import conversation, conversation_of_messages  # noqa: E402
 
 from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend, TokenizerConfig  # noqa: E402

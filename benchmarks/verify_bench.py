@@ -12,7 +12,7 @@ request with one arm's tokenizer:
   ``enable_thinking: false``, a default set on the server Baton does not see); ``kwargs reversed``: Baton
   counts with it, the server without.
 
-Each arm runs the same long sessions (``benchmarks/workload.py``'s tool-heavy turns, every model call of Hermes'
+Each arm runs the same long sessions (``benchmarks/harness/workload.py``'s tool-heavy turns, every model call of Hermes'
 loop, the history replaced by a brief + recent tail at a few fixed points) through one ``RouteCheck``, as the
 engine does: ``adjust`` the count, send, ``observe(count, reported)``. The strict server refuses any request
 whose reported prompt + output cap exceeds its window W; the cap is ``budget.apply_output``'s with the request
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
-from benchmarks import workload  # noqa: E402
+from benchmarks.harness import workload  # noqa: E402
 
 from baton_engine.budget import apply_output  # noqa: E402
 from baton_engine.policy import Limits  # noqa: E402

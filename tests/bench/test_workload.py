@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmarks import workload
+from benchmarks.harness import workload
 from batontest.model_server import protocol_problem
 
 from baton_engine.tokens.rough import estimate_messages_tokens_rough

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from benchmarks import paraphrase_corpus as corpus
+from benchmarks.harness import paraphrase_corpus as corpus
 
 from baton_engine.recall import MemoryIndex, dense, recall_tool
 from baton_engine.recall.query import parse_query

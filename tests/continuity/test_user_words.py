@@ -12,7 +12,7 @@ from baton_engine.compaction.user_words import DEFAULT_SHARE, HEADER, collect_us
 from baton_engine.messages.entry import ref_for
 from baton_engine.recall import MemoryIndex, expand
 
-from benchmarks import chat_workload
+from benchmarks.harness import chat_workload
 
 BRIEF_TOKENS_8K = 1200  # Baton's default brief budget (brief_max_tokens), about 15% of an 8,192-token window
 

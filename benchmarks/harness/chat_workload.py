@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from benchmarks.workload import WORDS, Message
+from benchmarks.harness.workload import WORDS, Message
 
 FACTS: tuple[tuple[str, str], ...] = (
     ("My name is Dana Whitfield and I lead the payments team.", "Dana Whitfield"),
