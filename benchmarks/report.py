@@ -346,7 +346,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         steady = loop["chat_tokenize"] <= loop["bound"] and loop["rejections"] == 0
         out += ["## Tokenizer round trips in the real Hermes loop", "",
                 "hermes-agent 0.19.0's `AIAgent`, a scripted tool-heavy session, Baton counting through a loopback "
-                "vLLM `/tokenize` (`benchmarks/loop_bench.py`): the pre-API estimate, the turn-start preflight and "
+                "vLLM `/tokenize` (`benchmarks/tokens/loop_bench.py`): the pre-API estimate, the turn-start preflight and "
                 "the middleware share one count per request view. Target 1 per provider request in steady state "
                 f"(plus at most 3 per compaction): {_verdict(steady)}.", ""]
         out += markdown_table(["provider requests", "compactions", "chat /tokenize", "per request",
@@ -356,7 +356,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         out += [""]
 
     if "anchor" in results:
-        from benchmarks import anchor_bench
+        from benchmarks.tokens import anchor_bench
 
         out += anchor_bench.render(results["anchor"])
 
@@ -371,7 +371,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         out += store_bench.render(results["store"])
 
     if "tokens" in results:
-        out += ["## Token counting (`benchmarks/tokens_bench.py`, same run)", "",
+        out += ["## Token counting (`benchmarks/tokens/tokens_bench.py`, same run)", "",
                 # the sections print their own '## n.' headings: one level down inside this report
                 *[("#" + line if line.startswith("## ") else line) for line in results["tokens"]["text"].splitlines()],
                 ""]
@@ -385,7 +385,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
 
         out += shapes_bench.render(results["shapes"])
     if "estimators" in results:
-        from benchmarks import estimator_bench
+        from benchmarks.tokens import estimator_bench
 
         out += estimator_bench.render(results["estimators"])
 

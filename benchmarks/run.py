@@ -36,16 +36,16 @@ for _name in [n for n in os.environ if n.startswith(("BATON_", "INCONTEXT_", "HE
 _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
-from benchmarks import anchor_bench  # noqa: E402
+from benchmarks.tokens import anchor_bench  # noqa: E402
 from benchmarks import cap_bench  # noqa: E402
-from benchmarks import estimator_bench  # noqa: E402
-from benchmarks import loop_bench  # noqa: E402
+from benchmarks.tokens import estimator_bench  # noqa: E402
+from benchmarks.tokens import loop_bench  # noqa: E402
 from benchmarks import memory_bench  # noqa: E402
 from benchmarks.harness.percentiles import percentile  # noqa: E402
 from benchmarks import recall_bench  # noqa: E402
 from benchmarks import shapes_bench  # noqa: E402
 from benchmarks import store_bench  # noqa: E402
-from benchmarks import tokens_bench  # noqa: E402
+from benchmarks.tokens import tokens_bench  # noqa: E402
 from benchmarks.harness import arms  # noqa: E402
 from benchmarks.harness import workload  # noqa: E402
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402

@@ -30,7 +30,7 @@ def test_quick_run_writes_the_report_and_baton_keeps_its_hard_targets(tmp_path: 
         "latency_vs_size.png", "tokens_over_turns_16k.png", "tokens_over_turns_64k.png", "overhead_vs_history.png",
         "cap_near_limit.png"}
     assert results["store"]["p50_ms"] > 0 and "## should_compress with a large store" in report
-    assert results["tokens"]["targets"] and "## Token counting (`benchmarks/tokens_bench.py`, same run)" in report
+    assert results["tokens"]["targets"] and "## Token counting (`benchmarks/tokens/tokens_bench.py`, same run)" in report
     baton = [r for r in results["sizes"] + results["long"] if r["arm"].startswith("baton")]
     assert baton and all(r["tool_pair_errors"] == 0 for r in baton)
     long_runs = [r for r in results["long"] if r["arm"].startswith("baton")]

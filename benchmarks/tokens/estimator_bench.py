@@ -1,6 +1,6 @@
 """How far an estimator that is not the route's own tokenizer is off, on real text of each kind.
 
-    .venv/bin/python benchmarks/estimator_bench.py
+    .venv/bin/python benchmarks/tokens/estimator_bench.py
 
 The route's tokenizer is Qwen3's (the real tokenizer the project ships, ``assets/tokenizers/qwen3``). Two
 estimators stand in for it when it is not known: the rough chars/4 estimate (Hermes' own, ``tokens/rough.py``)
@@ -31,12 +31,12 @@ import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from benchmarks.tokens_bench import raw_tiktoken_encode, raw_tokenizers_encode  # noqa: E402
+from benchmarks.tokens.tokens_bench import raw_tiktoken_encode, raw_tokenizers_encode  # noqa: E402
 
 from baton_engine.tokens.rough import dense_characters, estimate_margin, estimate_tokens_rough  # noqa: E402
 
@@ -128,7 +128,7 @@ def run() -> dict[str, dict[str, dict[str, float]]]:
 
 def render(results: dict[str, dict[str, dict[str, float]]]) -> list[str]:
     """The report's section: each estimator's error against Qwen3 per kind of text."""
-    lines = ["## Estimators against the route's tokenizer (`benchmarks/estimator_bench.py`)", "",
+    lines = ["## Estimators against the route's tokenizer (`benchmarks/tokens/estimator_bench.py`)", "",
              "Error of a count that is not the route's own tokenizer's, against the real Qwen3 tokenizer, on real "
              "text in 4,000-character samples (negative: low, the dangerous side). `rough + its margin` is what a "
              "rough count keeps (`tokens/rough.estimate_margin`); tiktoken o200k is a text-exact tokenizer of "

@@ -1,6 +1,6 @@
 """Usage-anchored counting against exact counts: how wrong, how safe, and which margin share k is enough.
 
-    .venv/bin/python benchmarks/anchor_bench.py [--quick]
+    .venv/bin/python benchmarks/tokens/anchor_bench.py [--quick]
 
 Workloads are ``benchmarks/harness/workload.py``'s deterministic tool-heavy sessions; exact counts come from the real
 Qwen3 tokenizer (hf backend, chat template) and o200k (tiktoken). Every request goes through the production path
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 

@@ -1,6 +1,6 @@
 """What a hanging tokenizer costs behind the circuit breaker, and which cool-off to default to.
 
-    .venv/bin/python benchmarks/breaker_bench.py
+    .venv/bin/python benchmarks/tokens/breaker_bench.py
 
 1. The healthy cost of a probe: /tokenize latency of a 200-message tool-using request on the vLLM stand-in
    (``tests/batontest/vllm_standin.py``, real Qwen3 template), straight through the vllm backend (no cache).
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "counting")]
 
 from baton_engine.tokens.breaker import (  # noqa: E402

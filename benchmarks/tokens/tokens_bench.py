@@ -1,6 +1,6 @@
 """Token-counting benchmark: one run prints every figure, ratio and whether each target is met.
 
-    .venv/bin/python benchmarks/tokens_bench.py [--quick]
+    .venv/bin/python benchmarks/tokens/tokens_bench.py [--quick]
 
 1. tokens/s of each local backend's ``count_text`` on ~1 MB of mixed text next to raw tiktoken / raw
    ``tokenizers`` (target: tiktoken backend throughput >= 80% of raw tiktoken).
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "counting")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

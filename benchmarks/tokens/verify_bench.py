@@ -1,6 +1,6 @@
 """Counts the provider confirms: Baton's count of each request against the size the provider reports for it.
 
-    .venv/bin/python benchmarks/verify_bench.py [--quick]
+    .venv/bin/python benchmarks/tokens/verify_bench.py [--quick]
 
 The "provider" is a Qwen3 server: its reported ``prompt_tokens`` is the real Qwen3 tokenizer's count (hf
 backend, chat template, ``assets/tokenizers/qwen3``) of the request as the server renders it. Baton counts each
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
@@ -234,7 +234,7 @@ def _median_max(values: Sequence[int]) -> str:
 def render(results: dict[str, Any]) -> list[str]:
     """Markdown lines for the report (also printed when run on its own)."""
     arms_ = results["arms"]
-    out = [f"## Counts the provider confirms (`benchmarks/verify_bench.py`: tolerance {TOLERANCE_TOKENS} tokens / "
+    out = [f"## Counts the provider confirms (`benchmarks/tokens/verify_bench.py`: tolerance {TOLERANCE_TOKENS} tokens / "
            f"{TOLERANCE_SHARE:.1%}, calibrated margin {CALIBRATED_MARGIN_SHARE:.0%} + {CALIBRATED_MARGIN_FLOOR}, "
            f"unconfirmed {UNCONFIRMED_SHARE:.0%})", "",
            f"Provider: Qwen3 (hf, chat template). {len(results['seeds'])} sessions of {results['turns']} tool-heavy "
