@@ -54,7 +54,7 @@ def _plots(results: dict[str, Any], out: Path) -> list[str]:
                             "prompt tokens sent (Qwen3)",
                             f"Prompt tokens over a {results['long'][0]['turns']}-turn session, {window // 1024}K window"))
     if "cap" in results:
-        from benchmarks import cap_bench
+        from benchmarks.budget import cap_bench
 
         names.append(cap_bench.plot(results["cap"], out).name)
     overhead = results.get("overhead") or []
@@ -210,7 +210,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
 
         targets += recall_bench.verdicts(results["recall"])
     if "shapes" in results:
-        from benchmarks import shapes_bench
+        from benchmarks.budget import shapes_bench
 
         targets.append(shapes_bench.target(results["shapes"]))
     out += markdown_table(["target", "verdict", "measured"], [[t, _verdict(ok), figure] for t, ok, figure in targets])
@@ -377,11 +377,11 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                 ""]
 
     if "cap" in results:
-        from benchmarks import cap_bench
+        from benchmarks.budget import cap_bench
 
         out += cap_bench.render(results["cap"])
     if "shapes" in results:
-        from benchmarks import shapes_bench
+        from benchmarks.budget import shapes_bench
 
         out += shapes_bench.render(results["shapes"])
     if "estimators" in results:

@@ -37,13 +37,13 @@ _HERMES_HOME = Path(tempfile.mkdtemp(prefix="baton-bench-hermes-"))
 os.environ["HERMES_HOME"] = str(_HERMES_HOME)  # before any Hermes import
 
 from benchmarks.tokens import anchor_bench  # noqa: E402
-from benchmarks import cap_bench  # noqa: E402
+from benchmarks.budget import cap_bench  # noqa: E402
 from benchmarks.tokens import estimator_bench  # noqa: E402
 from benchmarks.tokens import loop_bench  # noqa: E402
 from benchmarks import memory_bench  # noqa: E402
 from benchmarks.harness.percentiles import percentile  # noqa: E402
 from benchmarks import recall_bench  # noqa: E402
-from benchmarks import shapes_bench  # noqa: E402
+from benchmarks.budget import shapes_bench  # noqa: E402
 from benchmarks import store_bench  # noqa: E402
 from benchmarks.tokens import tokens_bench  # noqa: E402
 from benchmarks.harness import arms  # noqa: E402

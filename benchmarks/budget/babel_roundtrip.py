@@ -7,7 +7,7 @@ and which kinds. Baton keeps a shape's items verbatim (``baton_engine/shapes/``)
 byte for byte could be read through it instead.
 
     .tox/hermes/bin/pip install llm-babel==0.3.0
-    PYTHONPATH=tests .tox/hermes/bin/python benchmarks/babel_roundtrip.py
+    PYTHONPATH=tests .tox/hermes/bin/python benchmarks/budget/babel_roundtrip.py
 """
 
 from __future__ import annotations

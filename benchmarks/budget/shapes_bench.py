@@ -1,6 +1,6 @@
 """Requests validated and fitting, per API shape and size band (issue 30, item 7).
 
-    .tox/hermes/bin/python benchmarks/shapes_bench.py [--quick]
+    .tox/hermes/bin/python benchmarks/budget/shapes_bench.py [--quick]
 
 For every request kind Hermes 0.19.0 sends (chat completions; anthropic_messages, also with extended thinking;
 codex_responses; bedrock_converse), Hermes' own transport builds the request
@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 if __name__ == "__main__":
     sys.path[:0] = [str(REPO), str(REPO / "tests")]
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -169,7 +169,7 @@ def run(quick: bool = False, bands: tuple[float, ...] | None = None) -> dict[str
 
 def render(results: dict[str, Any]) -> list[str]:
     """The report's section: per request kind and band (over every window, text and images), the counts."""
-    lines = ["## Requests validated and fitting, per shape and size (`benchmarks/shapes_bench.py`)", "",
+    lines = ["## Requests validated and fitting, per shape and size (`benchmarks/budget/shapes_bench.py`)", "",
              "Each request is built by Hermes 0.19.0's own transport from a session of large read and write rounds "
              "(text only, and with a 512x384 screenshot in every user turn), at a band of the window "
              f"({', '.join(f'{w:,}' for w in results['windows'])}), then passed through Baton's `llm_request` "

@@ -1,6 +1,6 @@
 """The output cap as a function of the prompt's size near the limit: what each window sends, confirmed or not.
 
-    .tox/hermes/bin/python benchmarks/cap_bench.py [--out benchmarks/results]
+    .tox/hermes/bin/python benchmarks/budget/cap_bench.py [--out benchmarks/results]
 
 For each window (4K, 16K, 64K) the request asks for Hermes' default 65,536 output tokens and the prompt grows from
 a third of the window to past it, one token at a time near the end. Each prompt goes through ``budget.decide``
@@ -24,7 +24,7 @@ from baton_engine.request import OutputCap
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import UNCONFIRMED_SHARE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ASKED = 65_536
 WINDOWS = (4096, 16_384, 64_000)
 STATES = {"confirmed": 0.0, "unconfirmed": UNCONFIRMED_SHARE}
@@ -52,7 +52,7 @@ def run() -> dict[str, dict[str, list[tuple[int, int, str]]]]:
 
 def render(results: dict[str, dict[str, list[tuple[int, int, str]]]]) -> list[str]:
     """The report's section: per window and count state, the checks over every prompt, and the plot."""
-    lines = ["## The cap near the limit (`benchmarks/cap_bench.py`)", "",
+    lines = ["## The cap near the limit (`benchmarks/budget/cap_bench.py`)", "",
              "The output cap a request asking for 65,536 carries, as its exact prompt grows to the window and past "
              "it, with the window's limits (`policy.Limits.clamped`), confirmed or not (the route's first "
              f"request keeps {UNCONFIRMED_SHARE:.0%} of its prompt free). At 9dba563 an unconfirmed route got a cap of "
