@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-HEADING = "## Reclamation and the prompt cache (`benchmarks/reclaim_bench.py`)"
+HEADING = "## Reclamation and the prompt cache (`benchmarks/compaction/reclaim_bench.py`)"
 RATIOS = ("0.1", "0.25", "0.5")
 GOAL_WINDOWS = (131_072, 200_000)
 GOAL_RATIOS = ("0.1", "0.25")

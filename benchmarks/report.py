@@ -426,9 +426,9 @@ def write(results: dict[str, Any], out: Path) -> Path:
     """Plots + REPORT.md; the findings (analysis of misses, written after reading a run) come from FINDINGS.md."""
     if FINDINGS_FILE.is_file():
         results = {**results, "findings": FINDINGS_FILE.read_text(encoding="utf-8").strip().splitlines()}
-    if (out / "soak.json").is_file():  # benchmarks/soak.py, run after the benchmark
+    if (out / "soak.json").is_file():  # benchmarks/compaction/soak.py, run after the benchmark
         results = {**results, "soak": json.loads((out / "soak.json").read_text(encoding="utf-8"))}
-    if (out / "reclaim.json").is_file():  # benchmarks/reclaim_bench.py, run on Hermes 0.22's interface
+    if (out / "reclaim.json").is_file():  # benchmarks/compaction/reclaim_bench.py, run on Hermes 0.22's interface
         results = {**results, "reclaim": json.loads((out / "reclaim.json").read_text(encoding="utf-8"))}
     plots = _plots(results, out)
     path = out / "REPORT.md"

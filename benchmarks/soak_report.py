@@ -1,5 +1,5 @@
 """The soak's part of REPORT.md: its two Targets rows and the "Soak" section, from ``soak.json``
-(``benchmarks/soak.py``). Absent figures are said so, never a failure: the soak runs after the benchmark."""
+(``benchmarks/compaction/soak.py``). Absent figures are said so, never a failure: the soak runs after the benchmark."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.harness.markdown_table import markdown_table
 
-NOT_RUN = "not run (no soak.json: `python benchmarks/soak.py` after the benchmark, or `scripts/bench.sh`)"
+NOT_RUN = "not run (no soak.json: `python benchmarks/compaction/soak.py` after the benchmark, or `scripts/bench.sh`)"
 
 
 def targets(soak: dict[str, Any] | None) -> list[tuple[str, bool | None, str]]:
@@ -31,7 +31,7 @@ def render(soak: dict[str, Any] | None) -> list[str]:
         return [*out, f"Soak figures: {NOT_RUN}.", ""]
     c, k = soak["compress"], soak["kills"]
     quick = " (quick mode)" if soak["quick"] else ""
-    out += [f"`benchmarks/soak.py`{quick} at commit {soak['commit']}, {soak['seconds']:.0f} s on two lanes; the CI "
+    out += [f"`benchmarks/compaction/soak.py`{quick} at commit {soak['commit']}, {soak['seconds']:.0f} s on two lanes; the CI "
             "suite's smaller versions share its strategies and checks (`tests/compaction/conversations.py`, "
             "`tests/batontest/store_cycle.py`).", "",
             f"**compress() fuzz**: {c['calls']:,} calls of the real `BatonContextEngine` (half on the Qwen3 hf "

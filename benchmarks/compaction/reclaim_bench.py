@@ -1,6 +1,6 @@
 """Pay for each token once (issue 44): prompt tokens, prefill and cost with the prompt cache in the account, per arm.
 
-    .tox/hermes022/bin/python benchmarks/reclaim_bench.py [--turns 600] [--windows 65536 131072 200000] [--quick]
+    .tox/hermes022/bin/python benchmarks/compaction/reclaim_bench.py [--turns 600] [--windows 65536 131072 200000] [--quick]
 
 The growing tool-heavy session of ``run.py`` (``workload.session_of_turns``), fed as Hermes 0.22's loop feeds an
 engine: before each request ``should_compress`` with the request's exact size, ``compress`` when it says so, else,
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
 from benchmarks import run  # noqa: F401, E402  (sets HERMES_HOME before any Hermes import)

@@ -1,6 +1,6 @@
 """Settings and decisions stated in tool results, kept in the brief (issue 32 item 3): what the rule keeps and costs.
 
-    .venv/bin/python benchmarks/stated_lines_bench.py
+    .venv/bin/python benchmarks/compaction/stated_lines_bench.py
 
 The rule (``baton_engine.compaction.anchors.stated_lines``) is measured two ways:
 
@@ -22,7 +22,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 

@@ -1,6 +1,6 @@
 """Soak at scale (issue 13, item 6): fuzzed ``compress()`` on the real engine, SIGKILLs on the store's write paths.
 
-    python benchmarks/soak.py [--quick] [--out benchmarks/results]
+    python benchmarks/compaction/soak.py [--quick] [--out benchmarks/results]
 
 Run by ``scripts/bench.sh`` after ``run.py``; not part of CI, whose reliability suite keeps the smaller versions
 (``tests/reliability/test_compress_fuzz.py``, ``test_store_soak.py``). Both share the transcript strategies and
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 for _name in [n for n in os.environ if n.startswith("BATON_") and n != "BATON_TOKENIZER_CACHE"]:

@@ -1,6 +1,6 @@
 """Can any post-compaction size give 5 turns between compactions? A replay of the growing session's turn sizes.
 
-    .tox/hermes/bin/python benchmarks/gap_replay.py [--turns 600] [--triggers 9702 12288 13824 14336]
+    .tox/hermes/bin/python benchmarks/compaction/gap_replay.py [--turns 600] [--triggers 9702 12288 13824 14336]
 
 ``gap_bench.py`` measures the engine; this replays only the arithmetic, to say what no policy of the compacted
 size can reach: the request grows by each turn's exact Qwen3 size (the user message, then its call and results, then
@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
 from benchmarks.run import Judge  # noqa: E402

@@ -1,6 +1,6 @@
 """The fewest turns between two compactions: ``run.py``'s growing session at one window, every arm.
 
-    .tox/hermes/bin/python benchmarks/gap_bench.py [--window 16384] [--turns 600]
+    .tox/hermes/bin/python benchmarks/compaction/gap_bench.py [--window 16384] [--turns 600]
 
 The same session, arms and driving as ``run.py``'s "growing 600-turn session" (``run.bench_long_session``), at one
 window only, so a change to the limits is measured in minutes instead of the whole benchmark's hour. Prints per
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
 from benchmarks import run  # noqa: E402
