@@ -192,7 +192,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
          f"{overhead[0]['baton_p50_ms']:.1f} -> {overhead[-1]['baton_p50_ms']:.1f} ms"),
     ]
     if "store" in results:
-        from benchmarks import store_bench
+        from benchmarks.recall import store_bench
 
         targets.append(store_bench.target(results["store"]))
     for target, figure, met in (results.get("tokens") or {}).get("targets", []):
@@ -206,7 +206,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     targets += [memory_bench.target(results), *soak_report.targets(results.get("soak")),
                 *reclaim_report.targets(results.get("reclaim"))]
     if "recall" in results:
-        from benchmarks import recall_bench
+        from benchmarks.recall import recall_bench
 
         targets += recall_bench.verdicts(results["recall"])
     if "shapes" in results:
@@ -361,12 +361,12 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         out += anchor_bench.render(results["anchor"])
 
     if "recall" in results:
-        from benchmarks import recall_bench
+        from benchmarks.recall import recall_bench
 
         out += recall_bench.render(results["recall"])
 
     if "store" in results:
-        from benchmarks import store_bench
+        from benchmarks.recall import store_bench
 
         out += store_bench.render(results["store"])
 

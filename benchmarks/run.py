@@ -42,9 +42,9 @@ from benchmarks.tokens import estimator_bench  # noqa: E402
 from benchmarks.tokens import loop_bench  # noqa: E402
 from benchmarks import memory_bench  # noqa: E402
 from benchmarks.harness.percentiles import percentile  # noqa: E402
-from benchmarks import recall_bench  # noqa: E402
+from benchmarks.recall import recall_bench  # noqa: E402
 from benchmarks.budget import shapes_bench  # noqa: E402
-from benchmarks import store_bench  # noqa: E402
+from benchmarks.recall import store_bench  # noqa: E402
 from benchmarks.tokens import tokens_bench  # noqa: E402
 from benchmarks.harness import arms  # noqa: E402
 from benchmarks.harness import workload  # noqa: E402

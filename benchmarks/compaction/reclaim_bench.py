@@ -224,7 +224,7 @@ def paraphrase(window: int, embedder_url: str | None) -> list[dict[str, Any]]:
     ``window`` (fed as ``drive`` feeds: the prune hook after tool results), then each fact asked once in other words
     (``paraphrase_bench``'s scoring: in the final window or in one ``baton_recall`` answer), with the embedder served
     at ``embedder_url`` (None: lexical)."""
-    from benchmarks import paraphrase_bench
+    from benchmarks.recall import paraphrase_bench
     from benchmarks.harness import paraphrase_corpus
 
     from baton_engine.embedding import EmbedderConfig

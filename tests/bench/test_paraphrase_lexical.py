@@ -25,7 +25,7 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     previous = set_runtime(None)
-    yield importlib.import_module("benchmarks.paraphrase_bench")
+    yield importlib.import_module("benchmarks.recall.paraphrase_bench")
     set_runtime(previous)
 
 

@@ -16,7 +16,7 @@ question is one ``baton_recall`` search over it (the ranking alone, minutes inst
 minutes with an embedder). ``--vectors DIR`` keeps the passages' vectors in DIR across runs (the engine's vector
 store; else each run's fresh project holds them, and every run embeds the session again).
 
-Run: ``python benchmarks/paraphrase_bench.py [--quick] [--retrieval] [--builtin] [--embedder-path DIR | --embedder-url
+Run: ``python benchmarks/recall/paraphrase_bench.py [--quick] [--retrieval] [--builtin] [--embedder-path DIR | --embedder-url
 URL] [--vectors DIR] [--out FILE]`` from the repo (tests/ and benchmarks/ on the path); the hermes tox env has
 everything but the embedder.
 """
@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from benchmarks.harness import arms  # noqa: E402
@@ -284,7 +284,7 @@ def render(result: dict[str, Any]) -> list[str]:
     out = ["## Recall in the user's words", "",
            f"One session of {result['session_tokens']:,} tokens ({result['messages']} messages; code review, ops, "
            f"data work), {len(corpus.FACTS)} facts each asked once in other words, {len(corpus.ABSENT)} questions "
-           "whose answer is absent (`benchmarks/paraphrase_bench.py`).", "",
+           "whose answer is absent (`benchmarks/recall/paraphrase_bench.py`).", "",
            f"Embedder: {result['embedder'] or 'none (lexical)'}.", "",
            "| window | ranking | compactions | answered | in the window (brief) | by one call | shared-word questions | "
            "false \"found\" | tokens per call mean / max | p50 / p99 ms | own words |",

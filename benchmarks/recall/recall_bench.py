@@ -180,7 +180,7 @@ def render(result: dict[str, Any]) -> list[str]:
     """The report section (the verdicts are computed from the raw rows, see :func:`verdicts`)."""
     (recall_target, recall_met, _), (retained_target, retained_met, _), _tail0 = verdicts(result)
     out = ["## Needle recall after one compaction", "",
-           "Each session at its 75% threshold, compacted once by Baton (`benchmarks/recall_bench.py`); a needle "
+           "Each session at its 75% threshold, compacted once by Baton (`benchmarks/recall/recall_bench.py`); a needle "
            "counts (a) when it is still in the window, (b) when it is in the window or in a hit of ONE "
            "`baton_recall` search whose query is the needle, (c) when the handoff block (brief: records, anchors, "
            "user words) holds it verbatim. The same transcript is compacted by Hermes' built-in compressor at the "

@@ -7,7 +7,7 @@ product then ``argpartition``), and by each installed library's index (usearch H
 exact search, hnswlib, faiss flat and HNSW), their build time (one thread), bytes per 10,000 rows (the matrix's, or
 the index serialised), and recall@k against the exact answer. A library not installed is skipped.
 
-Run: ``python benchmarks/vector_index_bench.py [--rows 10000 70000 200000] [--queries 200] [--vectors DIR]``.
+Run: ``python benchmarks/recall/vector_index_bench.py [--rows 10000 70000 200000] [--queries 200] [--vectors DIR]``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ in the background before timing, as the engine's compaction does for the region 
 (``redacted.count_ahead``; ``--no-count-ahead``: not, then a hit's message is counted the first time it is a hit).
 "first ask": every question once; "asked again": the same questions again.
 
-Run: ``python benchmarks/recall_latency_bench.py [--records 1000] [--rounds 5]`` (numpy needed).
+Run: ``python benchmarks/recall/recall_latency_bench.py [--records 1000] [--rounds 5]`` (numpy needed).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402

@@ -102,7 +102,7 @@ def target(result: dict[str, Any]) -> tuple[str, bool, str]:
 def render(result: dict[str, Any]) -> list[str]:
     return ["## should_compress with a large store", "",
             f"{result['records']} records in `.baton/handoffs/`, an open session draft, a request at half the "
-            "threshold (`benchmarks/store_bench.py`). The detector reads the draft's readiness and the project "
+            "threshold (`benchmarks/recall/store_bench.py`). The detector reads the draft's readiness and the project "
             "config at every check; both are re-read only when their file changed (one `stat` otherwise), and "
             "the store is listed once per draft, to find its file.", "",
             "| records | p50 ms | p95 ms | p50 ms right after a `baton_capture` (draft re-read) |", "|---|---|---|---|",

@@ -6,7 +6,7 @@ the rank of the best passage holding the answer by BM25 (FTS5's view; "-" when n
 it). A question whose answer line ranks low by both cannot be reached by fusing the two: that is the model's
 ceiling, not the ranking's.
 
-Run: ``python benchmarks/paraphrase_ranks.py --embedder-url URL [--embedder-model NAME] [--vectors DIR]
+Run: ``python benchmarks/recall/paraphrase_ranks.py --embedder-url URL [--embedder-model NAME] [--vectors DIR]
 [--query-prefix P --passage-prefix P]``.
 """
 
@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import numpy as np  # noqa: E402
