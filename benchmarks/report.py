@@ -198,7 +198,7 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
     for target, figure, met in (results.get("tokens") or {}).get("targets", []):
         targets.append((f"{target} (`tokens_bench.py`)", met, figure))
 
-    from benchmarks import memory_bench
+    from benchmarks.host import memory_bench
     from benchmarks import soak_report
 
     from benchmarks import reclaim_report

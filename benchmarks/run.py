@@ -40,7 +40,7 @@ from benchmarks.tokens import anchor_bench  # noqa: E402
 from benchmarks.budget import cap_bench  # noqa: E402
 from benchmarks.tokens import estimator_bench  # noqa: E402
 from benchmarks.tokens import loop_bench  # noqa: E402
-from benchmarks import memory_bench  # noqa: E402
+from benchmarks.host import memory_bench  # noqa: E402
 from benchmarks.harness.percentiles import percentile  # noqa: E402
 from benchmarks.recall import recall_bench  # noqa: E402
 from benchmarks.budget import shapes_bench  # noqa: E402

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import memory_bench
+from benchmarks.host import memory_bench
 
 
 def test_every_listed_cache_has_its_bound_constant() -> None:

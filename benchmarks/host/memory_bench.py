@@ -1,6 +1,6 @@
 """Memory stated (issue 13, item 4): every cache's bound, read from the code's constants, and RSS figures.
 
-    python benchmarks/memory_bench.py --million   (run by ``run()`` in a fresh interpreter; prints JSON)
+    python benchmarks/host/memory_bench.py --million   (run by ``run()`` in a fresh interpreter; prints JSON)
 
 Why a fresh interpreter for the 1M-token figure: the benchmark process has loaded every arm, judge and plot
 library by then, so its RSS says little about Baton; a child that loads only the Qwen3 runtime and one engine
@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks.harness.markdown_table import markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MILLION = 1_000_000
 
 # (cache, module, constants naming its bound, what one unit holds). The numbers come from the modules at run

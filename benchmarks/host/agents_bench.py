@@ -1,6 +1,6 @@
 """Ten agents, one process: Baton's per-call overhead with agents taking turns, against one agent alone.
 
-    .venv/bin/python benchmarks/agents_bench.py [--quick] [--json]
+    .venv/bin/python benchmarks/host/agents_bench.py [--quick] [--json]
 
 A gateway or a delegating agent runs several Hermes agents in one process, each with its own Baton engine (Hermes
 0.22: ``clone_for_agent``; 0.19: ``copy.deepcopy``), sharing the process runtime (settings, the Qwen3 hf
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 

@@ -1,6 +1,6 @@
 """The gateway soak at full size (issue 33, item 6): 16 sessions x 200 turns through one REAL ``hermes gateway run``.
 
-    python benchmarks/gateway_soak.py [--sessions 16] [--turns 200] [--out benchmarks/results]
+    python benchmarks/host/gateway_soak.py [--sessions 16] [--turns 200] [--out benchmarks/results]
 
 Needs Hermes with the API server's aiohttp (the tox env ``hermes`` or ``hermes022``: run it with that env's Python).
 The driver and its checks are ``tests/batontest/gateway_soak.py``, shared with CI's scaled-down run
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 

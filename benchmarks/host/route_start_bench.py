@@ -1,6 +1,6 @@
 """Eight agents, one process: does one agent's slow tokenizer start or looping chat template hold up the others?
 
-    .venv/bin/python benchmarks/route_start_bench.py [--quick] [--json]
+    .venv/bin/python benchmarks/host/route_start_bench.py [--quick] [--json]
 
 Two parts, one run:
 
@@ -33,12 +33,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
 from benchmarks.harness import workload  # noqa: E402
-from benchmarks import agents_bench  # noqa: E402
+from benchmarks.host import agents_bench  # noqa: E402
 from batontest.assets import LOOP_TRIGGER, hf_backend, looping_template_dir, qwen3_dir  # noqa: E402
 from benchmarks.harness.percentiles import percentile  # noqa: E402
 

@@ -1,6 +1,6 @@
 """What one kept route state costs (issue 33 item 1): the memory a ``Ledger`` keeps alive once its route is left.
 
-    python benchmarks/route_state_bench.py   (prints JSON; the figures are in FINDINGS.md, "State kept per route")
+    python benchmarks/host/route_state_bench.py   (prints JSON; the figures are in FINDINGS.md, "State kept per route")
 
 Why retained bytes: a route an agent left keeps its ledger (``RouteLedgers``, at most ``route_states``) for a switch
 back. While the agent is on it, its requests' messages are the conversation's own objects; once the agent moved on
