@@ -3,7 +3,7 @@
     python benchmarks/run.py [--quick] [--out benchmarks/results]
 
 Needs hermes-agent==0.19.0, incontext==0.0.5 and matplotlib next to the project (``scripts/bench.sh``
-builds that venv). Writes ``results.json`` (raw, gitignored), then ``report.py`` turns it into
+builds that venv). Writes ``results.json`` (raw, gitignored), then ``report/render.py`` turns it into
 ``REPORT.md`` + PNG plots. Everything is offline: tokenizers come from the repository's assets, the
 model and /tokenize endpoints are loopback stubs from ``tests/batontest``.
 """
@@ -566,9 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     results["seconds"] = time.time() - started
     (args.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
     print(f"results written in {results['seconds']:.0f} s", flush=True)
-    from benchmarks import report
+    from benchmarks.report import render
 
-    report.write(results, args.out)
+    render.write(results, args.out)
     if shapes_bench.failed(results["shapes"]):
         print(f"FAILED: {shapes_bench.target(results['shapes'])[2]} (REPORT.md, shapes section)", file=sys.stderr)
         return 1

@@ -41,7 +41,7 @@ from benchmarks import run  # noqa: F401, E402  (sets HERMES_HOME before any Her
 from benchmarks.run import MODEL, QWEN3, Judge, new_project  # noqa: E402
 
 from benchmarks.harness import arms  # noqa: E402
-from benchmarks import reclaim_report  # noqa: E402
+from benchmarks.report import reclaim_section  # noqa: E402
 from benchmarks.harness.prefix_cache import PrefixCache  # noqa: E402
 from benchmarks.harness import workload  # noqa: E402
 from batontest.model_server import ModelServer, ScriptedPolicy  # noqa: E402
@@ -85,7 +85,7 @@ class Tally:
 
     def row(self) -> dict[str, Any]:
         return {**asdict(self), "uncached": self.uncached,
-                "cost": {name: round(self.cost(float(name))) for name in reclaim_report.RATIOS}}
+                "cost": {name: round(self.cost(float(name))) for name in reclaim_section.RATIOS}}
 
 
 class BuiltinArm(arms.HermesArm):
@@ -273,7 +273,7 @@ def paraphrase(window: int, embedder_url: str | None) -> list[dict[str, Any]]:
 
 
 def render(result: dict[str, Any]) -> list[str]:
-    return reclaim_report.render(result)
+    return reclaim_section.render(result)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(path.read_text(encoding="utf-8"))
         result["paraphrase"] = {"embedder": "all-MiniLM-L6-v2" if args.paraphrase else None, "rows": rows}
         path.write_text(json.dumps(result, indent=1), encoding="utf-8")
-        reclaim_report.splice(args.out / "REPORT.md", result)
+        reclaim_section.splice(args.out / "REPORT.md", result)
         return 0
     if args.sweep:
         sweep(args.windows[0], args.turns, args.scale)
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(render(result)))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / RESULTS.name).write_text(json.dumps(result, indent=1), encoding="utf-8")
-    reclaim_report.splice(args.out / "REPORT.md", result)
+    reclaim_section.splice(args.out / "REPORT.md", result)
     return 0
 
 

@@ -359,9 +359,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{k['kills']} SIGKILLs, {k['partial']} partial, {k['lost']} lost, {k['lock_stuck']} stuck locks; "
           f"{figures['seconds']:.0f} s", flush=True)
     if (args.out / "results.json").is_file():
-        from benchmarks import report
+        from benchmarks.report import render
 
-        report.write(json.loads((args.out / "results.json").read_text(encoding="utf-8")), args.out)
+        render.write(json.loads((args.out / "results.json").read_text(encoding="utf-8")), args.out)
     return 0
 
 

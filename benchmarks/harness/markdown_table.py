@@ -1,5 +1,5 @@
 """The Markdown table every section of REPORT.md draws. Its own module so that a section's module
-(``memory_bench.py``, ``soak_report.py``) need not import ``report.py``, which imports the sections (no circle)."""
+(``memory_bench.py``, ``report/soak_section.py``) need not import ``report/render.py``, which imports the sections (no circle)."""
 
 from __future__ import annotations
 

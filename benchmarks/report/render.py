@@ -1,4 +1,4 @@
-"""Turn ``results.json`` (and ``soak.json`` when the soak ran) into ``REPORT.md`` and PNG plots (also runnable alone: ``python report.py DIR``).
+"""Turn ``results.json`` (and ``soak.json`` when the soak ran) into ``REPORT.md`` and PNG plots (also runnable alone: ``python benchmarks/report/render.py DIR``).
 
 Why separate from the run: the report can be regenerated and reviewed without re-running ten minutes of
 benchmarks, and every target verdict is computed here from the raw numbers, never typed in by hand.
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # run alone: the benchmarks package; the sections import batontest
 
 from benchmarks.harness.markdown_table import markdown_table  # noqa: E402
@@ -199,12 +199,12 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
         targets.append((f"{target} (`tokens_bench.py`)", met, figure))
 
     from benchmarks.host import memory_bench
-    from benchmarks import soak_report
+    from benchmarks.report import soak_section
 
-    from benchmarks import reclaim_report
+    from benchmarks.report import reclaim_section
 
-    targets += [memory_bench.target(results), *soak_report.targets(results.get("soak")),
-                *reclaim_report.targets(results.get("reclaim"))]
+    targets += [memory_bench.target(results), *soak_section.targets(results.get("soak")),
+                *reclaim_section.targets(results.get("reclaim"))]
     if "recall" in results:
         from benchmarks.recall import recall_bench
 
@@ -413,8 +413,8 @@ def render(results: dict[str, Any], plots: list[str]) -> str:
                             f"{r['compare_p50_ms']:.2f}" if "compare_p50_ms" in r else "-"] for r in overhead])
     if "overhead_vs_history.png" in plots:
         out += ["", "![per-turn overhead vs history](overhead_vs_history.png)"]
-    out += ["", *memory_bench.render(results), *soak_report.render(results.get("soak")),
-            *reclaim_report.render(results.get("reclaim"))]
+    out += ["", *memory_bench.render(results), *soak_section.render(results.get("soak")),
+            *reclaim_section.render(results.get("reclaim"))]
     out += ["## Findings", ""] + results.get("findings", ["(none recorded)"]) + [""]
     return "\n".join(out)
 

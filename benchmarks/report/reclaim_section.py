@@ -1,7 +1,7 @@
 """The report's "Reclamation and the prompt cache" section, from ``reclaim.json`` (``reclaim_bench.py``, run on Hermes
 0.22's interface apart from ``run.py``): its table, its targets, and the section spliced into an existing REPORT.md.
 
-Why its own module: ``report.py`` renders it beside the others when ``reclaim.json`` is there, and
+Why its own module: ``report/render.py`` renders it beside the others when ``reclaim.json`` is there, and
 ``reclaim_bench.py`` splices it into the committed REPORT.md after a run; neither imports the benchmark (no circle).
 """
 
