@@ -2,7 +2,7 @@
 
     .tox/hermes/bin/python benchmarks/compaction/gap_bench.py [--window 16384] [--turns 600]
 
-The same session, arms and driving as ``run.py``'s "growing 600-turn session" (``run.bench_long_session``), at one
+The same session, arms and driving as ``run.py``'s "growing 600-turn session" (``long_session_bench.measure``), at one
 window only, so a change to the limits is measured in minutes instead of the whole benchmark's hour. Prints per
 arm the compactions, the fewest and median turns between two of them, the peak request and why each compaction
 fired. Goal (issue 30): the fewest turns between two compactions >= 5 on every arm at 16K.
@@ -11,18 +11,23 @@ fired. Goal (issue 30): the fewest turns between two compactions >= 5 on every a
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
-from benchmarks import run  # noqa: E402
-from benchmarks.run import FALLBACK_ARM, MODEL, QWEN3, Judge, bench_long_session  # noqa: E402
+from benchmarks.harness.isolation import isolate  # noqa: E402
 
-from benchmarks.harness import arms  # noqa: E402
-from benchmarks.harness import workload  # noqa: E402
+isolate()  # before any Hermes import
+
 from batontest.model_server import ModelServer, ScriptedPolicy  # noqa: E402
+
+from benchmarks.compaction import long_session_bench  # noqa: E402
+from benchmarks.compaction.long_session_bench import FALLBACK_ARM  # noqa: E402
+from benchmarks.harness import arms, workload  # noqa: E402
+from benchmarks.harness.judge import MODEL, QWEN3, Judge  # noqa: E402
 
 
 def main() -> None:
@@ -41,7 +46,7 @@ def main() -> None:
                      model_name=MODEL) as server:
         for arm in args.arms:  # one arm at a time: each row as soon as it is measured
             runtimes = {arm: arms.baton_runtime(QWEN3, tails[arm])}
-            for row in bench_long_session(judge, runtimes, server, arms.AuxiliaryMeter(), session, [args.window],
+            for row in long_session_bench.measure(judge, runtimes, server, arms.AuxiliaryMeter(), session, [args.window],
                                           builtin=False):
                 print(f"| {row['window']:,} | {row['arm']} | {row['trigger']:,} | {row['compactions']} | "
                       f"{row['min_gap_turns']} / {row['median_gap_turns']} | {row['peak']:,} | "
@@ -49,5 +54,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    run.logging.getLogger("baton_engine.tokens").setLevel(run.logging.ERROR)
+    logging.getLogger("baton_engine.tokens").setLevel(logging.ERROR)
     main()

@@ -18,9 +18,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
-from benchmarks.run import Judge  # noqa: E402
+from benchmarks.harness.isolation import isolate  # noqa: E402
+
+isolate()
 
 from benchmarks.harness import workload  # noqa: E402
+from benchmarks.harness.judge import Judge  # noqa: E402
 
 KEPT = (0, 200, 400, 600, 800, 1_000, 1_400, 2_000, 3_000, 4_000, 5_000)
 

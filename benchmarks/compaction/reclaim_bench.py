@@ -37,10 +37,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the benchmarks package and batontest, from any folder
 
-from benchmarks import run  # noqa: F401, E402  (sets HERMES_HOME before any Hermes import)
-from benchmarks.run import MODEL, QWEN3, Judge, new_project  # noqa: E402
+from benchmarks.harness.isolation import isolate  # noqa: E402
+
+isolate()  # before any Hermes import
 
 from benchmarks.harness import arms  # noqa: E402
+from benchmarks.harness.judge import MODEL, QWEN3, Judge  # noqa: E402
+from benchmarks.harness.projects import new_project  # noqa: E402
 from benchmarks.report import reclaim_section  # noqa: E402
 from benchmarks.harness.prefix_cache import PrefixCache  # noqa: E402
 from benchmarks.harness import workload  # noqa: E402

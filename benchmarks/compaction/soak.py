@@ -43,6 +43,7 @@ from batontest.hermes_home import git_project  # noqa: E402
 from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_seconds  # noqa: E402
 
 from baton_engine.operations.handoffs import init  # noqa: E402
+from benchmarks.harness.machine import commit  # noqa: E402
 
 LANES = 2
 COMPRESS_CALLS = 10_000  # target: >= 10,000 fuzzed compress() calls
@@ -330,14 +331,8 @@ def run(quick: bool) -> dict[str, Any]:
                  lock_max_ms=max(lane["lock_max_ms"] for lane in killed),
                  temp_files_max=max(lane["temp_files_max"] for lane in killed),
                  problems=[p for lane in killed for p in lane["problems"]][:KEPT_FAILURES])
-    return {"quick": quick, "commit": _commit(), "compress": compress, "kills": store,
+    return {"quick": quick, "commit": commit(), "compress": compress, "kills": store,
             "seconds": time.monotonic() - started}
-
-
-def _commit() -> str:
-    from benchmarks import run as bench_run  # noqa: PLC0415 - the benchmark's own commit reader, only when writing figures
-
-    return bench_run._commit()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 """The Markdown table every section of REPORT.md draws. Its own module so that a section's module
-(``memory_bench.py``, ``report/soak_section.py``) need not import ``report/render.py``, which imports the sections (no circle)."""
+(``host/memory_bench.py``, ``report/soak_section.py``) need not import ``report/render.py``, which imports the
+sections (no circle)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,9 @@ from batontest.hermes_run import WINDOW, run_scenario
 from batontest.model_server import ModelServer, ScriptedPolicy, tool_heavy_script
 from batontest.vllm_standin import VllmStandin
 
+from benchmarks.harness.markdown_table import markdown_table
+from benchmarks.harness.targets import verdict
+
 TURNS = ("Analyse the inventory service findings round by round and keep the task list current.",
          "Thanks. Summarise what is left to do.")
 
@@ -40,3 +43,18 @@ def run(quick: bool) -> dict[str, Any]:
     print(f"real loop: {requests} provider requests, {compactions} compactions, {chat_tokenize} chat /tokenize "
           f"({row['per_request']:.2f} per request)", flush=True)
     return row
+
+
+def render(loop: dict[str, Any]) -> list[str]:
+    steady = loop["chat_tokenize"] <= loop["bound"] and loop["rejections"] == 0
+    out = ["## Tokenizer round trips in the real Hermes loop", "",
+           "hermes-agent 0.19.0's `AIAgent`, a scripted tool-heavy session, Baton counting through a loopback "
+           "vLLM `/tokenize` (`benchmarks/tokens/loop_bench.py`): the pre-API estimate, the turn-start preflight and "
+           "the middleware share one count per request view. Target 1 per provider request in steady state "
+           f"(plus at most 3 per compaction): {verdict(steady)}.", ""]
+    out += markdown_table(["provider requests", "compactions", "chat /tokenize", "per request",
+                           "target: requests + 3 x compactions", "refused requests"],
+                          [[loop["provider_requests"], loop["compactions"], loop["chat_tokenize"],
+                            f"{loop['per_request']:.2f}", loop["bound"], loop["rejections"]]])
+    out += [""]
+    return out

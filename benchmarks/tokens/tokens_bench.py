@@ -39,6 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from batontest.assets import qwen3_dir, tiktoken_encoding_file  # noqa: E402
 from benchmarks.harness import workload  # noqa: E402
+from benchmarks.harness.targets import Target  # noqa: E402
 from conversations import conversation, conversation_of_messages  # noqa: E402
 
 from baton_engine.tokens.contract import BackendConfigError, TokenizerBackend, TokenizerConfig  # noqa: E402
@@ -306,6 +307,17 @@ def run(quick: bool) -> dict[str, Any]:
     with contextlib.redirect_stdout(printed):
         run_sections(quick)
     return {"text": printed.getvalue().strip(), "targets": [list(row) for row in RESULTS]}
+
+
+def targets(result: dict[str, Any]) -> list[Target]:
+    return [(f"{target} (`tokens_bench.py`)", met, figure) for target, figure, met in result.get("targets", [])]
+
+
+def render(result: dict[str, Any]) -> list[str]:
+    return ["## Token counting (`benchmarks/tokens/tokens_bench.py`, same run)", "",
+            # the sections print their own '## n.' headings: one level down inside this report
+            *[("#" + line if line.startswith("## ") else line) for line in result["text"].splitlines()],
+            ""]
 
 
 def main() -> int:

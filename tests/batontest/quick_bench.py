@@ -1,10 +1,12 @@
 """A benchmark's quick mode run in its own process, as `scripts/bench.sh` runs it: its result and its report
-section, for the tests that check a benchmark's figures (tests/bench)."""
+section, for the tests that check a benchmark's figures (tests/bench); and a report's outline, to compare a
+rendered REPORT.md with the committed one."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +29,19 @@ def run_quick(module: str, cwd: Path, env: dict[str, str] | None = None) -> dict
                           timeout=600, cwd=cwd, env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def outline(report: str) -> tuple[list[str], list[str]]:
+    """A REPORT.md's ``##`` headings before its Findings and its Targets table's target names, figures masked
+    (``N``), so a quick run's report reads like a full run's."""
+    body = report.split("\n## Findings\n")[0]
+    headings = [re.sub(r"\d[\d,.]*", "N", line) for line in body.splitlines() if line.startswith("## ")]
+    table = body.split("## Targets\n")[1].split("\nSee *Findings*")[0]
+    targets = [re.sub(r"\d[\d,.]*", "N", row.split(" | ")[0][2:]) for row in table.splitlines()[3:] if row]
+    return headings, targets
+
+
+def in_order(part: list[str], whole: list[str]) -> bool:
+    """Whether ``part`` is ``whole`` with some of its items left out."""
+    rest = iter(whole)
+    return all(item in rest for item in part)
