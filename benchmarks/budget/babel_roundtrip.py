@@ -19,6 +19,13 @@ from typing import Any
 from llm_transform import registry
 from batontest.hermes_requests import anthropic, bedrock, chat, history, responses
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": "llm-babel 0.3.0 faithful on none of Hermes' request shapes",
+    "target": "a shape read and written back unchanged (refuted: Baton's shape adapters keep items verbatim)",
+    "findings": 17,
+    "test": None,
+}
+
 FORMATS = {"anthropic_messages": "anthropic-messages", "anthropic_thinking": "anthropic-messages",
            "codex_responses": "openai-responses", "bedrock_converse": "bedrock-converse",
            "chat_completions": "openai-chat"}

@@ -24,6 +24,14 @@ from baton_engine.request import OutputCap
 from baton_engine.tokens.contract import TokenCount
 from baton_engine.tokens.verify import UNCONFIRMED_SHARE
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("the cap at 4K/16K/64K as the prompt grows past the window: monotone, never below 256, "
+               "prompt + cap <= window"),
+    "target": "all three hold for every prompt and count state",
+    "findings": "Figures behind the code's constants",
+    "test": "tests/bench/test_quick_run.py",
+}
+
 REPO = Path(__file__).resolve().parents[2]
 ASKED = 65_536
 WINDOWS = (4096, 16_384, 64_000)

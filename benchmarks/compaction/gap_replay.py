@@ -25,6 +25,14 @@ isolate()
 from benchmarks.harness import workload  # noqa: E402
 from benchmarks.harness.judge import Judge  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("no kept size reaches 5 turns between compactions at the fallback arm's trigger: four "
+               "turns grow the request by up to 11,468 tokens"),
+    "target": "what no policy of the compacted size can reach (issue 30)",
+    "findings": "Figures behind the code's constants",
+    "test": None,
+}
+
 KEPT = (0, 200, 400, 600, 800, 1_000, 1_400, 2_000, 3_000, 4_000, 5_000)
 
 

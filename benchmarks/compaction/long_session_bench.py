@@ -1,6 +1,8 @@
-"""The growing session (600 turns, two requests a turn) at 16K and 64K: compactions, their gaps, the peak request,
-the compacted request against the trigger that fired, in-flight tool results and why each compaction fired, for
-Baton's arms and Hermes' built-in. Run by ``benchmarks/run.py``; ``gap_bench.py`` runs it at one window."""
+"""The growing session (600 turns, two requests a turn) at 16K and 64K: how often and how far each arm compacts.
+
+Compactions, their gaps, the peak request, the compacted request against the trigger that fired, in-flight tool
+results and why each compaction fired, for Baton's arms and Hermes' built-in. Run by ``benchmarks/run.py``;
+``gap_bench.py`` runs it at one window."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ from benchmarks.harness.markdown_table import markdown_table
 from benchmarks.harness.projects import new_project
 from benchmarks.harness.targets import Target
 from benchmarks.host import memory_bench
+
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("every Baton compaction of the 600-turn runs at or below half the trigger that fired; "
+               "every in-flight result verbatim when its group fits"),
+    "target": "peak never above the window, no back-to-back compaction, post-compaction <= 50% of the trigger",
+    "findings": 11,
+    "test": "tests/bench/test_quick_run.py",
+}
 
 
 FALLBACK_ARM = "baton-fallback"  # fallback_token_threshold at half the threshold: the fallback is what fires

@@ -53,6 +53,14 @@ from baton_engine.hermes.config import installed_hermes_version  # noqa: E402
 from baton_engine.settings import BatonSettings  # noqa: E402
 from baton_engine.tokens.rough import estimate_messages_tokens_rough  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("with reclamation 0.73x / 0.77x / 0.76x the prompt tokens at 64K / 128K / 200K and the "
+               "lowest cost at r = 0.1, 0.25, 0.5 (128K: 7.45M vs 8.60M without)"),
+    "target": "<= 0.6x the prompt tokens (refuted: the unprunable text exceeds the trigger)",
+    "findings": "Reclamation and the prompt cache",
+    "test": "tests/bench/test_reclaim_bench.py",
+}
+
 WINDOWS = (65_536, 131_072, 200_000)
 HERMES_EXAMPLE_PRUNE = 48_000  # Hermes' own example value for compression.proactive_prune_tokens
 HERMES_THRESHOLD = 0.50  # Hermes 0.22's compression.threshold default

@@ -45,6 +45,14 @@ from batontest.store_cycle import Confirmed, check_store, cycle, lock_recovery_s
 from baton_engine.operations.handoffs import init  # noqa: E402
 from benchmarks.harness.machine import commit  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("10,000 fuzzed compress() calls: 0 exceptions, 0 invalid outputs; 1,200 SIGKILLs of "
+               "store writers: 0 partial or lost records"),
+    "target": ">= 10,000 calls and >= 1,000 kills with 0 failures",
+    "findings": 9,
+    "test": "tests/reliability/test_compress_fuzz.py",
+}
+
 LANES = 2
 COMPRESS_CALLS = 10_000  # target: >= 10,000 fuzzed compress() calls
 KILLS = 1_200  # target: >= 1,000 SIGKILLs; half at a random time, half at an injected write step

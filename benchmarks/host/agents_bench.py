@@ -45,6 +45,13 @@ from batontest.assets import qwen3_dir  # noqa: E402
 from baton_engine.settings import BatonSettings  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": "10 agents taking turns: 1.22x one agent alone per call (4.11x before per-agent memos)",
+    "target": "<= 1.5x one agent alone",
+    "findings": "Ten agents taking turns",
+    "test": "tests/bench/test_agents_bench.py",
+}
+
 MODEL = "qwen3-local"
 QWEN3 = TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B")
 SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}

@@ -46,6 +46,14 @@ from baton_engine.settings import BatonSettings, TokenizerRoute  # noqa: E402
 from baton_engine.tokens.contract import TokenizerConfig  # noqa: E402
 from baton_engine.tokens.rough import estimate_chat_request  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("a tokenizer's slow start and a looping template beside 6 other agents: their p99 2.46x"
+               " a run without them"),
+    "target": "one agent's start never stalls the others",
+    "findings": "One agent's tokenizer start",
+    "test": None,
+}
+
 MODEL, SLOW_MODEL, LOOP_MODEL = "qwen3-local", "slow-start-model", "looping-template-model"
 QWEN3 = TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B")
 SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}

@@ -32,6 +32,13 @@ from baton_engine.results import call
 from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": "needles found with one baton_recall call: 100% (tool-heavy 20k, chat at 8K and 64K)",
+    "target": ">= 95% with one call; <= 25% of the built-in's tokens retained (NOT met)",
+    "findings": 3,
+    "test": "tests/bench/test_recall_bench.py",
+}
+
 QWEN3 = TokenizerConfig(backend="hf", path=str(qwen3_dir()), model="Qwen/Qwen3-8B")
 TARGET_ONE_CALL = 0.95
 TARGET_RETAINED_SHARE = 0.25  # Baton retains at most a quarter of the built-in's tokens

@@ -22,6 +22,13 @@ from typing import Any
 
 import numpy as np
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": "70,000 vector rows: 0.4 ms against 40 ms p50 (HNSW vs exact scan)",
+    "target": "exact below EXACT_MAX_ROWS, an index above",
+    "findings": 20,
+    "test": None,
+}
+
 DIMENSIONS = 384
 K = 32
 

@@ -47,6 +47,14 @@ from baton_engine.tokens.counter import TokenCounter  # noqa: E402
 from baton_engine.tokens.rough import RoughBackend  # noqa: E402
 from batontest.faulty_backends import LostTokenizer  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("k = 0.2 with a 64-token floor: 0 of 32 budget overflows on Qwen3 and o200k, tokenizer "
+               "lost halfway or absent; no undercount needs k >= 0.068 / 0.125"),
+    "target": "0 budget overflows with usage-anchored counts",
+    "findings": "Figures behind the code's constants",
+    "test": "tests/bench/test_quick_run.py",
+}
+
 SYSTEM = {"role": "system", "content": workload.SYSTEM_PROMPT}
 Request = dict[str, Any]
 Exact = Callable[[Request], int]

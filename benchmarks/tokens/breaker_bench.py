@@ -29,6 +29,14 @@ from baton_engine.tokens.breaker import (  # noqa: E402
 )
 from baton_engine.tokens.contract import CannotCount, ChatRequest, TokenCount, TokenizerBackend  # noqa: E402
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("a 30-minute tokenizer hang costs 8 timeouts (80 s, 4.4% of wall time) instead of 120 "
+               "(67%); a healthy probe ~25 ms"),
+    "target": "the cool-off defaults (60 s doubling to 300 s) chosen from it",
+    "findings": "Figures behind the code's constants",
+    "test": None,
+}
+
 TIMEOUT = 10.0  # BATON_TOKENIZER_TIMEOUT_SECONDS default
 SESSION = 30 * 60.0
 CANDIDATES = [(None, None), (10.0, 10.0), (30.0, 30.0), (60.0, 60.0), (10.0, 300.0), (30.0, 300.0), (60.0, 300.0),

@@ -20,6 +20,13 @@ from batontest.vllm_standin import VllmStandin
 from benchmarks.harness.markdown_table import markdown_table
 from benchmarks.harness.targets import verdict
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": "19 provider requests, 3 compactions: 25 chat /tokenize calls (1.32 per request)",
+    "target": "1 per provider request in steady state, plus at most 3 per compaction",
+    "findings": None,
+    "test": "tests/bench/test_quick_run.py",
+}
+
 TURNS = ("Analyse the inventory service findings round by round and keep the task list current.",
          "Thanks. Summarise what is left to do.")
 

@@ -53,6 +53,14 @@ from baton_engine.tokens.verify import (  # noqa: E402
     RouteCheck,
 )
 
+HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
+    "figure": ("0 overflows in every arm (right tokenizer, o200k for Qwen3, template kwargs both "
+               "ways); a wrong family calibrated on its first response"),
+    "target": "0 overflows with UNCONFIRMED_SHARE 0.5",
+    "findings": "Counts the provider confirms",
+    "test": "tests/bench/test_verify_bench.py",
+}
+
 Message = dict[str, Any]
 Request = dict[str, Any]
 Count = Callable[[Request], TokenCount]
