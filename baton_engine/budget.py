@@ -38,7 +38,7 @@ MIN_THINKING_BUDGET_TOKENS = 1024
 # characters / 4); Baton needs only the minimum reply and the margin above its trigger (exact counts, a clamped cap,
 # a request that does not fit shortened for itself). At 16,384 the 75% default (12,288) compacted 76 times in the
 # benchmark's 600 turns, the fewest 4 turns apart; at 13,824 with the post-compaction aim 64 times, 5 apart
-# (benchmarks/gap_bench.py, benchmarks/FINDINGS.md). 32K and above keep the percentage.
+# (benchmarks/compaction/gap_bench.py, benchmarks/FINDINGS.md). 32K and above keep the percentage.
 SMALL_WINDOW_TOKENS = 32768
 
 
@@ -204,7 +204,7 @@ def _output(count: TokenCount, cap: OutputCap | None, limits: Limits, margins: M
     smallest = max(min(limits.min_cap_tokens, min_output_tokens), 1)
     reserve = min_output_tokens if cap is None else min(min_output_tokens, cap.value)
     # An unconfirmed count keeps its room even at the cost of a short reply (down to the smallest one): a wrong
-    # tokenizer's first request would otherwise overflow exactly when the room is tight (benchmarks/verify_bench.py,
+    # tokenizer's first request would otherwise overflow exactly when the room is tight (benchmarks/tokens/verify_bench.py,
     # "as each first").
     value = available - unconfirmed_margin
     numbers = (f"window={window} prompt={prompt} margin={margin} unconfirmed={unconfirmed_margin} "

@@ -35,7 +35,7 @@ POST_COMPACTION_SHARE = 2  # the compacted request aims at half the trigger: the
 # ...and at least this far below it, so a small window's compaction leaves room for several turns (below a trigger of
 # 22,936 the aim is lowered; 32K windows and above keep half). The figure is the benchmark workload's largest growth
 # over 4 consecutive turns (Qwen3 tokens: 11,468; p99 9,807): a compaction before the heaviest stretch still leaves
-# 5 turns. Measured with benchmarks/gap_bench.py at 16,384 (benchmarks/FINDINGS.md): 9,216 kept the fewest turns
+# 5 turns. Measured with benchmarks/compaction/gap_bench.py at 16,384 (benchmarks/FINDINGS.md): 9,216 kept the fewest turns
 # between two compactions at 4, 11,468 (with no minimum tail) at 5.
 POST_COMPACTION_ROOM_TOKENS = 11468
 DEFAULT_TAIL_CAP = 8192  # the default verbatim tail never exceeds this, however large the trigger

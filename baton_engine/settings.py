@@ -149,7 +149,7 @@ class BatonSettings:
     # for the prompt-cache prefix it breaks (cached_price_ratio: a cached prompt token's price against an uncached
     # one, the providers' published 0.1); the next waits until the request regrew by reclaim_runway_tokens. Hermes'
     # compression.proactive_prune_tokens / _min_reclaim_tokens apply where set. The three defaults are the cheapest
-    # of benchmarks/reclaim_bench.py --sweep at 128K (600 turns; FINDINGS, "Reclamation's defaults"): cost at r=0.1
+    # of benchmarks/compaction/reclaim_bench.py --sweep at 128K (600 turns; FINDINGS, "Reclamation's defaults"): cost at r=0.1
     # 7.45M against 7.87M-8.07M for the other values tried, 0.77x the prompt tokens of no reclamation
     reclaim_trigger_tokens: int = 16_000
     reclaim_min_tokens: int = 4096

@@ -289,7 +289,7 @@ class Ledger:
         def count_text(text: str) -> int:
             # A local backend counts text exactly and cheaply even when its chat count is an estimate (tiktoken):
             # the whole request's ratio is no rate for other text (an emoji transcript's ratio would over-count an
-            # ASCII brief until it could not fit; benchmarks/soak.py found it).
+            # ASCII brief until it could not fit; benchmarks/compaction/soak.py found it).
             if local:
                 counted = counting.count_text(text)
                 if counted.exact and counted.tokens is not None:

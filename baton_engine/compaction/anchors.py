@@ -13,7 +13,7 @@ mode patch: V4A ``*** Update/Add/Delete File:`` headers), ``search_files`` (patt
 Stated lines: a tool result's line that states a setting with its reason (``DB_PORT=6543  # agreed with ops``:
 a ``KEY = VALUE`` / ``KEY: VALUE`` whose ``#`` or ``//`` comment holds a decision or constraint word) or a decision
 under a label (``decided: ...``, ``agreed: ...``, ``decision: ...``, ``constraint: ...``). The rule is measured
-(benchmarks/stated_lines_bench.py): it keeps 7 of the 22 tool-result facts of the paraphrase corpus and none of
+(benchmarks/compaction/stated_lines_bench.py): it keeps 7 of the 22 tool-result facts of the paraphrase corpus and none of
 its ~13k other lines, and flags 0.44 lines per 1,000 of the Python standard library (2.1 in this heavily
 commented repository), so a long read costs the brief little. They go to the brief in a share of their own
 (``continuity.STATED_SHARE``), not the anchors'.

@@ -31,7 +31,7 @@ from baton_engine.messages.entry import Entry, build_entries
 USER_WORDS_SHARE = 0.35
 ANCHORS_SHARE = 0.25
 # 240 of the default 1,200: the 7 lines the rule finds in the paraphrase corpus's session cost 216 Qwen3 tokens
-# (benchmarks/stated_lines_bench.py); a share of their own, so they never starve the files and commands
+# (benchmarks/compaction/stated_lines_bench.py); a share of their own, so they never starve the files and commands
 STATED_SHARE = 0.2
 HEADING = "## Compacted detail"
 RECALL_LINE = ("Earlier tool results, files, commands and user messages of this conversation were compacted out "

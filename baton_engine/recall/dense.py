@@ -3,7 +3,7 @@
 Why each line too: a one-line fact in a passage of filler (``DB_PORT=6543`` among five log lines) is diluted in
 the passage's vector (cosine 0.25 to a paraphrased question with all-MiniLM-L6-v2) and clear in its own line's.
 A passage's units are its lines that hold a word (``units``); its score is the best of its lines' cosines, and the
-best line is the answer-bearing one (measured on the paraphrase corpus: benchmarks/paraphrase_bench.py,
+best line is the answer-bearing one (measured on the paraphrase corpus: benchmarks/recall/paraphrase_bench.py,
 docs/recall.md; the passage's own vector beside its lines, or the whole message's, ranked worse).
 
 Why a background worker: embedding 400 passages takes seconds on a CPU model; a search must not wait for it.

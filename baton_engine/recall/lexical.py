@@ -17,13 +17,13 @@ from baton_engine.recall.passages import Passage
 from baton_engine.recall.query import Query, Term
 
 # Column weights (user, tool, assistant, call): a user's statement outranks the same words in a tool result's
-# lines, which outrank the assistant's paraphrase of them (benchmarks/paraphrase_bench.py, docs/recall.md).
+# lines, which outrank the assistant's paraphrase of them (benchmarks/recall/paraphrase_bench.py, docs/recall.md).
 WEIGHTS = (2.0, 1.0, 0.5, 1.0)
 _COLUMNS = ("user", "tool", "assistant")
 # A query word of letters or digits this long or longer also matches the words it begins, as ``query`` defines a
 # match (its stem as an FTS5 prefix: ``times`` finds ``Timestamps``, which stemming alone does not); a shorter one
 # begins too many unrelated words and matches only itself, stemmed. Measured on the paraphrase corpus
-# (benchmarks/paraphrase_bench.py, FINDINGS 21): with every word a prefix, an absent question of its 144-message
+# (benchmarks/recall/paraphrase_bench.py, FINDINGS 21): with every word a prefix, an absent question of its 144-message
 # session found a line holding ``Run`` and ``etl_user`` for its ``run`` and ``use`` (1 false "found" in 10, 0 before);
 # from 4 letters on, 0 and the same answers.
 PREFIX_WORD_CHARS = 4

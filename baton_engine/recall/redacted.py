@@ -2,7 +2,7 @@
 
 Why: a hit's ``tokens`` is the exact count of its whole message redacted (what expanding it costs), and redacting a
 160-line tool result takes milliseconds (tens on a loaded CPU): done on the request path the first time a message
-is a hit, it was most of a first search's time (benchmarks/recall_latency_bench.py, FINDINGS 18). So a lineage's
+is a hit, it was most of a first search's time (benchmarks/recall/recall_latency_bench.py, FINDINGS 18). So a lineage's
 new messages are redacted by one background thread when its index grows (``prepare``: at compaction, or at the
 first search of a lineage read from Hermes' store), and a search finds them ready. Refs are content-addressed, so a
 redacted text never goes stale. Kept per message: the redacted text only when redaction changed it (most messages

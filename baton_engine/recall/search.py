@@ -29,12 +29,12 @@ SNIPPET_BEFORE = 80
 SNIPPET_AFTER = 160
 SNIPPET_CHARS = 700  # a passage is at most 600 characters; redaction may lengthen it a little
 ARGUMENTS_CHARS = 160
-# A lexical hit under this BM25 score is weak. Measured on the paraphrase corpus (benchmarks/paraphrase_bench.py):
+# A lexical hit under this BM25 score is weak. Measured on the paraphrase corpus (benchmarks/recall/paraphrase_bench.py):
 # the best hit of a question whose answer is absent scores under it, see docs/recall.md.
 LEXICAL_FLOOR = 12.0
 # With an embedder: a hit is weak when its cosine is under DENSE_FLOOR and its BM25 under LEXICAL_FLOOR;
 # LEXICAL_WEIGHT is the most a lexical match adds to the cosine. Measured with all-MiniLM-L6-v2 on the paraphrase
-# corpus (benchmarks/paraphrase_bench.py, docs/recall.md): a passage scores its best line's cosine; over the whole
+# corpus (benchmarks/recall/paraphrase_bench.py, docs/recall.md): a passage scores its best line's cosine; over the whole
 # session the best lines of the 10 absent questions reached 0.527 and 0.522, the answerable questions' best 0.26-0.63
 # (the model does not separate them): floor 0.53, 0 false "found" in 10 (0.50: 2). Lexical weight 0.05 answered
 # 23 / 36 at 16K and 24 / 36 at 64K, 0.1 and 0.2 one fewer, 0 (dense only) two fewer, plain RRF two fewer (1 false
@@ -47,7 +47,7 @@ LEXICAL_WEIGHT = 0.05
 # phrase before a rare word) are placed from position LEXICAL_PLACE_AT on (0-based; a message already ahead stays
 # there). A passage holding the query's exact term is among the hits whatever the model scores it, or, lexically,
 # whatever the question's other words match (they match at a word start: ``back`` begins ``backoff``). Measured on
-# the paraphrase corpus through the real engine with all-MiniLM-L6-v2 (benchmarks/paraphrase_bench.py, FINDINGS
+# the paraphrase corpus through the real engine with all-MiniLM-L6-v2 (benchmarks/recall/paraphrase_bench.py, FINDINGS
 # 20): each fact asked in its own words 36 / 36 with places, 26 / 36 without; asked in other words, 2 places at 1
 # answered 23 / 36 at 16K and 24 / 36 at 64K (as many as without places), 1 place 22 and 23, 1 false "found" in 10
 # (0 without). A rarity bound of 1 or 20 rows answered as 5 does. Lexically (FINDINGS 21): 14 / 36 at 16K and 15 /

@@ -26,7 +26,7 @@ from baton_engine.tokens.contract import ChatRequest, TokenCount
 from baton_engine.tokens.rough import estimate_messages_tokens_rough, estimate_tools_tokens_rough
 
 ANCHORED_SOURCE = "anchored"
-# Chosen from benchmarks/anchor_bench.py: the smallest share with no undercount over every anchored model call,
+# Chosen from benchmarks/tokens/anchor_bench.py: the smallest share with no undercount over every anchored model call,
 # with headroom over the worst tokenizer, and no budget overflow with the tokenizer lost halfway or absent (the
 # figures: benchmarks/results/REPORT.md, "Usage-anchored counting"; benchmarks/FINDINGS.md, "Figures behind the
 # code's constants", usage anchor).

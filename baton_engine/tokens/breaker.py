@@ -34,7 +34,7 @@ from baton_engine.tokens.contract import (
 )
 from baton_engine.tokens.deadline import run_within
 
-# Chosen from benchmarks/breaker_bench.py: a healthy probe is cheap next to the timeout a hanging server costs per
+# Chosen from benchmarks/tokens/breaker_bench.py: a healthy probe is cheap next to the timeout a hanging server costs per
 # probe, so a cool-off that doubles to a cap bounds the wall time a long hang takes while still coming back soon
 # after an outage ends; a shorter start costs more timeouts, a higher cap stays in fallback longer. The figures:
 # benchmarks/FINDINGS.md, "Figures behind the code's constants", circuit breaker.
@@ -42,7 +42,7 @@ DEFAULT_COOL_OFF_SECONDS = 60.0
 DEFAULT_MAX_COOL_OFF_SECONDS = 300.0
 # The longest an in-process count (hf, tiktoken, a third party's) may take: 1.5x the slowest of 200 cold hf counts
 # of the largest realistic prompt (145k Qwen3 tokens: 6.7 s, p50 3.3 s) on a 2-core machine at load ~15, so a real
-# count never trips it, while a template that loops costs 10 s once per cool-off (benchmarks/route_start_bench.py;
+# count never trips it, while a template that loops costs 10 s once per cool-off (benchmarks/host/route_start_bench.py;
 # benchmarks/FINDINGS.md, "Figures behind the code's constants", count deadline).
 LOCAL_COUNT_DEADLINE_SECONDS = 10.0
 # A server backend's own timeout ends a hanging call; the breaker's deadline only catches a backend that ignores it.

@@ -31,7 +31,7 @@ FALLBACK_SOURCE = f"{ROUGH_SOURCE}+margin"  # a rough count plus the fallback ma
 
 
 # The rough estimate's margin, from its measured error against the Qwen3 tokenizer on real text
-# (benchmarks/estimator_bench.py; figures in benchmarks/FINDINGS.md, "Figures behind the code's constants",
+# (benchmarks/tokens/estimator_bench.py; figures in benchmarks/FINDINGS.md, "Figures behind the code's constants",
 # rough margin): chars/4 counts a digit or a non-ASCII character (CJK, accents, emoji) at a quarter of a token
 # where tokenizers spend up to one or more, and the rest of the text within a share. With a token for each such
 # character plus 40% of the estimate, no kind of text undercounts as a whole (numbers +0.7%, code +48%, prose +46%,

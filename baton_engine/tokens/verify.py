@@ -42,7 +42,7 @@ CALIBRATED_MARGIN_SHARE = 0.03
 CALIBRATED_MARGIN_FLOOR = 64
 # Before a route's first confirmed response, output caps keep this share of the prompt free. Half: a wrong
 # family undercounts a session's first request (system prompt + tool schemas) far more than a long history,
-# and a quarter did not cover that first request (benchmarks/verify_bench.py); the cost is a few hundred
+# and a quarter did not cover that first request (benchmarks/tokens/verify_bench.py); the cost is a few hundred
 # tokens of output room on one small request.
 UNCONFIRMED_SHARE = 0.5
 RECENT = 8  # ratios remembered per route

@@ -2,7 +2,7 @@
 for many turns, with everything a busy day brings, and the five checks that must hold at the end.
 
 Why one driver: CI runs it small (``tests/hermes_gateway/test_gateway_soak.py``) and the benchmark runs it at full
-size (``benchmarks/gateway_soak.py``); both must mean the same thing by "cross-talk" or "overflow".
+size (``benchmarks/host/gateway_soak.py``); both must mean the same thing by "cross-talk" or "overflow".
 
 What a run does. Each session is a client with its own ``X-Hermes-Session-Key`` and a secret that only its own
 notes and messages carry; every turn asks the scripted model to read one of its notes, then answer. Along the way:

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.hermes,
 
 
 def test_quick_agents_bench_meets_the_ratio_and_prints_its_figures(tmp_path: Path) -> None:
-    out = run_quick("agents_bench", tmp_path)
+    out = run_quick("host.agents_bench", tmp_path)
     result = out["result"]
     assert result["agents"] == 10 and result["messages_per_round"] >= 10 * 80
     assert result["ratio"] <= 1.5 and result["target_met"], result

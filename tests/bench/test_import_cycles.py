@@ -2,9 +2,9 @@
 never the report that imports it.
 
 Why ``ast`` and not grimp (as ``tests/architecture/test_imports.py`` does for baton_engine): the benchmarks are
-scripts run from their folder, importing each other by bare name (``import report``), not a package grimp can
-map. Every import statement counts, function-local ones too: a circle hidden in a function works until someone
-moves the import to the top.
+scripts that put the repository on ``sys.path`` themselves and import Hermes, incontext or numpy only where they
+run; reading the statements needs none of them installed. Every import statement counts, function-local ones
+too: a circle hidden in a function works until someone moves the import to the top.
 """
 
 from __future__ import annotations
@@ -13,21 +13,35 @@ import ast
 import graphlib
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+REPO = Path(__file__).resolve().parents[2]
 
 
-def benchmark_imports(folder: Path) -> dict[str, set[str]]:
-    """Each module of ``folder`` (its ``*.py``, by bare name) and the modules of ``folder`` it imports."""
-    modules = {path.stem: path for path in folder.glob("*.py")}
+def module_names(root: Path, package: str) -> dict[str, Path]:
+    """Every module below ``root`` (the folder of ``package``) by its dotted name; a package by its folder's."""
+    names = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [package, *path.relative_to(root).with_suffix("").parts]
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def imported_modules(node: ast.AST, known: set[str]) -> set[str]:
+    """The modules of ``known`` one import statement names (``from a import b``: ``a.b`` when it is a module)."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names} & known
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        named = {f"{node.module}.{alias.name}" for alias in node.names} & known
+        return named or ({node.module} & known)
+    return set()
+
+
+def benchmark_imports(root: Path, package: str = "benchmarks") -> dict[str, set[str]]:
+    """Each module of the ``package`` at ``root`` and the modules of that package it imports."""
+    modules = module_names(root, package)
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        imported: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))):
-            if isinstance(node, ast.Import):
-                imported.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                imported.add(node.module.split(".")[0])
-        graph[name] = imported & modules.keys()
+        tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+        graph[name] = {found for node in ast.walk(tree) for found in imported_modules(node, set(modules))} - {name}
     return graph
 
 
@@ -41,18 +55,28 @@ def import_circle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_benchmarks_import_one_way() -> None:
-    graph = benchmark_imports(BENCHMARKS)
-    assert {"report", "memory_bench", "soak_report", "markdown_table"} <= graph.keys()
+    graph = benchmark_imports(REPO / "benchmarks")
+    folders = {name.split(".")[1] for name in graph if name.count(".") >= 2}
+    assert folders >= {"harness", "tokens", "budget", "compaction", "recall", "host", "report"}, folders
+    assert {"benchmarks.report.render", "benchmarks.report.sections", "benchmarks.host.memory_bench",
+            "benchmarks.report.soak_section", "benchmarks.harness.markdown_table"} <= graph.keys()
+    assert "benchmarks.compaction.compress_bench" in graph["benchmarks.report.sections"]
     circle = import_circle(graph)
     assert circle is None, "an import circle in benchmarks/: " + " -> ".join(circle or [])
 
 
 def test_a_function_local_import_back_is_a_circle(tmp_path: Path) -> None:
-    (tmp_path / "report.py").write_text("import json\n\n\ndef render():\n    import section\n", "utf-8")
-    (tmp_path / "section.py").write_text("def render():\n    from report import table\n", "utf-8")
-    (tmp_path / "alone.py").write_text("import report\n", "utf-8")
-    graph = benchmark_imports(tmp_path)
-    assert graph == {"report": {"section"}, "section": {"report"}, "alone": {"report"}}
-    assert import_circle(graph) in (["report", "section", "report"], ["section", "report", "section"])
-    (tmp_path / "section.py").write_text("def render():\n    from markdown_table import markdown_table\n", "utf-8")
-    assert import_circle(benchmark_imports(tmp_path)) is None
+    (tmp_path / "report").mkdir()
+    (tmp_path / "__init__.py").write_text("", "utf-8")
+    (tmp_path / "report" / "__init__.py").write_text("", "utf-8")
+    (tmp_path / "report" / "render.py").write_text("import json\n\n\ndef render():\n    from b import section\n",
+                                                   "utf-8")
+    (tmp_path / "section.py").write_text("def render():\n    from b.report.render import table\n", "utf-8")
+    (tmp_path / "alone.py").write_text("import b.report.render\n", "utf-8")
+    graph = benchmark_imports(tmp_path, "b")
+    assert graph == {"b": set(), "b.report": set(), "b.report.render": {"b.section"},
+                     "b.section": {"b.report.render"}, "b.alone": {"b.report.render"}}
+    assert import_circle(graph) in (["b.report.render", "b.section", "b.report.render"],
+                                    ["b.section", "b.report.render", "b.section"])
+    (tmp_path / "section.py").write_text("def render():\n    from b.markdown_table import markdown_table\n", "utf-8")
+    assert import_circle(benchmark_imports(tmp_path, "b")) is None

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import memory_bench  # noqa: E402
+from benchmarks.host import memory_bench
 
 
 def test_every_listed_cache_has_its_bound_constant() -> None:

@@ -1,15 +1,10 @@
-"""The paraphrase corpus keeps its own rules (benchmarks/paraphrase_corpus.py): each question shares at most one
+"""The paraphrase corpus keeps its own rules (benchmarks/harness/paraphrase_corpus.py): each question shares at most one
 content word with the statement (the one it declares), each answer is stated exactly once in the session, and the
 absent questions' topics are not there."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import paraphrase_corpus as corpus  # noqa: E402
+from benchmarks.harness import paraphrase_corpus as corpus
 
 
 def test_every_question_shares_at_most_the_one_word_it_declares() -> None:

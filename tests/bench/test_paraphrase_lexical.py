@@ -6,7 +6,6 @@ most 600 tokens per call."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ import pytest
 pytestmark = [pytest.mark.hermes,
               pytest.mark.skipif(importlib.util.find_spec("agent") is None, reason="needs hermes-agent")]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 AT_9DBA563 = {16384: 14, 65536: 14}
 
@@ -27,7 +25,7 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     previous = set_runtime(None)
-    yield importlib.import_module("paraphrase_bench")
+    yield importlib.import_module("benchmarks.recall.paraphrase_bench")
     set_runtime(previous)
 
 

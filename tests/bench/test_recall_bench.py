@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.hermes,
 def test_quick_recall_section(tmp_path: Path) -> None:
     home = tmp_path / "hermes-home"
     home.mkdir()
-    out = run_quick("recall_bench", tmp_path,
+    out = run_quick("recall.recall_bench", tmp_path,
                     {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HERMES_HOME": str(home)})
     result = out["result"]
     assert all(r["degraded"] is None for r in result["tools"] + result["chat"])

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.hermes, pytest.mark.skipif(
 def test_quick_reclaim_bench(tmp_path: Path) -> None:
     home = tmp_path / "hermes-home"
     home.mkdir()
-    out = run_quick("reclaim_bench", tmp_path,
+    out = run_quick("compaction.reclaim_bench", tmp_path,
                     {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HERMES_HOME": str(home)})
     rows = {row["arm"]: row for row in out["result"]["rows"]}
     assert set(rows) == {"hermes-builtin prune 48000", "hermes-builtin prune off", "baton", "baton reclaim"}

@@ -21,8 +21,8 @@ def test_the_benchmark_exits_non_zero_on_a_request_over_the_window(tmp_path: Pat
     script = ("import sys; sys.argv[1:] = ['--quick', '--bands', '3.0']\n"
               "from baton_engine.hermes import patches\n"
               "patches.Activation.llm_request = lambda self, **kwargs: None\n"
-              "import shapes_bench; raise SystemExit(shapes_bench.main())\n")
+              "from benchmarks.budget import shapes_bench; raise SystemExit(shapes_bench.main())\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": f"{REPO}/benchmarks:{REPO}/tests:{REPO}"})
+                          env={**os.environ, "PYTHONPATH": f"{REPO}:{REPO}/tests"})
     assert done.returncode == 1, done.stderr[-2000:]
     assert "(0 and 0 required: **NOT met**)" in done.stdout and "FAILED" in done.stderr

@@ -9,7 +9,7 @@ from batontest.quick_bench import run_quick
 
 
 def test_quick_verify_bench_has_no_overflow_and_prints_the_table(tmp_path: Path) -> None:
-    out = run_quick("verify_bench", tmp_path)
+    out = run_quick("tokens.verify_bench", tmp_path)
     arms = out["result"]["arms"]
     assert set(arms) == {"right", "wrong family", "kwargs", "kwargs reversed"}
     assert all(a["requests"] >= 50 and a["overflows"] == 0 for a in arms.values()), arms

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from benchmarks.harness import workload
+from batontest.model_server import protocol_problem
 
-import workload  # noqa: E402
-from batontest.model_server import protocol_problem  # noqa: E402
-
-from baton_engine.tokens.rough import estimate_messages_tokens_rough  # noqa: E402
+from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
 
 def test_same_parameters_give_the_same_bytes() -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 from batontest.transcripts import SECRET
 from hypothesis import given, settings
@@ -14,8 +12,7 @@ from baton_engine.compaction.user_words import DEFAULT_SHARE, HEADER, collect_us
 from baton_engine.messages.entry import ref_for
 from baton_engine.recall import MemoryIndex, expand
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import chat_workload  # noqa: E402
+from benchmarks.harness import chat_workload
 
 BRIEF_TOKENS_8K = 1200  # Baton's default brief budget (brief_max_tokens), about 15% of an 8,192-token window
 

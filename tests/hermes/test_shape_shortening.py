@@ -61,7 +61,7 @@ def test_extended_thinking_is_shortened_with_room_for_its_thinking(qwen3_env: Pa
     """Hermes' extended thinking (budget 4,000 in 16,384) in a small window: the shortening leaves room for the
     answer AND Anthropic's smallest thinking budget beside it. At 1eb3d6b it left a plain reply's room only, the
     cap then had no room for 1,024 thinking tokens, and the request went out with Hermes' 16,384 cap over the
-    window (benchmarks/shapes_bench.py: 20 of 42 thinking requests at 4,096 and 16,384)."""
+    window (benchmarks/budget/shapes_bench.py: 20 of 42 thinking requests at 4,096 and 16,384)."""
     engine = started_engine(project, window=window)
     request = anthropic(history(int(size * window), result_lines=max(2, window // 1000)), thinking=True)
     sent = engine.on_request(request, api_mode="anthropic_messages", model=model_of(request)) or request

@@ -3,7 +3,7 @@ run`` (API server platform), with route switches through the API server's ``mode
 sends through its auxiliary client, route A's tokenizer failing then recovering, replies cut at ``max_tokens``,
 replies without usage, a stream chunk that is not JSON, and a new transcript per session half way
 (``batontest.gateway_soak`` says how each is made). About two minutes on a busy 2-core machine (under four at load
-25); the full size (16 x 200) is ``benchmarks/gateway_soak.py``, with the same driver and checks.
+25); the full size (16 x 200) is ``benchmarks/host/gateway_soak.py``, with the same driver and checks.
 """
 
 from __future__ import annotations

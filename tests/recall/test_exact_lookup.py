@@ -6,19 +6,15 @@ it can be and every other line as close, so ranking by meaning alone would never
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from benchmarks.harness import paraphrase_corpus as corpus
 
-import paraphrase_corpus as corpus  # noqa: E402
-
-from baton_engine.recall import MemoryIndex, dense, recall_tool  # noqa: E402
-from baton_engine.recall.query import parse_query  # noqa: E402
-from baton_engine.recall.search import DENSE_FLOOR  # noqa: E402
+from baton_engine.recall import MemoryIndex, dense, recall_tool
+from baton_engine.recall.query import parse_query
+from baton_engine.recall.search import DENSE_FLOOR
 
 ANSWERS = tuple(fact.answer for fact in corpus.FACTS)
 

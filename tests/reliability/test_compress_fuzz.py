@@ -3,7 +3,7 @@ that keeps the latest real user request; and the engine's status says why when i
 
 Transcripts come from the compaction suite's strategies (clean and corrupted: orphan results, missing
 results, garbage items, earlier Baton blocks, huge tool outputs; hostile: duplicate ids, None / empty / giant /
-multi-part / unicode contents). ``benchmarks/soak.py`` runs the same checks on 10,000 of them. Each condition runs against a real
+multi-part / unicode contents). ``benchmarks/compaction/soak.py`` runs the same checks on 10,000 of them. Each condition runs against a real
 git project and a real tokenizer: healthy, project not initialised, store read-only, tokenizer down.
 """
 

@@ -1,4 +1,4 @@
-"""The reclamation benchmark's prefix cache (``benchmarks/prefix_cache.py``) against a REAL vLLM 0.32 CPU server with
+"""The reclamation benchmark's prefix cache (``benchmarks/harness/prefix_cache.py``) against a REAL vLLM 0.32 CPU server with
 prefix caching on (``--enable-prefix-caching --enable-prompt-tokens-details``, blocks of 32 tokens: the CPU
 attention's smallest): the same growing session, with one
 prune that rewrites an early tool result in place and one compaction that rewrites the history from its start, sent
@@ -9,19 +9,16 @@ against the simulator's figure for the same requests: within 5% in all, and requ
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from batontest.assets import REPO_ROOT
 from batontest.model_server import PromptCounter, filler_text
 from batontest.real_vllm import real_vllm_server
 
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from prefix_cache import PrefixCache  # noqa: E402
+from benchmarks.harness.prefix_cache import PrefixCache
 
 pytestmark = pytest.mark.vllm_real
 MODEL = "qwen3-cache"

@@ -205,7 +205,7 @@ def test_a_paraphrased_question_is_answered_in_one_call_by_the_vllm_served_embed
     assert found["ok"] and ranks, found["hits"][:3]
     hit = found["hits"][ranks[0]]
     assert STATEMENT in hit["snippet"] and hit["tool_name"] == "read_file" and "design_01.md" in hit["arguments"], hit
-    # (whether the hit is flagged weak is the measured floor's call, tuned in benchmarks/paraphrase_bench.py: the
+    # (whether the hit is flagged weak is the measured floor's call, tuned in benchmarks/recall/paraphrase_bench.py: the
     # statement's line alone scores 0.383 with this model (0.246 as its whole passage did), under the 0.53 cosine
     # floor, so found is false)
     assert result["status"]["recall"]["ranking"].startswith(f"hybrid (openai:{MINILM_NAME})"), result["status"]
