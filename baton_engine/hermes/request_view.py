@@ -120,8 +120,7 @@ def from_estimate(messages: Any, *, system_prompt: str = "", tools: Any = None,
     """
     stored = mappings(messages)
     projected = memo.results(stored) if memo is not None else [project(m) for m in stored]
-    sent = [message for message, _ in projected]
-    digests = [digest for _, digest in projected]
+    sent, digests = (list(column) for column in zip(*projected)) if projected else ([], [])
     if system_prompt and not (sent and sent[0].get("role") == "system"):
         sent.insert(0, {"role": "system", "content": system_prompt})
         digests.insert(0, message_digest(sent[0]))
