@@ -131,6 +131,9 @@ class Ledger:
     memo_key: str | None = None
     memo_content: str | None = None  # the memo's content key, on routes counted by content
     memo: TokenCount | None = None  # the counter's own count of the last view
+    # (key, count request) of the last view counted: the request sent is kept as this one when their keys match, so
+    # the ledger never holds the host's copies of the history (freeing them at the next request grew with it)
+    counted_request: tuple[str, dict[str, Any]] | None = None
     anchor: UsageAnchor = field(default_factory=UsageAnchor)
     check: RouteCheck = field(default_factory=RouteCheck)  # this route's counts against its provider's
     output: Decision | None = None
@@ -168,6 +171,7 @@ class Ledger:
         counted = counting.count_chat(request, anchor=self.anchor, key=key)
         self.counted += 1
         self.memo_key, self.memo_content, self.memo = key, content, counted
+        self.counted_request = (view.key, view.count_request()) if view.key is not None else None
         return self.check.adjust(counted)
 
     def trigger_count(self, current_tokens: Any) -> TokenCount | None:
@@ -185,7 +189,8 @@ class Ledger:
         the request recorded last is sent as ``view`` (shortened to fit), not as one more request."""
         if not auxiliary:
             self.frame = view.frame()
-        self.sent = view.count_request()
+        kept = self.counted_request
+        self.sent = kept[1] if kept is not None and view.key == kept[0] else view.count_request()
         self.sent_count = self.memo if view.key is not None and view.key == self.memo_key else None
         if not instead:
             self.sent_requests += 1

@@ -120,11 +120,10 @@ def from_estimate(messages: Any, *, system_prompt: str = "", tools: Any = None,
     """
     stored = mappings(messages)
     projected = memo.results(stored) if memo is not None else [project(m) for m in stored]
-    sent = [message for message, _ in projected]
-    digests = [digest for _, digest in projected]
+    sent, digests = zip(*projected) if projected else ((), ())  # tuples, as the view keeps them: no copy
     if system_prompt and not (sent and sent[0].get("role") == "system"):
-        sent.insert(0, {"role": "system", "content": system_prompt})
-        digests.insert(0, message_digest(sent[0]))
+        system = {"role": "system", "content": system_prompt}
+        sent, digests = (system, *sent), (message_digest(system), *digests)
     schemas = mappings(tools) or (frame.tools if frame is not None else ())
     return ProviderRequest(
         messages=tuple(sent), tools=schemas,

@@ -10,7 +10,7 @@ from baton_engine.request import ProviderRequest
 from baton_engine.shapes.cap import find_cap, find_thinking_budget
 from baton_engine.shapes.conversation import Conversation, Unit, grouped, replaced
 from baton_engine.shapes.parts import mappings, model_name, options, template_kwargs
-from baton_engine.tokens.media import content_with_placeholders
+from baton_engine.tokens.media import content_lists, content_with_placeholders
 
 SYSTEM_ROLES = ("system", "developer")
 
@@ -24,6 +24,18 @@ def with_placeholders(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return message if converted is content else {**message, "content": converted}
 
 
+def placeholders_in(messages: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
+    """The messages with their media parts as placeholders (the same tuple when none has a content list): only
+    the messages whose content is a list are looked at, so reading a request does not step through its history."""
+    indexes = content_lists(messages)
+    if not indexes:
+        return messages
+    converted = list(messages)
+    for index in indexes:
+        converted[index] = with_placeholders(converted[index])
+    return tuple(converted)
+
+
 class ChatShape:
     name = "chat_completions"
 
@@ -33,7 +45,7 @@ class ChatShape:
         if not isinstance(messages, list):
             return None
         return ProviderRequest(
-            messages=tuple(map(with_placeholders, mappings(messages))), tools=mappings(request.get("tools")),
+            messages=placeholders_in(mappings(messages)), tools=mappings(request.get("tools")),
             template_kwargs=template_kwargs(request), options=options(request), cap=find_cap(request),
             thinking_budget=find_thinking_budget(request),
             model=model_name(request, "model"),

@@ -37,7 +37,8 @@ import binascii
 import math
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -278,6 +279,17 @@ def as_placeholder(part: Any) -> Any:
     return placeholder(costs[BOUND], by)
 
 
+def content_lists(messages: Sequence[Any]) -> Sequence[int]:
+    """Indexes of the messages whose content is a list, the only ones that can hold media parts. Why at C speed:
+    every request carries the whole history, and a Python step per message made reading each request grow with
+    it. A list that is not all plain dicts gets every index (the caller checks each item itself)."""
+    if not set(map(type, messages)) <= {dict}:
+        return range(len(messages))
+    kinds = list(map(type, map(dict.get, messages, repeat("content"))))
+    lists = {kind for kind in set(kinds) if issubclass(kind, list)}
+    return [index for index, kind in enumerate(kinds) if kind in lists] if lists else ()
+
+
 def content_with_placeholders(content: Any) -> Any:
     """A content list with each media part a placeholder (the same list when it has none)."""
     if not isinstance(content, list):
@@ -293,7 +305,8 @@ def priced(request: Mapping[str, Any], rule: MediaRule) -> Mapping[str, Any]:
     if rule == BOUND or not isinstance(messages, list):
         return request
     out = None
-    for index, message in enumerate(messages):
+    for index in content_lists(messages):
+        message = messages[index]
         content = message.get("content") if isinstance(message, Mapping) else None
         if not isinstance(content, list) or not any(isinstance(part, Mapping) and "by" in part for part in content):
             continue
@@ -312,7 +325,8 @@ def split_request(request: Mapping[str, Any]) -> tuple[Mapping[str, Any], int]:
     if not isinstance(messages, list):
         return request, 0
     total, out = 0, None
-    for index, message in enumerate(messages):
+    for index in content_lists(messages):
+        message = messages[index]
         content = message.get("content") if isinstance(message, Mapping) else None
         if not isinstance(content, list):
             continue

@@ -207,6 +207,36 @@ def test_in_place_edits_of_earlier_messages_are_seen(qwen: HfBackend) -> None:
     assert qwen.count_chat(grown).tokens == cold_count(qwen, grown)
 
 
+def test_an_extension_renders_only_the_two_new_windows(qwen: HfBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two windows of the remembered list are the previous extension's windows of its grown list, kept with
+    its state: a message appended after one that was no user query renders the two windows of the new list only."""
+    messages = [*long_conversation(10), {"role": "user", "content": "next"}]
+    qwen.clear_cache()
+    qwen.count_chat({"messages": messages})
+    messages.append({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "run", "arguments": {}}}]})
+    qwen.count_chat({"messages": messages})
+    renders = []
+    original = qwen._incremental._render
+    monkeypatch.setattr(qwen._incremental, "_render", lambda request: renders.append(1) or original(request))
+    grown = {"messages": [*messages, {"role": "tool", "tool_call_id": "c", "content": "ok"}]}
+    extended = qwen._incremental.extended
+    assert qwen.count_chat(grown).tokens == cold_count(qwen, grown)
+    assert qwen._incremental.extended == extended + 1 and len(renders) == 2
+
+
+def test_an_in_place_edit_of_the_last_turn_is_seen_after_an_extension(qwen: HfBackend) -> None:
+    """The windows kept with a state render its last turns: an edit there makes it another conversation (a full
+    render), never a kept window's stale text."""
+    messages = [*long_conversation(10), {"role": "user", "content": "next"}]
+    qwen.clear_cache()
+    qwen.count_chat({"messages": messages[:-1]})
+    qwen.count_chat({"messages": messages})
+    messages[-1]["content"] = "next, edited in place and longer"
+    grown = {"messages": [*messages, {"role": "assistant", "content": "Done."}]}
+    assert qwen.count_chat(grown).tokens == cold_count(qwen, grown)
+
+
 def backend_with_template(template: str) -> HfBackend:
     from transformers import AutoTokenizer
 

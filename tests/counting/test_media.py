@@ -179,3 +179,23 @@ def test_a_real_tokenizer_counts_an_image_request_at_text_plus_the_image() -> No
                                                                    "image_url": {"url": data_url(IMAGE)}}]}
     text = qwen3.count_chat({"messages": [words]}).tokens
     assert counter.count_chat(request_view.from_estimate([with_image]).count_request()).tokens == text + COST
+
+
+class Parts(list):  # type: ignore[type-arg]
+    """A content list of another list type: still a list of parts."""
+
+
+def test_only_messages_whose_content_is_a_list_are_looked_at_for_media() -> None:
+    """A long history is read without a Python step per message: only content lists can hold media parts."""
+    image = {"type": "image_url", "image_url": {"url": data_url(png(64, 64), "image/png")}}
+    history = [{"role": "user", "content": f"turn {n}"} for n in range(50)]
+    history[7] = {"role": "user", "content": [{"type": "text", "text": "look"}, image]}
+    history[30] = {"role": "user", "content": Parts([image])}
+    assert list(media.content_lists(history)) == [7, 30]
+    assert list(media.content_lists([*history, "not a message"])) == list(range(51))
+    text_only, cost = media.split_request({"messages": history})
+    assert cost > 0 and text_only["messages"][7]["content"] == [{"type": "text", "text": "look"}]
+    assert text_only["messages"][30]["content"] == [] and text_only["messages"][8] is history[8]
+    view = CHAT.read({"messages": history})
+    assert view is not None and view.messages[7]["content"][1]["type"] == media.MEDIA_PART
+    assert view.messages[30]["content"][0]["type"] == media.MEDIA_PART and view.messages[8] is history[8]
