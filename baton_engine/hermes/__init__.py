@@ -5,9 +5,8 @@ is a thin adapter over the core (``policy``, ``budget``, ``compaction.cycle``); 
 every request shape Hermes produces into one ``ProviderRequest`` (each agent's frame, route and counts are kept
 in ``baton_engine.agent.ledger``; the request budgeter, ``baton_engine.agent.requests``, reads requests through
 ``host.HermesHost``, this edge's ``baton_engine.agent.host.Host``); ``patches`` swaps Hermes' rough estimators for
-exact counts and wires the request middleware; ``engine_tools`` hosts baton_capture / baton_resume /
-baton_status / baton_recall, whose contract is ``baton_engine.agent.tools`` (one agent's Baton, no Hermes in it:
-``baton_engine.agent``). Importing this package does not import Hermes, so the CLI works without it; it tells the
+exact counts and wires the request middleware. The engine's collaborators (the compaction runner, recall, the
+pruner, the tools' host, status) are one agent's Baton with no Hermes in it: ``baton_engine.agent``. Importing this package does not import Hermes, so the CLI works without it; it tells the
 process runtime how to build itself from Hermes' config when none was installed
 (``agent.runtime.set_default_factory(host.host_runtime)``: an engine used outside the plugin gets the plugin's
 settings).

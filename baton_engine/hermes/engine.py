@@ -20,19 +20,20 @@ from typing import Any
 from agent.context_engine import ContextEngine
 
 from baton_engine import policy, results
+from baton_engine.agent import status
+from baton_engine.agent.compactions import CompactionRunner
 from baton_engine.agent.ledger import Ledger, Route
 from baton_engine.agent.project import Project
+from baton_engine.agent.pruner import Pruner
+from baton_engine.agent.recall_binding import RecallBinding
 from baton_engine.agent.requests import AgentWindow, AuxiliaryCall, RequestBudgeter, ScanAhead
 from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH, RouteCounting, get_runtime
-from baton_engine.hermes import status
+from baton_engine.agent.tool_handler import ToolHandler
 from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
-from baton_engine.hermes.engine_compaction import CompactionRunner
-from baton_engine.hermes.engine_pruning import Pruner
-from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.engine_tools import ToolHandler
 from baton_engine.hermes.guard import guarded, internal_errors, nothing
 from baton_engine.hermes.host import HermesHost
+from baton_engine.hermes.patches import activation
 from baton_engine.refusal import Refusal
 from baton_engine.request import ProviderRequest
 from baton_engine.tokens.contract import TokenCount
@@ -438,13 +439,22 @@ class BatonContextEngine(ContextEngine):
     @guarded("get_status", lambda self: self._minimal_status(), instead="a minimal status saying so",
              default={"engine": ENGINE_NAME, "status_error": "internal_error"})
     def get_status(self) -> dict[str, Any]:
-        return {**super().get_status(), **status.engine_status(self.requests, self.compaction, self.recall_binding),
+        return {**super().get_status(), "engine": ENGINE_NAME, "active": True, "exact_estimators": _estimators(),
+                **status.engine_status(self.requests, self.compaction, self.recall_binding),
                 "reclaim": self.pruner.status(), "internal_errors": internal_errors()}
 
     def _minimal_status(self) -> dict[str, Any]:
         """Hermes' base status (its display numbers) and that Baton's own could not be read."""
         return {**super().get_status(), "engine": ENGINE_NAME, "status_error": "internal_error",
                 "internal_errors": internal_errors()}
+
+
+def _estimators() -> dict[str, list[Any]]:
+    """Which of Hermes' estimators the plugin's activation replaced with exact counts, and which it skipped (why)."""
+    current = activation()
+    patches = current.patches if current is not None else []
+    return {"installed": [f"{p.module}.{p.attr}" for p in patches if p.installed],
+            "skipped": [p.skipped for p in patches if p.skipped]}
 
 
 def _int(value: Any) -> int:

@@ -45,6 +45,7 @@ class HermesHost:
 
     Stateless: every engine (and each of Hermes' per-agent deep copies) holds one; a copy is the object itself."""
 
+    name = "Hermes"
     window_label = "hermes context_length"
 
     def working_directory(self) -> Path:

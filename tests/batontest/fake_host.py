@@ -22,6 +22,7 @@ from baton_engine.tokens.request_key import message_digest
 class FakeHost:
     """A host whose stored messages carry a bookkeeping key (``note``) its wire never sends."""
 
+    name = "Fake"
     window_label = "fake window"
 
     def __init__(self, cwd: Path) -> None:
