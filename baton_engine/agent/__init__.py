@@ -14,6 +14,7 @@ request view, the window, ``budget.decide`` on each request), ``recall_binding``
 ``compaction_line`` (the line a host shows per automatic compaction), ``compactions`` (the compaction runner: when
 to compact, the cycle, the session's lineage and draft), ``status`` (what the agent says of itself), ``pruner``
 (the host's prune hook answered by the core's decision), ``tool_handler`` (the tools' host, over the runner and
-recall) and ``host`` (``Host``: what one agent's Baton asks of its host, which the host implements once at its
+recall), ``agent`` (``Agent``: the whole, its collaborators built around its host, and what a host's hooks ask
+of them) and ``host`` (``Host``: what one agent's Baton asks of its host, which the host implements once at its
 edge; Hermes: ``hermes/host.HermesHost``).
 """
