@@ -1,5 +1,6 @@
 """One agent's Baton whole (``agent/agent.Agent``) through a fake host, without Hermes: what a host's hooks ask of
-it (compact now? a compaction, a session's start, status, the tools) and the host's name in the words it writes.
+it (compact now? a compaction, a session's start, status, the tools, a prune, recall, the compaction line) and the
+host's name in the words it writes.
 """
 
 from __future__ import annotations
@@ -78,3 +79,33 @@ def test_status_and_the_tools_speak_of_the_host_by_its_name(tmp_path: Path) -> N
     assert {schema["name"] for schema in agent.tool_handler.schemas()} >= {"baton_status"}
     answer = json.loads(agent.tool_handler.handle("baton_status", {}, None))
     assert answer["engine"]["window"]["source"] == "fake window"  # baton_status's part of the agent's status
+
+
+def test_a_prune_waits_for_its_trigger_and_never_runs_inside_a_compaction(tmp_path: Path) -> None:
+    agent = agent_in(tmp_path)
+    messages = conversation(3)
+    assert agent.pruner.prune(messages) == (messages, 0)  # far below reclaim_trigger_tokens
+    agent.compaction.compacting = True
+    assert agent.pruner.prune(messages) == (messages, 0)
+    assert agent.pruner.status()["last"] is None
+
+
+def test_what_a_prune_took_out_is_recalled_from_the_in_process_index(tmp_path: Path) -> None:
+    agent = agent_in(tmp_path)
+    agent.session_started("session", model="fake-model", rotated=False, platform=None, conversation_id=None)
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "config/staging.yaml"}'}}
+    taken = [{"role": "assistant", "content": "", "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "c1", "content": "database:\n  host: db.staging.internal\n  port: 6543\n"}]
+    agent.recall_binding.remember_pruned(taken, agent.compaction.session_id)
+    answer = agent.recall_binding.recall({"mode": "search", "query": "staging database port"},
+                                         agent.compaction.session_id)
+    assert answer["ok"] and "port: 6543" in answer["hits"][0]["snippet"]
+    assert answer["hits"][0]["tool_name"] == "read_file"
+
+
+def test_the_compaction_line_names_the_size_the_trigger_and_where_recall_reads(tmp_path: Path) -> None:
+    agent = agent_in(tmp_path)
+    line = agent.compaction.starting_line(12_345)
+    assert line.startswith("Baton handoff at 12,345 tokens (trigger ")
+    assert line.endswith("recallable with baton_recall (in-process index)")
