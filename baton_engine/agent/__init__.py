@@ -10,6 +10,11 @@ its session's metrics log), ``notices`` (what the user is told on the terminal, 
 over the projection its host passes in), ``runtime`` (the process runtime its agents share: settings, a counter
 per tokenizer, live engines; the host passes in its view and project settings and sets the default factory),
 ``project`` (the project an agent works in and its settings), ``requests`` (the request budgeter: one count per
-request view, the window, ``budget.decide`` on each request) and ``host`` (``Host``: what the budgeter and the
-project ask of their host, which the host implements once at its edge; Hermes: ``hermes/host.HermesHost``).
+request view, the window, ``budget.decide`` on each request), ``recall_binding`` (where ``baton_recall`` reads),
+``compaction_line`` (the line a host shows per automatic compaction), ``compactions`` (the compaction runner: when
+to compact, the cycle, the session's lineage and draft), ``status`` (what the agent says of itself), ``pruner``
+(the host's prune hook answered by the core's decision), ``tool_handler`` (the tools' host, over the runner and
+recall), ``agent`` (``Agent``: the whole, its collaborators built around its host, and what a host's hooks ask
+of them) and ``host`` (``Host``: what one agent's Baton asks of its host, which the host implements once at its
+edge; Hermes: ``hermes/host.HermesHost``).
 """

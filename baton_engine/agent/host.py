@@ -1,12 +1,13 @@
 """``Host``: what one agent's Baton needs to know of the agent it runs in, and nothing more.
 
-Why a seam and not an import: the request budgeter and the project (``agent/requests.py``, ``agent/project.py``)
-decide for any agent, but a few facts are the host's own: where its agent works, which request shape it sends in
-an API mode, how its estimators' arguments and its provider kwargs read as the neutral ``ProviderRequest``, how
-its stored messages project to that view, and the name of the window it configures. The host implements this once
-at its edge (Hermes: ``hermes/host.HermesHost`` over ``hermes/request_view`` and ``hermes/config``) and passes it
-to ``Project`` and ``RequestBudgeter``; the process-wide view of its main route and window is the runtime's
-(``agent/runtime.HostView``).
+Why a seam and not an import: the request budgeter, the project, the compaction runner, recall and status
+(``agent/``) decide for any agent, but a few facts are the host's own: its name, where its agent works, which
+request shape it sends in an API mode, how its stored messages project to the neutral ``ProviderRequest`` (the
+rest of an estimate's view is the agent's frame: ``agent/memos.AgentMemos.estimate``), and the name of the window
+it configures. The
+host implements this once at its edge (Hermes: ``hermes/host.HermesHost`` over ``hermes/request_view`` and
+``hermes/config``) and passes it to ``Project`` and ``RequestBudgeter`` (the others ask the budgeter's); the
+process-wide view of its main route and window is the runtime's (``agent/runtime.HostView``).
 
 A host object is kept on every engine copy (Hermes deep-copies its engine per agent): make it stateless, and let a
 copy be the object itself (``__deepcopy__``).
@@ -18,13 +19,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from baton_engine.request import ProviderRequest
 from baton_engine.shapes import Shape
-from baton_engine.tokens.prefix_memo import PrefixMemo
 
 
 class Host(Protocol):
     """The host's side of one agent's Baton."""
+
+    @property
+    def name(self) -> str:
+        """The host's name as its user knows it (Hermes: ``"Hermes"``), in the words Baton writes for that user (a
+        handoff's automation reason, status); lower-cased, it names the host's sizes, sessions and store."""
+        ...
 
     @property
     def window_label(self) -> str:
@@ -43,17 +48,6 @@ class Host(Protocol):
     def wire_is_not_chat(self, api_mode: Any) -> bool:
         """Whether ``api_mode``'s transport sends another shape than the chat messages its estimators see (a
         request is then matched to its estimate by content)."""
-        ...
-
-    def from_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None,
-                      frame: ProviderRequest | None = None,
-                      memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
-        """An estimator's arguments as the request the transport will send (``frame``: the agent's last sent
-        request; ``memo``: the agent's projection memo)."""
-        ...
-
-    def from_provider_kwargs(self, request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
-        """The view of a provider request's kwargs in ``api_mode`` (None: not a request Baton can read)."""
         ...
 
     def project(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:

@@ -4,8 +4,8 @@ Why a collaborator of its own: a host's engine adapts two surfaces, its context-
 ``hermes/engine.py``) and the requests of its agent loop (``RequestBudgeter``: reported usage, the estimators' and
 the middleware's counts, the window, the output budget). It owns this agent's ``route``, ``ledger`` and
 ``memos`` as plain data, so Hermes' per-agent ``copy.deepcopy`` copies it whole (the memos start empty). What is
-the host's (the shape of an API mode, how its estimators' arguments, provider kwargs and stored messages read as
-the neutral view, the name of its window) it asks its ``Host`` (``agent/host.py``; Hermes':
+the host's (the shape of an API mode, how its stored messages read as the neutral view, the name of its window) it
+asks its ``Host`` (``agent/host.py``; Hermes':
 ``hermes/host.HermesHost``).
 """
 
@@ -283,8 +283,8 @@ class RequestBudgeter:
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
         """An estimator's arguments, counted as the request the transport will send (shares its count); the
         messages it added are scanned for the next compaction."""
-        counted = self.count(self.host.from_estimate(messages, system_prompt=system_prompt, tools=tools,
-                                                     frame=self.ledger.frame, memo=self.memos.projected))
+        counted = self.count(self.memos.estimate(messages, system_prompt=system_prompt, tools=tools,
+                                                 frame=self.ledger.frame))
         self.scan_ahead.observe(messages)
         return counted
 
@@ -292,7 +292,7 @@ class RequestBudgeter:
         """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed
         through the agent's memos."""
         frame = self.ledger.frame
-        body = self.host.from_estimate(messages, frame=frame, memo=self.memos.projected)
+        body = self.memos.estimate(messages, frame=frame)
         return self.memos.keyed(frame.with_conversation(body.messages)) if frame is not None else body
 
     def on_request(self, request: dict[str, Any], *, api_mode: Any = None, model: Any = None, base_url: Any = None,
@@ -395,7 +395,7 @@ class RequestBudgeter:
         if self.aux_matches_route(model, base_url):
             own = Ledger(frame=self.ledger.frame, check=self.ledger.check)
             return AuxiliaryCall(self.on_request(request, auxiliary=own), own)
-        view = self.host.from_provider_kwargs(request, None)
+        view = self.host.shape_for(None).read(request)  # an auxiliary call is built in the host's default shape
         if view is None:
             return AuxiliaryCall(None, None)
         route = Route().moved(model=model, base_url=base_url, why="auxiliary")

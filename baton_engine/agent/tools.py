@@ -129,7 +129,7 @@ def _shape_error(kind: str, exc: UserInputError) -> dict[str, Any]:
     return answer
 
 
-class ToolHost:  # ``engine_tools.ToolHandler`` implements this protocol
+class ToolHost:  # ``tool_handler.ToolHandler`` implements this protocol
     """What the tools need from the agent's engine (kept narrow so tools are testable without Hermes).
 
     ``scope``: the handoffs this session may see (its conversation's on a gateway, else the project's)."""

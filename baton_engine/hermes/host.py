@@ -18,10 +18,8 @@ from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.handoff.store import find_project_root
 from baton_engine.hermes import request_view
 from baton_engine.hermes.config import agent_cwd, load_hermes_settings
-from baton_engine.request import ProviderRequest
 from baton_engine.settings import BatonSettings
 from baton_engine.shapes import Shape
-from baton_engine.tokens.prefix_memo import PrefixMemo
 
 
 def host_runtime(home: Path | None = None) -> BatonRuntime:
@@ -40,11 +38,12 @@ def host_runtime(home: Path | None = None) -> BatonRuntime:
 
 
 class HermesHost:
-    """``agent/host.Host`` for Hermes: its agent's working directory (``config.agent_cwd``), its api modes' shapes
-    and the projection of its stored messages (``request_view``), its window's name (``model.context_length``).
+    """``agent/host.Host`` for Hermes: its name, its agent's working directory (``config.agent_cwd``), its api modes'
+    shapes and the projection of its stored messages (``request_view``), its window's name (``model.context_length``).
 
     Stateless: every engine (and each of Hermes' per-agent deep copies) holds one; a copy is the object itself."""
 
+    name = "Hermes"
     window_label = "hermes context_length"
 
     def working_directory(self) -> Path:
@@ -55,14 +54,6 @@ class HermesHost:
 
     def wire_is_not_chat(self, api_mode: Any) -> bool:
         return api_mode in request_view.WIRE_MODES
-
-    def from_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None,
-                      frame: ProviderRequest | None = None,
-                      memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
-        return request_view.from_estimate(messages, system_prompt=system_prompt, tools=tools, frame=frame, memo=memo)
-
-    def from_provider_kwargs(self, request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
-        return request_view.from_provider_kwargs(request, api_mode)
 
     def project(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
         return request_view.project(message)

@@ -4,9 +4,10 @@ Why here: which shape a request has is Hermes' (its ``api_mode``: chat-completio
 ``codex_responses``, ``bedrock_converse``); each shape's reader and writer is core (``baton_engine.shapes``). What
 is Hermes' own stays here: the estimators' ``(messages, system_prompt, tools)`` are Hermes' stored messages before
 its transport strips the bookkeeping keys the wire never carries (``tool_name``, ``reasoning``, ``finish_reason``,
-``timestamp``, ``_``-prefixed markers, the ``api_content`` sidecar), so ``from_estimate`` applies the same
-projection: the pre-API estimate and the middleware then count the same provider-visible prompt, once. Every image
-or document part becomes the same ``tokens.media`` placeholder in every view (its cost, not its base64).
+``timestamp``, ``_``-prefixed markers, the ``api_content`` sidecar), so ``project`` applies the same projection
+(the agent's ``agent/memos.AgentMemos.estimate`` builds the estimate's view through it): the pre-API estimate and
+the middleware then count the same provider-visible prompt, once. Every image or document part becomes the same
+``tokens.media`` placeholder in every view (its cost, not its base64).
 """
 
 from __future__ import annotations
@@ -16,15 +17,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from baton_engine.request import ProviderRequest
 from baton_engine.shapes import Shape
 from baton_engine.shapes.anthropic import ANTHROPIC
 from baton_engine.shapes.bedrock import BEDROCK
 from baton_engine.shapes.chat import CHAT
-from baton_engine.shapes.parts import mappings
 from baton_engine.shapes.responses import RESPONSES
 from baton_engine.tokens.media import content_with_placeholders
-from baton_engine.tokens.prefix_memo import PrefixMemo
 from baton_engine.tokens.request_key import message_digest
 
 # Keys Hermes keeps on stored messages but its chat-completions transport never sends.
@@ -101,33 +99,3 @@ WIRE_MODES = frozenset(SHAPES)
 def shape_for(api_mode: Any) -> Shape:
     """The adapter of the shape Hermes sends in ``api_mode``."""
     return SHAPES.get(api_mode, CHAT) if isinstance(api_mode, str) else CHAT
-
-
-def from_provider_kwargs(request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
-    """The view of whatever the middleware received, by Hermes' ``api_mode``."""
-    return shape_for(api_mode).read(request)
-
-
-def from_estimate(messages: Any, *, system_prompt: str = "", tools: Any = None,
-                  frame: ProviderRequest | None = None,
-                  memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
-    """An estimator's arguments as the request the transport will send.
-
-    ``frame`` is this agent's last sent request: its template kwargs and options (which the estimators
-    are never given) complete the view, and its tools stand in when the caller passed none. ``memo``: the
-    agent's projection memo (the estimators see the whole stored history on every request); without one
-    every message is projected.
-    """
-    stored = mappings(messages)
-    projected = memo.results(stored) if memo is not None else [project(m) for m in stored]
-    sent, digests = zip(*projected) if projected else ((), ())  # tuples, as the view keeps them: no copy
-    if system_prompt and not (sent and sent[0].get("role") == "system"):
-        system = {"role": "system", "content": system_prompt}
-        sent, digests = (system, *sent), (message_digest(system), *digests)
-    schemas = mappings(tools) or (frame.tools if frame is not None else ())
-    return ProviderRequest(
-        messages=tuple(sent), tools=schemas,
-        template_kwargs=dict(frame.template_kwargs) if frame is not None else {},
-        options=dict(frame.options) if frame is not None else {},
-        model=frame.model if frame is not None else None, digests=tuple(digests),
-    )

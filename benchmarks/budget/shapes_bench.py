@@ -75,10 +75,10 @@ class Judge:
 
     def prompt(self, request: dict[str, Any], api_mode: str) -> tuple[int, int]:
         """(prompt tokens, of which the images' estimate)."""
-        from baton_engine.hermes.request_view import from_provider_kwargs
+        from baton_engine.hermes.request_view import shape_for
         from baton_engine.tokens.media import split_request
 
-        view = from_provider_kwargs(request, api_mode)
+        view = shape_for(api_mode).read(request)
         if view is None:
             raise ValueError(f"{api_mode}: the request sent cannot be read")
         text, media = split_request(view.count_request())

@@ -54,7 +54,7 @@ def played_ledger(requests: int, result_words: int, seed: int = 0) -> Ledger:
     ledger = Ledger()
     for n in range(requests):
         body = {"model": "m", "messages": [system, *(dict(m) for m in conversation)], "tools": TOOLS}
-        view = request_view.from_provider_kwargs(body, None)
+        view = request_view.shape_for(None).read(body)
         ledger.count(view, counting)
         ledger.sent_request(view)
         ledger.observe_usage(estimate_chat_request(view.count_request()))

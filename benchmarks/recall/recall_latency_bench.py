@@ -85,7 +85,7 @@ def measure(count: int, rounds: int, count_ahead: bool = True) -> list[dict[str,
     index = MemoryIndex(max_bytes=1 << 30)
     index.add("bench", records(count))
     source = index.source("bench")
-    if count_ahead:  # as the engine's compaction does for the region it takes out (hermes/engine_recall.py)
+    if count_ahead:  # as the engine's compaction does for the region it takes out (agent/recall_binding.py)
         redacted.count_ahead(source.entries(), count_text)
     embedder = StoredVectors()
     rows = []

@@ -1,7 +1,7 @@
 """One agent's project and request budgeter through the host interface (``agent/host.Host``), with a fake host.
 
 Why a fake host: the budgeter and the project are core (``baton_engine.agent``); what they need of the agent they
-run in is the ``Host`` seam alone, so they are tested here without Hermes installed. Hermes' own host
+run in is the ``Host`` seam alone, so they are tested here without Hermes installed (``batontest.fake_host``). Hermes' own host
 (``hermes/host.HermesHost``) is stateless: an engine's deep copy (Hermes 0.19's per-agent copy) keeps the object.
 (This folder is not ``tests/agent``: with ``tests`` on the path, that would be found as Hermes' ``agent`` package.)
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import pytest
+from batontest.fake_host import FakeHost
 
 from batontest.fake_host import FakeHost
 

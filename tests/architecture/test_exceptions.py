@@ -52,6 +52,12 @@ BOUNDARIES = (
     Boundary("baton_engine/agent/runtime.py", "a tokenizer backend is plugin code started inside the host's agent "
              "loop: a start failure is reported in status, counting falls back to estimates",
              function="BatonRuntime._build"),
+    Boundary("baton_engine/agent/compactions.py", "the compaction's contract: an unexpected failure of the cycle "
+             "is the degraded, pair-safe list it builds (recorded, counted, cooled down), never an exception",
+             function="CompactionRunner._compress"),
+    Boundary("baton_engine/agent/compactions.py", "the host's session store (Hermes' SessionDB: sqlite, its own "
+             "schema) is host code: a broken one narrows the lineage, never fails the session start",
+             function="CompactionRunner._session_lineage"),
     Boundary("baton_engine/agent/requests.py", "the host's messages scanned ahead inside its agent loop (an "
              "estimator, select_context): a failed scan leaves the work to the compaction, never raises into it",
              function="ScanAhead.observe"),

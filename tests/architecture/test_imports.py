@@ -78,10 +78,12 @@ def _add_local_import(module: Path, statement: str) -> None:
      "baton_engine.tokens.counter -> agent"),
     ("backends/hf/baton_hf/backend.py", "from baton_engine.handoff import store", BACKEND,
      "baton_hf.backend -> baton_engine.handoff.store"),
-    ("baton_engine/hermes/engine_compaction.py", "from baton_engine.hermes import engine", HERMES_ROOMS,
-     "baton_engine.hermes.engine_compaction -> baton_engine.hermes.engine"),
+    ("baton_engine/hermes/patches.py", "from baton_engine.hermes import engine", HERMES_ROOMS,
+     "baton_engine.hermes.patches -> baton_engine.hermes.engine"),
     ("baton_engine/agent/ledger.py", "from baton_engine.agent import requests", AGENT_ROOMS,
      "baton_engine.agent.ledger -> baton_engine.agent.requests"),
+    ("baton_engine/agent/recall_binding.py", "from baton_engine.agent import compactions", AGENT_ROOMS,
+     "baton_engine.agent.recall_binding -> baton_engine.agent.compactions"),
 ])
 def test_a_wrong_way_import_breaks_its_contract(tree: Path, module: str, statement: str, contract: str,
                                                 shown: str) -> None:

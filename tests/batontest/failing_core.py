@@ -16,10 +16,10 @@ from typing import Any
 
 COLLABORATORS = (("baton_engine.agent.requests", "RequestBudgeter"),
                  ("baton_engine.agent.requests", "ScanAhead"),
-                 ("baton_engine.hermes.engine_compaction", "CompactionRunner"),
-                 ("baton_engine.hermes.engine_recall", "RecallBinding"),
-                 ("baton_engine.hermes.engine_tools", "ToolHandler"))
-FUNCTIONS = (("baton_engine.hermes.status", "engine_status"), ("baton_engine.hermes.status", "agent_status"))
+                 ("baton_engine.agent.compactions", "CompactionRunner"),
+                 ("baton_engine.agent.recall_binding", "RecallBinding"),
+                 ("baton_engine.agent.tool_handler", "ToolHandler"))
+FUNCTIONS = (("baton_engine.agent.status", "engine_status"), ("baton_engine.agent.status", "agent_status"))
 
 
 def fault_type(name: str = "CoreFault") -> type[RuntimeError]:

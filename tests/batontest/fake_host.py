@@ -11,17 +11,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from baton_engine.request import ProviderRequest
 from baton_engine.shapes import Shape
 from baton_engine.shapes.anthropic import ANTHROPIC
 from baton_engine.shapes.chat import CHAT
-from baton_engine.tokens.prefix_memo import PrefixMemo
 from baton_engine.tokens.request_key import message_digest
 
 
 class FakeHost:
     """A host whose stored messages carry a bookkeeping key (``note``) its wire never sends."""
 
+    name = "Fake"
     window_label = "fake window"
 
     def __init__(self, cwd: Path) -> None:
@@ -36,20 +35,6 @@ class FakeHost:
 
     def wire_is_not_chat(self, api_mode: Any) -> bool:
         return api_mode == "anthropic"
-
-    def from_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None,
-                      frame: ProviderRequest | None = None,
-                      memo: PrefixMemo[tuple[dict[str, Any], bytes | None]] | None = None) -> ProviderRequest:
-        projected = memo.results(list(messages)) if memo is not None else [self.project(m) for m in messages]
-        sent = [message for message, _ in projected]
-        digests = [digest for _, digest in projected]
-        if system_prompt:
-            sent.insert(0, {"role": "system", "content": system_prompt})
-            digests.insert(0, message_digest(sent[0]))
-        return ProviderRequest(messages=tuple(sent), tools=tuple(tools or ()), digests=tuple(digests))
-
-    def from_provider_kwargs(self, request: Mapping[str, Any], api_mode: Any = None) -> ProviderRequest | None:
-        return self.shape_for(api_mode).read(request)
 
     def project(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], bytes | None]:
         self.projected += 1

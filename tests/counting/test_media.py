@@ -10,6 +10,7 @@ import pytest
 from batontest import assets
 from batontest.images import data_url, gif, jpeg, png, webp_vp8x
 
+from baton_engine.agent.memos import AgentMemos
 from baton_engine.hermes import request_view
 from baton_engine.shapes.anthropic import ANTHROPIC
 from baton_engine.shapes.bedrock import BEDROCK
@@ -114,7 +115,7 @@ def test_every_view_of_one_image_request_has_the_same_key() -> None:
     url = data_url(IMAGE)
     stored = [{"role": "user", "content": [{"type": "text", "text": "Describe it."},
                                            {"type": "image_url", "image_url": {"url": url}}]}]
-    estimate = request_view.from_estimate(stored)
+    estimate = AgentMemos(request_view.project).estimate(stored)
     chat = CHAT.read({"model": "m", "messages": stored})
     anthropic = ANTHROPIC.read({"model": "m", "max_tokens": 10, "messages": [
         {"role": "user", "content": [{"type": "text", "text": "Describe it.", "cache_control": {"type": "ephemeral"}},
@@ -178,7 +179,8 @@ def test_a_real_tokenizer_counts_an_image_request_at_text_plus_the_image() -> No
     with_image = {"role": "user", "content": [*words["content"], {"type": "image_url",
                                                                    "image_url": {"url": data_url(IMAGE)}}]}
     text = qwen3.count_chat({"messages": [words]}).tokens
-    assert counter.count_chat(request_view.from_estimate([with_image]).count_request()).tokens == text + COST
+    estimate = AgentMemos(request_view.project).estimate([with_image])
+    assert counter.count_chat(estimate.count_request()).tokens == text + COST
 
 
 class Parts(list):  # type: ignore[type-arg]

@@ -14,6 +14,7 @@ import pytest
 from batontest import assets
 from batontest.images import data_url, png
 
+from baton_engine.agent.memos import AgentMemos
 from baton_engine.hermes import request_view
 from baton_engine.tokens import media
 from baton_engine.tokens.counter import TokenCounter
@@ -53,7 +54,7 @@ def provider(qwen3: Any, messages: list[dict[str, Any]], per_image: int) -> int:
 
 def count(counter: TokenCounter, check: RouteCheck, messages: list[dict[str, Any]]) -> Any:
     """What the engine's ledger does: the view's count, then the route's scale."""
-    raw = counter.count_chat(request_view.from_estimate(messages).count_request())
+    raw = counter.count_chat(AgentMemos(request_view.project).estimate(messages).count_request())
     return raw, check.adjust(raw)
 
 

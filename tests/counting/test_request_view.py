@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from batontest import assets
 
+from baton_engine.agent.memos import AgentMemos
 from baton_engine.hermes import request_view
 from baton_engine.request import OutputCap, ProviderRequest
 from baton_engine.shapes.anthropic import ANTHROPIC
@@ -63,7 +64,7 @@ def test_estimator_arguments_are_projected_like_hermes_transport(qwen3: Any) -> 
     stored[2] = {**stored[2], "tool_name": "read_file", "timestamp": 1764000000}
     stored[3] = {**stored[3], "api_content": "Now explain it, please.", "_todo_snapshot_synthetic": True}
     wire = [*CHAT[:4], {"role": "user", "content": "Now explain it, please."}]
-    estimate = request_view.from_estimate(stored, system_prompt=SYSTEM, tools=TOOLS)
+    estimate = AgentMemos(request_view.project).estimate(stored, system_prompt=SYSTEM, tools=TOOLS)
     sent = CHAT_SHAPE.read({"model": "q", "messages": wire, "tools": TOOLS, "stream": True})
     assert estimate.count_request() == sent.count_request() and estimate.key == sent.key
 
@@ -71,9 +72,10 @@ def test_estimator_arguments_are_projected_like_hermes_transport(qwen3: Any) -> 
 def test_estimate_borrows_the_frame_of_the_last_request() -> None:
     sent = CHAT_SHAPE.read({"model": "q", "messages": CHAT, "tools": TOOLS,
                                           "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}})
-    estimate = request_view.from_estimate(CHAT, frame=sent.frame())
+    estimate = AgentMemos(request_view.project).estimate(CHAT, frame=sent.frame())
     assert estimate.count_request() == sent.count_request()
-    assert request_view.from_estimate(CHAT).count_request() == {"messages": CHAT}  # without a frame: no tools
+    unframed = AgentMemos(request_view.project).estimate(CHAT)
+    assert unframed.count_request() == {"messages": CHAT}  # without a frame: no tools
 
 
 def test_anthropic_kwargs_count_the_separate_system_prompt_and_blocks(qwen3: Any) -> None:
@@ -90,7 +92,7 @@ def test_anthropic_kwargs_count_the_separate_system_prompt_and_blocks(qwen3: Any
                                          {"type": "text", "text": "Now explain it."}]},
         ],
     }
-    view = request_view.from_provider_kwargs(anthropic, "anthropic_messages")
+    view = request_view.shape_for("anthropic_messages").read(anthropic)
     assert view is not None and view.cap == OutputCap("max_tokens", 8192)
     roles = [m["role"] for m in view.messages]
     assert roles == ["system", "user", "assistant", "tool", "user"]  # the chat order: results, then the text
@@ -147,11 +149,11 @@ def test_responses_and_bedrock_kwargs_count_what_the_chat_request_counts(
         qwen3: Any, request_: dict, api_mode: str, cap: OutputCap) -> None:
     """Both become the chat messages they were built from (system, tool call, tool result in order), so they
     count like the chat request, and carry the cap field the writer lowers."""
-    view = request_view.from_provider_kwargs(request_, api_mode)
+    view = request_view.shape_for(api_mode).read(request_)
     chat = CHAT_SHAPE.read({"messages": CHAT, "tools": TOOLS})
     assert view is not None and view.cap == cap
     assert [m["role"] for m in view.messages] == [m["role"] for m in CHAT]
     assert view.messages[2]["tool_calls"][0]["function"]["name"] == "read_file"
     assert view.tools[0]["function"]["parameters"] == TOOLS[0]["function"]["parameters"]
     assert abs(count(qwen3, view) - count(qwen3, chat)) <= 16  # tool-call ids / argument spacing only
-    assert request_view.from_provider_kwargs({"input": "text"}, api_mode) is None
+    assert request_view.shape_for(api_mode).read({"input": "text"}) is None

@@ -12,6 +12,7 @@ import pytest
 from batontest.engines import started_engine
 from batontest.images import data_url, png
 
+from baton_engine.agent.memos import AgentMemos
 from baton_engine.tokens.anchor import DEFAULT_MARGIN_FLOOR_TOKENS
 
 pytestmark = pytest.mark.hermes
@@ -92,8 +93,8 @@ def test_an_image_request_is_one_key_for_the_estimate_and_hermes_anthropic_trans
     request = anthropic([{"role": "system", "content": "You are Hermes."}, *stored])
     transport = ANTHROPIC.read(request)
     # the estimate borrows the frame (tool_choice) of the agent's last request, as the engine's ledger does
-    estimate = request_view.from_estimate(stored, system_prompt="You are Hermes.", tools=TOOLS,
-                                          frame=transport.frame())
+    estimate = AgentMemos(request_view.project).estimate(stored, system_prompt="You are Hermes.", tools=TOOLS,
+                                                         frame=transport.frame())
     assert transport is not None and transport.count_request() == estimate.count_request()
     assert transport.key == estimate.key
     assert media.placeholder(media.image_tokens(1440, 900), {"openai": media.image_tokens(1440, 900, "openai")}) \

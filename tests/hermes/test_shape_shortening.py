@@ -26,7 +26,7 @@ def sent_size(engine: Any, api_mode: str, request: dict[str, Any]) -> int:
     """The request as sent, read afresh and counted exactly by the route's own tokenizer."""
     from baton_engine.hermes import request_view
 
-    view = request_view.from_provider_kwargs(request, api_mode)
+    view = request_view.shape_for(api_mode).read(request)
     counted = engine.requests.counting().count_chat(view.count_request())
     assert counted.exact and counted.tokens is not None
     return counted.tokens

@@ -1,7 +1,7 @@
-"""The engine's recall side: where ``baton_recall`` reads and what a compaction remembers for it.
+"""One agent's recall side: where ``baton_recall`` reads and what a compaction remembers for it.
 
-Why a module of its own: recall binds a host object (Hermes' SessionDB) the engine must never copy,
-and picks the source — Hermes' own store of this lineage when bound, else Baton's in-process index
+Why a module of its own: recall binds a host object (its session store: Hermes' SessionDB) the engine must never
+copy, and picks the source — the host's own store of this lineage when bound, else Baton's in-process index
 (bounded, never on disk) — which the cycle only sees as plain callables (``continuity.Recall``).
 """
 
@@ -24,7 +24,8 @@ from baton_engine.tokens.rough import estimate_tokens_rough
 
 
 class _Borrowed:
-    """A host object the engine uses but never copies: Hermes' SessionDB holds a connection and a lock."""
+    """A host object the engine uses but never copies: a session store (Hermes' SessionDB) holds a connection and a
+    lock."""
 
     def __init__(self, value: Any) -> None:
         self.value = value
@@ -34,12 +35,12 @@ class _Borrowed:
 
 
 class RecallBinding:
-    """Where this agent's ``baton_recall`` reads: Hermes' session store when bound (borrowed, never copied), else
+    """Where this agent's ``baton_recall`` reads: the host's session store when bound (borrowed, never copied), else
     its lineage in the runtime's in-process index. Counts with the agent's route (``requests``)."""
 
     def __init__(self, requests: RequestBudgeter) -> None:
         self.requests = requests
-        self._session_db = _Borrowed(None)  # Hermes' SessionDB when the host binds one
+        self._session_db = _Borrowed(None)  # the host's session store (Hermes' SessionDB) when it binds one
         self.lineage_key: str | None = None  # this lineage in the runtime's in-process recall index
         self.pruned_refs: set[str] = set()  # live messages of the bound session a prune took out (recallable)
 
@@ -51,7 +52,7 @@ class RecallBinding:
         self._session_db = _Borrowed(session_db)
 
     def rotated(self, session_id: str) -> None:
-        """Hermes rotated the session id at compaction: the lineage's recallable entries move with it."""
+        """The host rotated the session id at compaction: the lineage's recallable entries move with it."""
         if self.lineage_key is not None:
             get_runtime().recall_index.carry_over(self.lineage_key, session_id)
             self.lineage_key = session_id
@@ -71,7 +72,8 @@ class RecallBinding:
         else:
             ranking = f"hybrid ({embedder.name})" if embedder.healthy else \
                 f"lexical (embedder {embedder.name} failing: {embedder.last_error}; retried later)"
-        return {"source": "hermes session store" if bound else "in-process index", "ranking": ranking,
+        store = f"{self.requests.host.name.lower()} session store"
+        return {"source": store if bound else "in-process index", "ranking": ranking,
                 "index_bytes": index.size_bytes, "index_max_bytes": index.max_bytes,
                 "lineage": recall_index.status(self.source(session_id).entries(), embedder)}
 
@@ -81,14 +83,14 @@ class RecallBinding:
         return self.lineage_key
 
     def source(self, session_id: str | None) -> RecallSource:
-        """Hermes' own store of this lineage when bound, else what Baton compacted (in-process only)."""
+        """The host's own store of this lineage when bound, else what Baton compacted (in-process only)."""
         if self.session_db is not None and session_id:
             return SessionStoreSource(self.session_db, session_id, pruned=frozenset(self.pruned_refs))
         return get_runtime().recall_index.source(self._lineage(session_id))
 
     def hooks(self, session_id: str | None) -> continuity.Recall:
         source = self.source(session_id)
-        if isinstance(source, SessionStoreSource):  # Hermes' store keeps the region; only its vectors are Baton's
+        if isinstance(source, SessionStoreSource):  # the host's store keeps the region; only its vectors are Baton's
             return continuity.Recall(remember=self._remembered, lineage=source.entries)
         index, key = get_runtime().recall_index, self._lineage(session_id)
 
@@ -101,7 +103,7 @@ class RecallBinding:
 
     def remember_pruned(self, messages: list[dict[str, Any]], session_id: str | None) -> None:
         """What a prune took out (each result with the call it answers), recallable from now on: into the in-process
-        index, or, with Hermes' store bound (whose rows still hold it, live in this session), named for its source to
+        index, or, with the host's store bound (whose rows still hold it, live in this session), named for its source to
         include (``SessionStoreSource``'s ``pruned`` refs)."""
         entries = build_entries(messages)
         if self.session_db is not None and session_id:

@@ -1,8 +1,9 @@
-"""The line Hermes 0.22 prints for an automatic compaction, in Baton's words (numbers and ids, no prompt text).
+"""The line a host shows for an automatic compaction (Hermes 0.22), in Baton's words (numbers and ids, no prompt
+text).
 
-Why its own module: Hermes' default line ("Compacting context — summarizing earlier conversation...") is false
-for Baton, which writes a validated handoff instead of an LLM summary. Hermes asks for the line before it calls
-``compress()``, so the line says what is about to happen (the exact size, the trigger, where the compacted
+Why its own module: a host's default line (Hermes': "Compacting context — summarizing earlier conversation...") is
+false for Baton, which writes a validated handoff instead of an LLM summary. The host asks for the line before it
+calls ``compress()``, so the line says what is about to happen (the exact size, the trigger, where the compacted
 detail stays recallable) and what the previous compaction of this session did (handoff id, tokens before ->
 after), the one the user can check.
 """
@@ -46,7 +47,7 @@ class Compacted:
 
 
 def starting(requests: RequestBudgeter, approx_tokens: Any, *, recall: str, previous: Compacted | None) -> str:
-    """Baton's line for the compaction Hermes is starting (``approx_tokens``: the number Hermes compacts on,
+    """Baton's line for the compaction the host is starting (``approx_tokens``: the number the host compacts on,
     Baton's own count while its estimators are installed; ``recall``: where the compacted text stays
     recallable; ``previous``: this session's last compaction)."""
     counted = requests.ledger.trigger_count(approx_tokens)

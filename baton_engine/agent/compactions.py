@@ -1,9 +1,10 @@
-"""The engine's compaction side: when to compact, each compaction as a handoff, and the session lineage those
+"""One agent's compaction side: when to compact, each compaction as a handoff, and the session lineage those
 handoffs form (owner, scope, parent, the working draft).
 
 Why a collaborator of its own: a compaction reads the request side (counts, limits, tail budgets) and recall,
-but none of Hermes' lifecycle; its state (policy, detector, degradation, the lineage and draft) is plain data
-here, so Hermes' per-agent copy takes it whole and the engine's hooks stay one line each.
+but none of its host's lifecycle; its state (policy, detector, degradation, the lineage and draft) is plain data
+here, so a host's per-agent copy (Hermes 0.19's deepcopy) takes it whole and the engine's hooks stay one line each.
+The host's name comes from the request budgeter's host (``agent/host.Host``).
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from typing import Any
 
 from baton_engine import budget, policy
 from baton_engine.agent import metrics
+from baton_engine.agent import compaction_line
 from baton_engine.agent.project import Project
+from baton_engine.agent.recall_binding import RecallBinding
 from baton_engine.agent.requests import RequestBudgeter, ScanAhead
 from baton_engine.agent.runtime import clock_now, get_runtime
 from baton_engine.compaction import cycle, session
 from baton_engine.handoff.capture import hash_session_id
 from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
-from baton_engine.hermes import compaction_line
-from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.recall import SessionStoreSource
 from baton_engine.settings import BatonSettings
@@ -31,12 +32,11 @@ from baton_engine.tokens.contract import TokenCount
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 FAILURE_COOLDOWN_SECONDS = 120.0
-HOST_SIZE = "hermes"  # the source of a size Hermes passes to should_compress (Baton's own estimate's number)
 
 
 @dataclass(frozen=True)
 class Compression:
-    """What ``compress`` hands back to the engine: the new list and whether it made progress (Hermes' latch)."""
+    """What ``compress`` hands back to the engine: the new list and whether it made progress (the host's latch)."""
 
     messages: list[dict[str, Any]]
     progressed: bool
@@ -101,11 +101,12 @@ class CompactionRunner:
         return None
 
     def decide(self, tokens: int, *, awaiting_usage: bool) -> budget.Decision:
-        """Compact a request of ``tokens`` (Hermes' number)? ``budget.decide`` with this session's policy and
-        detector."""
+        """Compact a request of ``tokens`` (the host's number: Baton's own estimate's, while its estimators are
+        installed)? ``budget.decide`` with this session's policy and detector."""
         limits = self.requests.limits(tokens if isinstance(tokens, int) else None)
         self.requests.warn_raised(limits)
-        return budget.decide(TokenCount(tokens, False, HOST_SIZE), limits, state=self.policy,
+        host_size = self.requests.host.name.lower()  # the source of a size the host passes
+        return budget.decide(TokenCount(tokens, False, host_size), limits, state=self.policy,
                              awaiting_usage=awaiting_usage, detector=lambda: self._detector_trigger(tokens))
 
     def failure_cooldown(self) -> dict[str, Any] | None:
@@ -125,14 +126,14 @@ class CompactionRunner:
         return len(live) > 1
 
     def starting_line(self, approx_tokens: Any) -> str:
-        """The line Hermes 0.22 prints as an automatic compaction starts (``compaction_line``)."""
+        """The line the host shows as an automatic compaction starts (Hermes 0.22; ``compaction_line``)."""
         recall = self.recall.status(self.session_id)["source"]
         return compaction_line.starting(self.requests, approx_tokens, recall=recall, previous=self.last_compaction)
 
     # ---- the cycle -------------------------------------------------------------------------------
 
     def failed(self, error: str) -> None:
-        """``compress`` raised (the engine returns the list unchanged): said by status as an internal error."""
+        """A compaction raised (the engine returns the list unchanged): said by status as an internal error."""
         self.degradation_reason, self.degradation_detail = "internal_error", error
 
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
@@ -156,7 +157,7 @@ class CompactionRunner:
         requests.warn_raised(limits)
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
         result = self.evaluate_detector(tokens, explicit=self.policy.explicit or force, now=now)
-        automation = session.automation(result, f"Hermes compaction at {tokens} request tokens "
+        automation = session.automation(result, f"{requests.host.name} compaction at {tokens} request tokens "
                                                 f"(trigger {limits.trigger})", self.last_decision)
         if result is not None and result.recommend:
             self.detector_state = result.new_state.to_json_dict()
@@ -180,8 +181,8 @@ class CompactionRunner:
             outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
                                       count_text=measure.count_text, counter_source=counting.source(),
                                       focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
-        # Hermes calls compress() inside its agent loop: an unexpected cycle failure is the degraded, pair-safe list
-        # the cycle builds for it, never an exception into run_conversation
+        # the compaction's contract: an unexpected cycle failure is the degraded, pair-safe list the cycle builds for
+        # it (recorded, counted, cooled down), never an exception, which would cost the host's agent its progress
         except Exception as exc:  # noqa: BLE001
             LOGGER.warning("baton compaction failed type=%s", type(exc).__name__)
             outcome = cycle.degraded(list(messages or []), facts, "internal_error", measure.count_messages,
@@ -221,8 +222,8 @@ class CompactionRunner:
     # ---- the session and its lineage -------------------------------------------------------------
 
     def rotated(self, session_id: str) -> None:
-        """Hermes rotated the session id at compaction (0.19 also signals an in-place compaction this way, with
-        the same id): every bit of state stays."""
+        """The host rotated the session id at compaction (Hermes 0.19 also signals an in-place compaction this way,
+        with the same id): every bit of state stays."""
         moved = bool(session_id) and session_id != self.session_id
         if moved:
             self.recall.rotated(session_id)
@@ -250,14 +251,14 @@ class CompactionRunner:
                                               adapter=self.adapter_version)
 
     def _session_lineage(self, session_id: str) -> list[str]:
-        """This session and its compression ancestors (Hermes' SessionDB when bound), hashed as records
+        """This session and its compression ancestors (the host's session store when bound), hashed as records
         store them."""
         ids = [session_id]
         if self.recall.session_db is not None and session_id:
             try:
                 ids = SessionStoreSource(self.recall.session_db, session_id).lineage()
-            # Hermes' SessionDB is the host's object (sqlite, its own schema): a broken store only narrows the
-            # lineage, never fails the session start
+            # the session store is the host's object (Hermes' SessionDB: sqlite, its own schema): a broken store
+            # only narrows the lineage, never fails the session start
             except Exception as exc:  # noqa: BLE001
                 LOGGER.warning("baton session lineage unreadable type=%s", type(exc).__name__)
         return [hashed for hashed in (hash_session_id(i) for i in ids) if hashed]
@@ -298,7 +299,8 @@ class CompactionRunner:
         if self.session_draft_id:
             return self.session_draft_id, None
         origin = {"harness": "generic", "adapter_version": self.adapter_version, "session_id": self.session_id,
-                  "model": self.requests.route.model, "actor": {"type": "agent", "name": "hermes"},
+                  "model": self.requests.route.model,
+                  "actor": {"type": "agent", "name": self.requests.host.name.lower()},
                   "owner": self.owner_json()}
         draft_id, failure = session.create_draft(self.project.path(), objective=self.objective,
                                                  messages=messages or [], origin=origin,

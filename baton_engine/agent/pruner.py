@@ -1,6 +1,7 @@
-"""The engine's reclamation side: Hermes 0.22's ``prune_tool_results_only`` answered by the core's prune decision.
+"""One agent's reclamation side: a host's prune hook (Hermes 0.22's ``prune_tool_results_only``) answered by the
+core's prune decision.
 
-Why a collaborator of its own: the hook is Hermes', the decision core (``compaction/pruning.reclaim``: what to take
+Why a collaborator of its own: the hook is the host's, the decision core (``compaction/pruning.reclaim``: what to take
 out, ``prompt_cache``: whether it pays for the cache it breaks); this glue gives the core this agent's counts (the
 request as it will be sent, counted once: the pruned list's count is the next request's, a cache hit), the
 compaction's trigger and tail, the route's cache reports, and commits what the core decided: the pruned originals
@@ -16,10 +17,10 @@ from typing import Any
 
 from baton_engine import policy
 from baton_engine.agent import metrics
+from baton_engine.agent.compactions import CompactionRunner
+from baton_engine.agent.recall_binding import RecallBinding
 from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.compaction.pruning import CostOf, Reclaim, reclaim, with_media
-from baton_engine.hermes.engine_compaction import CompactionRunner
-from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.prompt_cache import CacheBook, Verdict, horizon_requests
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
@@ -50,8 +51,8 @@ class Pruner:
         self.last = None
 
     def prune(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-        """Hermes' hook: a NEW list and the number of messages pruned, or the input itself and 0 (Hermes commits only
-        a new list with a non-zero count)."""
+        """The host's hook: a NEW list and the number of messages pruned, or the input itself and 0 (Hermes commits
+        only a new list with a non-zero count)."""
         if not isinstance(messages, list) or self.compaction.compacting:
             return messages, 0
         settings = self.requests.project.settings()

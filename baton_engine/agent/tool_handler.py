@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from baton_engine.agent import tools
+from baton_engine.agent import status
+from baton_engine.agent.compactions import CompactionRunner
+from baton_engine.agent.recall_binding import RecallBinding
 from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.handoff.owner import Scope
-from baton_engine.hermes import status
-from baton_engine.hermes.engine_compaction import CompactionRunner
-from baton_engine.hermes.engine_recall import RecallBinding
 from baton_engine.operations.context import host_counting
 
 

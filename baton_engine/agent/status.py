@@ -1,8 +1,8 @@
-"""``baton_status`` / ``get_status()`` of one engine: numbers, ids, sources and reasons, never prompt text.
+"""``baton_status`` / the status of one agent's Baton: numbers, ids, sources and reasons, never prompt text.
 
 Why its own module: status reads every collaborator (the request budgeter's route, window, counter, breaker,
-anchor and last output decision; the compaction runner's policy, detector and lineage; recall) and the engine
-should stay a thin adapter.
+anchor and last output decision; the compaction runner's policy, detector and lineage; recall) and the host's
+engine should stay a thin adapter: it adds only what is its own (Hermes: the engine's name, its patches).
 """
 
 from __future__ import annotations
@@ -11,19 +11,18 @@ from dataclasses import asdict
 from typing import Any
 
 from baton_engine.agent import metrics
+from baton_engine.agent.compactions import CompactionRunner
+from baton_engine.agent.recall_binding import RecallBinding
 from baton_engine.agent.requests import RequestBudgeter
 from baton_engine.agent.runtime import get_runtime
 from baton_engine.agent.tools import schema_tokens
-from baton_engine.hermes.config import ENGINE_NAME
-from baton_engine.hermes.engine_compaction import CompactionRunner
-from baton_engine.hermes.engine_recall import RecallBinding
-from baton_engine.hermes.patches import activation
 from baton_engine.metrics import telemetry
 from baton_engine.settings import describe
 from baton_engine.tokens.counter import counting_mode
 
 
 def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recall: RecallBinding) -> dict[str, Any]:
+    """Everything one agent's Baton can say of itself; its host's name words the window it configures."""
     settings = get_runtime().settings_for(requests.project.path())
     counting = requests.counting()
     counter = counting.counter()
@@ -36,21 +35,14 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
     route = requests.route
     context_length = requests.window.context_length
     detector_view = compaction.last_detector or {}
-    current = activation()
-    patches = current.patches if current is not None else []
     last = ledger.check.adjust(ledger.memo) if ledger.memo is not None else None  # on the provider's scale
     # what Baton adds to every request: its tools' schemas (the ``tools`` setting), counted on this route (the
     # counter's cache answers a repeat); the metrics log keeps the figure for ``baton report``
     tools_figure = {"offered": list(settings.tools),
                     "schema_tokens": schema_tokens(counting.count_chat, settings.tools), "counted_by": counting.source()}
     metrics.tools(requests, tools_figure)
+    host = requests.host.name
     return {
-        "engine": ENGINE_NAME,
-        "active": True,
-        "exact_estimators": {
-            "installed": [f"{p.module}.{p.attr}" for p in patches if p.installed],
-            "skipped": [p.skipped for p in patches if p.skipped],
-        },
         "latest_handoff": compaction.last_handoff,
         "recall": recall.status(compaction.session_id),
         "latest_handoff_path": compaction.last_handoff_path,
@@ -60,10 +52,10 @@ def engine_status(requests: RequestBudgeter, compaction: CompactionRunner, recal
         "route": {"model": route.model, "base_url": route.base_url, "provider": route.provider,
                   "api_mode": route.api_mode, "changed_by": route.changed_by},
         "window": {
-            "hermes_context_length": context_length, "server_max_model_len": server,
+            f"{host.lower()}_context_length": context_length, "server_max_model_len": server,
             "refusal_window": ledger.learned_window, "effective": window, "source": window_source,
             "server_stated": ledger.served.tokens if ledger.served is not None else None,  # asked after a cut
-            "mismatch": (f"{window_source} {window} < Hermes context_length {context_length}; "
+            "mismatch": (f"{window_source} {window} < {host} context_length {context_length}; "
                          f"budgeting against {window}") if window != context_length else None,
         },
         "verification": {**ledger.check.status(counting.source()), "refusals": ledger.refusals},
