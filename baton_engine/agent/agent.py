@@ -155,13 +155,18 @@ class Agent:
 
     def compact(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                 force: bool) -> Compression:
-        """One Baton handoff cycle; a failure is said by status (``internal_error``) and starts the failure
-        cooldown, and raises on to the host's boundary."""
+        """One Baton handoff cycle; a failure is said by status (``internal_error``) and raises on to the host's
+        boundary, whose fallback is ``compact_degraded``."""
         try:
             return self.compaction.compress(messages, current_tokens, focus_topic, force)
         except Exception as exc:
             self.compaction.failed(type(exc).__name__)
             raise
+
+    def compact_degraded(self, messages: list[dict[str, Any]], current_tokens: int | None = None) -> Compression:
+        """What the host's boundary answers when ``compact`` raised: the recent messages, pair-safe, recorded as an
+        internal error and cooled down (``CompactionRunner.degraded``)."""
+        return self.compaction.degraded(messages, current_tokens)
 
     # ---- the session ------------------------------------------------------------------------------------
 

@@ -10,13 +10,15 @@ The host's name comes from the request budgeter's host (``agent/host.Host``).
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from baton_engine import budget, policy
 from baton_engine.agent import metrics
 from baton_engine.agent import compaction_line
+from baton_engine.agent.ledger import Measure
 from baton_engine.agent.project import Project
 from baton_engine.agent.recall_binding import RecallBinding
 from baton_engine.agent.requests import RequestBudgeter, ScanAhead
@@ -27,6 +29,7 @@ from baton_engine.handoff.model import Owner
 from baton_engine.handoff.owner import Scope, session_owner
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.recall import SessionStoreSource
+from baton_engine.request import ProviderRequest
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.contract import TokenCount
 
@@ -40,6 +43,19 @@ class Compression:
 
     messages: list[dict[str, Any]]
     progressed: bool
+
+
+class _Plan(NamedTuple):
+    """What one compaction works from (``CompactionRunner._plan``)."""
+
+    started: float
+    view: ProviderRequest
+    before: TokenCount
+    tokens: int
+    limits: policy.Limits
+    counting: Any
+    measure: Measure
+    facts: cycle.SessionFacts
 
 
 class CompactionRunner:
@@ -133,19 +149,38 @@ class CompactionRunner:
     # ---- the cycle -------------------------------------------------------------------------------
 
     def failed(self, error: str) -> None:
-        """A compaction raised (the engine returns the list unchanged): said by status as an internal error."""
+        """A compaction raised (the host's boundary answers ``degraded`` instead): said by status as an internal
+        error."""
         self.degradation_reason, self.degradation_detail = "internal_error", error
 
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                  force: bool) -> Compression:
+        """One handoff cycle. Its expected failures degrade inside the cycle; an unexpected one (a bug) raises to the
+        host's boundary, whose fallback is ``degraded``."""
         self.compacting = True
         try:
-            return self._compress(messages, current_tokens, focus_topic, force)
+            plan = self._plan(messages, current_tokens, force, evaluate=True)
+            counting = plan.counting
+            outcome = cycle.run_cycle(list(messages or []), plan.facts, count_messages=plan.measure.count_messages,
+                                      count_text=plan.measure.count_text, counter_source=counting.source(),
+                                      focus_topic=focus_topic, tokenizer_down=plan.before.fallback_reason is not None)
+            return self._finish(plan, outcome, messages)
         finally:
             self.compacting = False
 
-    def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
-                  force: bool) -> Compression:
+    def degraded(self, messages: list[dict[str, Any]], current_tokens: int | None) -> Compression:
+        """What a compaction that raised hands the host instead (its boundary's fallback): the degraded, pair-safe
+        list of the recent messages, recorded, counted and cooled down like any degraded compaction, so the host's
+        agent keeps its progress."""
+        plan = self._plan(messages, current_tokens, False, evaluate=False)
+        outcome = cycle.degraded(list(messages or []), plan.facts, "internal_error", plan.measure.count_messages,
+                                 f"internal error: {self.degradation_detail or 'unknown'}")
+        return self._finish(plan, outcome, messages)
+
+    def _plan(self, messages: list[dict[str, Any]], current_tokens: int | None, force: bool, *,
+              evaluate: bool) -> _Plan:
+        """What a compaction of ``messages`` works from: the count before, the limits, how it counts, the session's
+        facts (``evaluate``: the detector is asked, and its state moves, once per compaction)."""
         runtime = get_runtime()
         started = time.perf_counter()
         settings = self.settings()
@@ -154,13 +189,15 @@ class CompactionRunner:
         view = requests.view_of(messages)
         before = requests.ledger.trigger_count(current_tokens) or requests.count(view)
         limits = requests.limits()
-        requests.warn_raised(limits)
         tokens = before.tokens if before.tokens is not None else (current_tokens or 0)
-        result = self.evaluate_detector(tokens, explicit=self.policy.explicit or force, now=now)
-        automation = session.automation(result, f"{requests.host.name} compaction at {tokens} request tokens "
-                                                f"(trigger {limits.trigger})", self.last_decision)
-        if result is not None and result.recommend:
-            self.detector_state = result.new_state.to_json_dict()
+        automation = None
+        if evaluate:
+            requests.warn_raised(limits)
+            result = self.evaluate_detector(tokens, explicit=self.policy.explicit or force, now=now)
+            automation = session.automation(result, f"{requests.host.name} compaction at {tokens} request tokens "
+                                                    f"(trigger {limits.trigger})", self.last_decision)
+            if result is not None and result.recommend:
+                self.detector_state = result.new_state.to_json_dict()
         counting = requests.counting()
         measure = requests.ledger.measure(before, view, counting)
         room, tail_tokens = requests.ledger.tail_budgets(view, messages, measure, limits,
@@ -177,25 +214,20 @@ class CompactionRunner:
                                                                settings.degradation_max_tokens),
             inflight_tokens=room, now=now, recall=self.recall.hooks(self.session_id),
         )
-        try:
-            outcome = cycle.run_cycle(list(messages or []), facts, count_messages=measure.count_messages,
-                                      count_text=measure.count_text, counter_source=counting.source(),
-                                      focus_topic=focus_topic, tokenizer_down=before.fallback_reason is not None)
-        # the compaction's contract: an unexpected cycle failure is the degraded, pair-safe list the cycle builds for
-        # it (recorded, counted, cooled down), never an exception, which would cost the host's agent its progress
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton compaction failed type=%s", type(exc).__name__)
-            outcome = cycle.degraded(list(messages or []), facts, "internal_error", measure.count_messages,
-                                     f"internal error: {type(exc).__name__}")
+        return _Plan(started, view, before, tokens, limits, counting, measure, facts)
+
+    def _finish(self, plan: _Plan, outcome: cycle.CycleOutcome, messages: list[dict[str, Any]]) -> Compression:
+        """The compaction's outcome taken in: state, metrics, the compaction line, the policy after it."""
+        requests, tokens = self.requests, plan.tokens
         self._absorb(outcome)
         self.scan_ahead.upto = 0  # a new list: the next requests scan its new messages (the block, stubs) ahead
-        after = requests.count(requests.memos.keyed(view.with_conversation(outcome.messages)))
-        metrics.compaction(requests, outcome, before, after, seconds=time.perf_counter() - started)
+        after = requests.count(requests.memos.keyed(plan.view.with_conversation(outcome.messages)))
+        metrics.compaction(requests, outcome, plan.before, after, seconds=time.perf_counter() - plan.started)
         self.last_compaction = compaction_line.Compacted.of(outcome, before=tokens, after=after.tokens)
         progressed = (after.tokens < tokens if after.tokens is not None and tokens
                       else len(outcome.messages or ()) < len(messages or ()))
         if after.tokens is not None:
-            self.policy = policy.after_compaction(self.policy, after.tokens, limits)
+            self.policy = policy.after_compaction(self.policy, after.tokens, plan.limits)
         else:
             self.policy = replace(self.policy, explicit=False)
         return Compression(outcome.messages or list(messages or []), progressed)
@@ -257,9 +289,8 @@ class CompactionRunner:
         if self.recall.session_db is not None and session_id:
             try:
                 ids = SessionStoreSource(self.recall.session_db, session_id).lineage()
-            # the session store is the host's object (Hermes' SessionDB: sqlite, its own schema): a broken store
-            # only narrows the lineage, never fails the session start
-            except Exception as exc:  # noqa: BLE001
+            # the host's store (Hermes' SessionDB is sqlite) locked or broken: the lineage narrows to this session
+            except (sqlite3.Error, OSError) as exc:
                 LOGGER.warning("baton session lineage unreadable type=%s", type(exc).__name__)
         return [hashed for hashed in (hash_session_id(i) for i in ids) if hashed]
 

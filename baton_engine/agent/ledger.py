@@ -274,9 +274,7 @@ class Ledger:
         try:
             unanswered = transcript[first_unanswered(transcript):]
             inflight = measure.count_messages(unanswered) if unanswered else 0
-        # Hermes calls compress() inside its agent loop with its own messages (any shape, any counter): an uncountable
-        # transcript budgets from the trigger alone
-        except Exception:  # noqa: BLE001
+        except (TypeError, ValueError):  # not a chat transcript, or no exact count now: budgets from the trigger alone
             inflight = 0
         return policy.tail_budgets(limits, fixed_tokens=frame_tokens(view, measure), inflight_tokens=inflight,
                                    block_tokens=SessionFacts.max_block_tokens, configured_tail=configured_tail)
@@ -321,9 +319,7 @@ def frame_tokens(view: ProviderRequest, measure: Measure) -> int:
     try:
         framed = measure.count_request(frame.with_conversation([_PROBE]).count_request())
         return max(framed - measure.count_request({"messages": [_PROBE]}), 0)
-    # the frame is Hermes' system prompt and tool schemas (any shape, any counter) counted inside its agent loop: an
-    # uncountable frame is as if it were free
-    except Exception:  # noqa: BLE001
+    except (TypeError, ValueError):  # not a chat frame, or no exact count now: as if it were free
         return 0
 
 

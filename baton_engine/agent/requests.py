@@ -79,13 +79,9 @@ class ScanAhead:
 
     def observe(self, messages: Any) -> None:
         """Scan the messages this request added (each once, remembered by content), so a compaction reads
-        only what never reached a request. A failure leaves the work to the compaction."""
-        try:
-            if isinstance(messages, list):
-                self.upto = scan.observe(messages, self.upto)
-        # Hermes calls this inside its agent loop (an estimator, select_context): never raise into run_conversation
-        except Exception as exc:  # noqa: BLE001
-            LOGGER.warning("baton scan ahead failed type=%s", type(exc).__name__)
+        only what never reached a request."""
+        if isinstance(messages, list):
+            self.upto = scan.observe(messages, self.upto)
 
 
 class AuxiliaryCall(NamedTuple):
@@ -281,12 +277,10 @@ class RequestBudgeter:
         return counted
 
     def count_estimate(self, messages: Any, *, system_prompt: str = "", tools: Any = None) -> TokenCount:
-        """An estimator's arguments, counted as the request the transport will send (shares its count); the
-        messages it added are scanned for the next compaction."""
-        counted = self.count(self.memos.estimate(messages, system_prompt=system_prompt, tools=tools,
-                                                 frame=self.ledger.frame))
-        self.scan_ahead.observe(messages)
-        return counted
+        """An estimator's arguments, counted as the request the transport will send (shares its count); the host
+        then has the messages it added scanned ahead (``Agent.prepare_compaction``)."""
+        return self.count(self.memos.estimate(messages, system_prompt=system_prompt, tools=tools,
+                                              frame=self.ledger.frame))
 
     def view_of(self, messages: Any) -> ProviderRequest:
         """A transcript (as ``compress`` gets it, without the system prompt) inside this agent's frame, keyed

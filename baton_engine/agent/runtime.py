@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 
 from baton_engine.budget import compression_window
 from baton_engine.embedding import EmbedderBreaker, EmbedderError, load_embedder
+from baton_engine.errors import BatonError
 from baton_engine.handoff.filememo import FileMemo
 from baton_engine.handoff.store import find_project_root
 from baton_engine.metrics import telemetry
@@ -40,7 +41,7 @@ from baton_engine.settings import BatonSettings
 from baton_engine.tokenizer_check import configured_by, start_failure
 from baton_engine.tokens.anchor import UsageAnchor
 from baton_engine.tokens.breaker import count_deadline
-from baton_engine.tokens.contract import TokenCount, TokenizerConfig
+from baton_engine.tokens.contract import BackendConfigError, TokenCount, TokenizerConfig
 from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCounter
 from baton_engine.tokens.plugins import build_backend, detect_server_backend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough, request_margin
@@ -225,9 +226,7 @@ class RouteCounting:
             return replace(estimate, fallback_reason=error)
         try:
             estimated = estimate_chat_request(request)
-        # the request is Hermes' data (any shape), counted inside its agent loop: an uncountable one is "unknown" and
-        # left alone
-        except Exception:  # noqa: BLE001
+        except TypeError:  # not a chat request (the rough estimator's one refusal): "unknown", left alone
             return TokenCount(None, False, UNKNOWN_SOURCE, fallback_reason=error)
         margin = request_margin(request, estimated, self.runtime.settings.fallback_margin_tokens)
         return TokenCount(estimated + margin, False, FALLBACK_SOURCE if margin else ROUGH_SOURCE,
@@ -351,9 +350,7 @@ class BatonRuntime:
             return self.settings
         try:
             return self._project_settings.get(paths.config_path, lambda: load(paths.root))
-        # read inside Hermes' agent loop for a gateway session's project: its bad config keeps the process settings,
-        # never breaks run_conversation
-        except Exception as exc:  # noqa: BLE001
+        except (BatonError, OSError) as exc:  # a bad or unreadable project config: doctor names it
             LOGGER.warning("baton project settings unreadable type=%s", type(exc).__name__)
             return self.settings
 
@@ -441,9 +438,9 @@ class BatonRuntime:
             deadline = count_deadline(bool(backend.remote), config.timeout_seconds)
             counter = TokenCounter(backend, fallback_margin_tokens=self.settings.fallback_margin_tokens,
                                    deadline_seconds=deadline)
-        # a tokenizer backend is plugin code (entry points) started inside Hermes' agent loop: any start
-        # failure is reported in status, counting falls back to estimates
-        except Exception as exc:  # noqa: BLE001
+        # ``build_backend`` turns any failure of the backend's own code into this error: reported in status,
+        # counting falls back to estimates
+        except BackendConfigError as exc:
             error = start_failure(exc, chosen_by or configured_by(self.settings))
             LOGGER.warning("baton %s", error)  # names settings and paths, no prompt text
             return None, error

@@ -31,6 +31,8 @@ CAPTURE_KINDS = (*ITEM_KINDS, "objective", "request_handoff")
 TOOL_NAMES = BATON_TOOLS
 _ITEM_PROPERTIES = capture.item_properties()  # generated from the item models: the one definition
 _CAPTURE_KEYS = ("kind", "item", "objective")
+# what a tool call answers when Baton failed around it (the host's boundary answers it): still JSON, never a traceback
+INTERNAL_ERROR = results.dumps(results.error_dict("internal_error", "Baton failed around the tool; run `baton doctor`"))
 # The fields the schema shows: each kind's main ones. Every request carries the schemas (docs/hermes.md, "What Baton
 # adds to every request": <= 600 tokens for the four), so the others (ids, timestamps, alternatives, blocked_by, ...)
 # are accepted without being shown; a wrong call's answer lists them all (``expected``).
@@ -204,12 +206,9 @@ def _status(host: ToolHost, _args: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None = None) -> str:
-    """Dispatch one tool call; always a redacted JSON string, never an exception."""
-    try:
-        return results.dumps(redacted(_dispatch(host, name, args, messages)))
-    # Hermes' tool-call contract: handle_tool_call answers a JSON string, never a traceback into the agent's tool loop
-    except Exception as exc:  # noqa: BLE001
-        return results.dumps(_error("internal_error", f"unexpected {type(exc).__name__}; run `baton doctor`"))
+    """Dispatch one tool call: a redacted JSON string for every answer, an error included. A bug raises to the
+    host's boundary, which answers ``INTERNAL_ERROR``."""
+    return results.dumps(redacted(_dispatch(host, name, args, messages)))
 
 
 def _dispatch(host: ToolHost, name: str, args: Any, messages: list[dict[str, Any]] | None) -> dict[str, Any]:

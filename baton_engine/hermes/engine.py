@@ -15,9 +15,10 @@ from typing import Any
 
 from agent.context_engine import ContextEngine
 
-from baton_engine import results
 from baton_engine.agent.agent import Agent
+from baton_engine.agent.compactions import Compression
 from baton_engine.agent.runtime import DEFAULT_CONTEXT_LENGTH
+from baton_engine.agent.tools import INTERNAL_ERROR
 from baton_engine.hermes.caller import register_engine_type
 from baton_engine.hermes.config import ENGINE_NAME, installed_hermes_version
 from baton_engine.hermes.guard import guarded, internal_errors, nothing
@@ -221,14 +222,17 @@ class BatonContextEngine(Agent, ContextEngine):
 
     # ---- the compaction ---------------------------------------------------------------------------
 
-    @guarded("compress", lambda self, messages, *_, **__: list(messages or []),
-             instead="the messages unchanged (no progress)")
+    @guarded("compress", lambda self, messages, current_tokens=None, *_, **__: self._compressed(
+             self.compact_degraded(messages, current_tokens)), lambda self, messages, *_, **__: list(messages or []),
+             instead="the recent messages, pair-safe (a degraded compaction)")
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "",
                  **_: Any) -> list[dict[str, Any]]:
         """One Baton handoff cycle; never raises, never returns an empty list."""
         self._last_compression_made_progress = False
-        done = self.compact(messages, current_tokens, focus_topic, force)
+        return self._compressed(self.compact(messages, current_tokens, focus_topic, force))
+
+    def _compressed(self, done: Compression) -> list[dict[str, Any]]:
         self._last_compression_made_progress = done.progressed
         return done.messages
 
@@ -268,7 +272,7 @@ class BatonContextEngine(Agent, ContextEngine):
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         return self.tool_handler.schemas()
 
-    @guarded("handle_tool_call", lambda *_, **__: _TOOL_FAILED, instead="the tool answers internal_error (JSON)")
+    @guarded("handle_tool_call", lambda *_, **__: INTERNAL_ERROR, instead="the tool answers internal_error (JSON)")
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         return self.tool_handler.handle(name, args, kwargs.get("messages"))
 
@@ -299,5 +303,3 @@ def _int(value: Any) -> int:
 def _window_or_default(context_length: Any) -> int:
     return context_length if _int(context_length) > 0 else DEFAULT_CONTEXT_LENGTH
 
-
-_TOOL_FAILED = results.dumps(results.error_dict("internal_error", "Baton failed around the tool; run `baton doctor`"))

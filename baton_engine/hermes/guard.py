@@ -4,7 +4,7 @@ Why one helper: Hermes calls Baton from inside its agent loop (``update_from_res
 try, where an exception reads as a provider error), from its tool loop, its middleware and its status readers.
 Each entry point names what Hermes' built-in would do instead (its fallback); a fault is logged once per kind
 (entry point and exception TYPE, never its message: it may quote a prompt) and counted for ``get_status``, and the
-call answers with that fallback. A fallback that fails too answers ``default``.
+call answers with that fallback (the next one, then ``default``, when it fails too).
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ def _note(what: str, exc: BaseException, instead: str) -> None:
                type(exc).__name__, instead, " (said once per kind; get_status counts them)" if first else "")
 
 
-def guarded(what: str, fallback: Callable[..., Any], *, instead: str, default: Any = None) -> Callable[[F], F]:
-    """Decorate an entry point Hermes calls: on any exception the call answers ``fallback(*args, **kwargs)`` (the
-    same arguments), and ``default`` if the fallback raises too. ``instead`` says what the fallback does (logged)."""
+def guarded(what: str, *fallbacks: Callable[..., Any], instead: str, default: Any = None) -> Callable[[F], F]:
+    """Decorate an entry point Hermes calls: on any exception the call answers its first fallback that does not
+    raise, each called as ``fallback(*args, **kwargs)`` (the same arguments), and ``default`` if every one raises.
+    ``instead`` says what the first fallback does (logged)."""
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
@@ -49,12 +50,13 @@ def guarded(what: str, fallback: Callable[..., Any], *, instead: str, default: A
             # the host boundary: nothing Baton does may raise into Hermes
             except Exception as exc:  # noqa: BLE001
                 _note(what, exc, instead)
-            try:
-                return fallback(*args, **kwargs)
-            # the fallback runs on a state the fault may have left broken: its failure answers ``default``
-            except Exception as exc:  # noqa: BLE001
-                _note(f"{what} fallback", exc, "answered the default")
-                return default
+            for fallback in fallbacks:
+                try:
+                    return fallback(*args, **kwargs)
+                # a fallback runs on a state the fault may have left broken: its failure answers the next one
+                except Exception as exc:  # noqa: BLE001
+                    _note(f"{what} fallback", exc, "answered the next fallback")
+            return default
 
         return at_the_boundary  # type: ignore[return-value]
 

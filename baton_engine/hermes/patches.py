@@ -115,10 +115,17 @@ class ExactEstimators:
         if not tools and agent is not None:
             tools = getattr(agent, "tools", None)  # the pre-API estimate counts the agent's tools too
         counted = engine.count_estimate(messages, system_prompt=system_prompt, tools=tools)
+        self._scan_ahead(engine, messages)
         if counted.tokens is None:
             return None
         self.calls += 1
         return counted.tokens
+
+    @guarded("scan ahead", nothing, instead="the compaction scans those messages itself")
+    def _scan_ahead(self, engine: Any, messages: Any) -> None:
+        """The messages this estimate added, scanned for the next compaction: guarded apart, so a failed scan
+        never costs the exact count."""
+        engine.prepare_compaction(messages)
 
     def request_tokens(self, original: Callable[..., int]) -> Callable[..., int]:
         """Turn-start preflight: system prompt + messages + tools, as the transport will send them."""

@@ -104,6 +104,7 @@ def measure(judge: Judge, runtimes: dict[str, Any], server: ModelServer, meter: 
                 if rep:  # as in the loop: each message was scanned ahead when it first reached a request
                     ahead = observe_as_requests(arm.engine, messages)
                 arm.engine.count_estimate([SYSTEM, *messages])  # Hermes' pre-API estimate of its api messages
+                arm.engine.prepare_compaction([SYSTEM, *messages])  # and its scan ahead
                 result, stats = arm.compress(messages, tokens)
                 if rep == 0:
                     cold = stats.seconds  # first compaction in this project, nothing scanned ahead, caches cold

@@ -99,6 +99,7 @@ class BatonArm:
         ``prompt_tokens``: the request's real size, which the next ``observe`` reports as its usage."""
         self.activate()
         self.engine.count_estimate(request["messages"], tools=request.get("tools"))
+        self.engine.prepare_compaction(request["messages"])
         self.engine.on_request(request)
         self.sent_prompt_tokens = prompt_tokens
 

@@ -56,18 +56,33 @@ def test_a_compaction_without_baton_init_keeps_the_recent_turns(tmp_path: Path) 
     assert agent.compaction.degradation_reason == "not_initialised"
 
 
-def test_a_failed_compaction_is_said_and_raised_to_the_hosts_boundary(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    agent = agent_in(tmp_path)
+def test_a_failed_compaction_raises_to_the_hosts_boundary_whose_fallback_keeps_the_recent_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core raises its bugs (no catch-all of its own); the host's boundary answers ``compact_degraded``: the
+    recent messages, pair-safe, recorded as an internal error and cooled down."""
+    from baton_engine.compaction import cycle
 
-    def broken(*_: Any) -> None:
+    agent = agent_in(tmp_path)
+    agent.session_started("session", model="fake-model", rotated=False, platform=None, conversation_id=None)
+
+    def broken(*_: Any, **__: Any) -> None:
         raise LookupError("a bug in the cycle")
 
-    monkeypatch.setattr(agent.compaction, "_compress", broken)
+    monkeypatch.setattr(cycle, "run_cycle", broken)
+    messages = conversation(12) + [{"role": "assistant", "content": None,
+                                    "tool_calls": [{"id": "c1", "type": "function",
+                                                    "function": {"name": "read", "arguments": "{}"}}]},
+                                   {"role": "tool", "tool_call_id": "c1", "content": "file text"}]
     with pytest.raises(LookupError):
-        agent.compact(conversation(3), None, None, False)
-    assert (agent.compaction.degradation_reason, agent.compaction.degradation_detail) == ("internal_error",
-                                                                                          "LookupError")
+        agent.compact(messages, None, None, False)
+    done = agent.compact_degraded(messages, None)
+    assert done.progressed and done.messages[-2:] == messages[-2:] and len(done.messages) < len(messages)
+    calls = {call["id"] for m in done.messages for call in m.get("tool_calls") or ()}
+    assert all(m["tool_call_id"] in calls for m in done.messages if m.get("role") == "tool")  # pair-safe
+    status = agent.status()
+    assert status["degradation"] == {**status["degradation"], "reason": "internal_error",
+                                     "detail": "internal error: LookupError"}
+    assert agent.compaction.failure_cooldown() is not None
 
 
 def test_status_and_the_tools_speak_of_the_host_by_its_name(tmp_path: Path) -> None:
@@ -109,3 +124,29 @@ def test_the_compaction_line_names_the_size_the_trigger_and_where_recall_reads(t
     line = agent.compaction.starting_line(12_345)
     assert line.startswith("Baton handoff at 12,345 tokens (trigger ")
     assert line.endswith("recallable with baton_recall (in-process index)")
+
+
+def test_a_locked_session_store_narrows_the_lineage_to_the_session_itself(tmp_path: Path) -> None:
+    """The host's store (Hermes' SessionDB is sqlite) may be locked at a session's start: the start completes and
+    the lineage is the session alone; any other failure of the store is a bug the host's boundary reports."""
+    import sqlite3
+
+    from baton_engine.handoff.capture import hash_session_id
+
+    class LockedStore:
+        def get_session(self, _session_id: str) -> dict[str, Any]:
+            raise sqlite3.OperationalError("database is locked")
+
+    agent = agent_in(tmp_path)
+    agent.session_bound(LockedStore(), None)
+    agent.session_started("child", model=None, rotated=False, platform=None, conversation_id=None)
+    assert agent.compaction.session_id == "child"
+    assert agent.compaction._session_lineage("child") == [hash_session_id("child")]
+
+    class BrokenStore:
+        def get_session(self, _session_id: str) -> dict[str, Any]:
+            raise KeyError("a bug")
+
+    agent.session_bound(BrokenStore(), None)
+    with pytest.raises(KeyError):
+        agent.compaction._session_lineage("child")

@@ -34,33 +34,6 @@ class Boundary:
 
 BOUNDARIES = (
     Boundary("baton_engine/hermes/", "the host boundary: nothing may raise into Hermes"),
-    # Catches of the host boundary that moved out of hermes/ with their modules (issue 45's first, second, third and
-    # fourth moves), each where it was; issue 45 takes them into the host's guard.
-    Boundary("baton_engine/agent/tools.py", "the host's tool-call contract: a tool call answers a JSON string, "
-             "never a traceback into the agent's tool loop", function="handle"),
-    Boundary("baton_engine/agent/metrics.py", "the metrics log's contract: written from inside the host's agent "
-             "loop, a failed write is dropped, never raised into it"),
-    Boundary("baton_engine/agent/ledger.py", "the host's transcript (any shape, any counter) counted inside its "
-             "agent loop: an uncountable one budgets from the trigger alone", function="Ledger.tail_budgets"),
-    Boundary("baton_engine/agent/ledger.py", "the host's frame (system prompt, tool schemas; any shape, any "
-             "counter) counted inside its agent loop: an uncountable frame is as if it were free",
-             function="frame_tokens"),
-    Boundary("baton_engine/agent/runtime.py", "the host's request (any shape) counted inside its agent loop without "
-             "a counter: an uncountable one is unknown and left alone", function="RouteCounting.count_chat"),
-    Boundary("baton_engine/agent/runtime.py", "a session's project settings read inside the host's agent loop: a "
-             "bad project config keeps the process settings", function="BatonRuntime.settings_for"),
-    Boundary("baton_engine/agent/runtime.py", "a tokenizer backend is plugin code started inside the host's agent "
-             "loop: a start failure is reported in status, counting falls back to estimates",
-             function="BatonRuntime._build"),
-    Boundary("baton_engine/agent/compactions.py", "the compaction's contract: an unexpected failure of the cycle "
-             "is the degraded, pair-safe list it builds (recorded, counted, cooled down), never an exception",
-             function="CompactionRunner._compress"),
-    Boundary("baton_engine/agent/compactions.py", "the host's session store (Hermes' SessionDB: sqlite, its own "
-             "schema) is host code: a broken one narrows the lineage, never fails the session start",
-             function="CompactionRunner._session_lineage"),
-    Boundary("baton_engine/agent/requests.py", "the host's messages scanned ahead inside its agent loop (an "
-             "estimator, select_context): a failed scan leaves the work to the compaction, never raises into it",
-             function="ScanAhead.observe"),
     Boundary("baton_engine/results.py", "the command surfaces promise a JSON answer, never a traceback",
              function="call"),
     Boundary("baton_engine/tokens/counter.py", "a tokenizer backend is third-party code: any failure of it "

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from batontest import assets
+from batontest.agent_frames import LoopAgent, in_agent
 from batontest.engines import started_engine
 from batontest.faulty_servers import refused_url
 from batontest.gitrepo import git
@@ -18,6 +19,7 @@ from batontest.secrets_corpus import SAMPLES
 
 from baton_engine.agent.runtime import get_runtime
 from baton_engine.hermes.engine import BatonContextEngine
+from baton_engine.hermes.patches import ExactEstimators
 from baton_engine.messages.markers import is_baton_message
 from baton_engine.settings import load_settings
 from baton_engine.tokens.contract import TokenizerConfig
@@ -312,14 +314,16 @@ def test_one_compaction_redacts_its_record_once(project: Path, qwen3_env: Path,
 def test_messages_counted_before_a_compaction_are_not_scanned_again(project: Path, monkeypatch: pytest.MonkeyPatch
                                                                     ) -> None:
     """The pre-API estimate scans each new message for the next compaction; the compaction then scans none of
-    them itself. A failing scan ahead never breaks the estimate (the compaction scans what is missing)."""
+    them itself. A failing scan ahead never costs the exact estimate (guarded apart at the host's boundary; the
+    compaction scans what is missing)."""
     from baton_engine.compaction import scan
 
     scan.clear()
     engine = _engine(project, fresh_tail_tokens=200)
     messages = _conversation("Refactor the app.", 6)
+    estimators = ExactEstimators()  # Hermes' pre-API estimate, as the plugin's patch answers it
     for end in range(1, len(messages) + 1):  # one more message per request, as the loop sends them
-        engine.count_estimate(messages[:end])
+        in_agent(LoopAgent(engine), estimators._count, messages[:end])
     engine.compress(copy.deepcopy(messages))
     figures = engine.get_status()["last_compaction_scan"]
     assert figures["region_messages"] >= 4 and figures["scanned_at_compaction"] == 0, figures
@@ -327,7 +331,7 @@ def test_messages_counted_before_a_compaction_are_not_scanned_again(project: Pat
     scan.clear()
     other = _engine(project, fresh_tail_tokens=200)
     monkeypatch.setattr(scan, "observe", lambda *_: (_ for _ in ()).throw(RuntimeError("boom")))
-    assert other.count_estimate(messages).tokens is not None
+    assert in_agent(LoopAgent(other), estimators._count, messages) == other.count_estimate(messages).tokens
     other.compress(copy.deepcopy(messages))
     figures = other.get_status()["last_compaction_scan"]
     assert other.compaction.degradation_reason is None and figures["scanned_at_compaction"] == figures["messages"] == len(messages)
