@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The browser test's Chromium (tests/report_browser): Debian's chromium + chromium-driver, installed with apt when
-# missing and run as root (CI on a fresh Debian machine). Never a browser download of a test tool's own.
+# The browser test's Chromium (tests/hermes_e2e/test_report_in_browser.py): Debian's chromium + chromium-driver,
+# installed with apt when missing and run as root (CI on a fresh Debian machine). Never a browser download of a test
+# tool's own.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1; then
     exit 0

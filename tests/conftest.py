@@ -9,10 +9,14 @@ Locally each run explores new examples.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from batontest.engine_kit import LogSink
 
 settings.register_profile("baton", deadline=None)
 settings.register_profile("baton-ci", deadline=None, derandomize=True, print_blob=True)
@@ -26,3 +30,12 @@ def qwen_count() -> Callable[[str], int]:
 
     backend = assets.hf_backend(assets.qwen3_dir())
     return lambda text: backend.count_text(text).tokens
+
+
+@pytest.fixture
+def debug_logs() -> Iterator[LogSink]:
+    """Every log line of this test, at DEBUG, from every logger (where planted secrets must never appear)."""
+    from batontest.engine_kit import capture_all_logs
+
+    with capture_all_logs() as sink:
+        yield sink

@@ -2,8 +2,8 @@
 
     python benchmarks/compaction/soak.py [--quick] [--out benchmarks/results]
 
-Run by ``scripts/bench.sh`` after ``run.py``; not part of CI, whose reliability suite keeps the smaller versions
-(``tests/reliability/test_compress_fuzz.py``, ``test_store_soak.py``). Both share the transcript strategies and
+Run by ``scripts/bench.sh`` after ``run.py``; not part of CI, whose tests keep the smaller versions
+(``tests/hermes/test_compress_fuzz.py``, ``tests/store/test_store_soak.py``). Both share the transcript strategies and
 output checks (``tests/compaction/conversations.py``) and the store cycle and store checks
 (``tests/batontest/store_cycle.py``), so "valid", "partial" and "lost" mean the same thing here and in CI.
 
@@ -50,7 +50,7 @@ HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
                "store writers: 0 partial or lost records"),
     "target": ">= 10,000 calls and >= 1,000 kills with 0 failures",
     "findings": 9,
-    "test": "tests/reliability/test_compress_fuzz.py",
+    "test": "tests/hermes/test_compress_fuzz.py",
 }
 
 LANES = 2
@@ -92,7 +92,7 @@ def _runtime(backend: str) -> Any:
 
 
 def invalid_reason(messages: Any, result: Any, engine: Any) -> str | None:
-    """Why ``result`` is not a valid compaction of ``messages`` (None: valid). Valid = the reliability suite's
+    """Why ``result`` is not a valid compaction of ``messages`` (None: valid). Valid = the CI fuzz test's
     checks (pair-safe OpenAI shape, the latest real user request kept, JSON-serialisable), the strict-server
     check of the loopback model server, no internal error, and a Baton message (block, continuation notice or
     degradation note) whenever there was a conversation to compact."""
@@ -102,7 +102,7 @@ def invalid_reason(messages: Any, result: Any, engine: Any) -> str | None:
     try:
         assert_good_result(messages, result)
     except AssertionError as exc:
-        return f"reliability check: {str(exc).splitlines()[0] if str(exc) else 'assertion'}"
+        return f"fuzz check: {str(exc).splitlines()[0] if str(exc) else 'assertion'}"
     if engine.compaction.degradation_reason == "internal_error":
         return f"internal error ({engine.compaction.degradation_detail})"
     conversation = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant", "tool")]

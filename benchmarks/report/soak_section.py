@@ -39,7 +39,7 @@ def render(soak: dict[str, Any] | None) -> list[str]:
             "from 4K/16K/64K. Transcripts from hypothesis with fixed seeds: clean, corrupted (orphan results, "
             "calls without results, garbage items, earlier Baton blocks) and hostile (duplicate call ids and "
             "results, None / empty / multi-part / giant contents up to 300,000 characters, astral, RTL, combining "
-            "and zero-width text). Valid = the reliability suite's check (pair-safe OpenAI shape, latest real user "
+            "and zero-width text). Valid = the CI fuzz test's check (pair-safe OpenAI shape, latest real user "
             "request kept, serialisable, input not mutated) + the strict-server check of the loopback model server "
             "+ a Baton block, notice or degradation note when there was a conversation + no internal error.", ""]
     out += markdown_table(["calls", "exceptions", "invalid", "handoffs stored", "degraded (reason: calls)",

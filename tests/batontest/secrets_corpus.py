@@ -1,7 +1,7 @@
 """A corpus of realistic-looking FAKE secrets, one per common credential format.
 
-Why: redaction, the validator's secret policy, the reliability suite and the Hermes end-to-end
-tests all need the same hard cases. Every value is derived from a fixed seed (sha256 of the
+Why: redaction, the validator's secret policy, the secrets tests of the CLI and the engine and the
+Hermes end-to-end tests all need the same hard cases. Every value is derived from a fixed seed (sha256 of the
 sample name), so the corpus is identical on every run, and every body carries a ``FAKE``/
 ``fake``/``baton`` marker or is plain derived noise: none was ever issued by a provider.
 

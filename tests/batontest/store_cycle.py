@@ -1,6 +1,6 @@
 """The store's write paths under SIGKILL: one capture -> record -> ready cycle, and what a kill may not do.
 
-Shared by the CI soak (``tests/reliability/test_store_soak.py``: a fresh interpreter per kill, 40 kills) and the
+Shared by the CI soak (``tests/store/test_store_soak.py``: a fresh interpreter per kill, 40 kills) and the
 benchmark soak (``benchmarks/compaction/soak.py``: a forked child per kill, thousands of kills), so both run the same writes
 and judge them by one definition of a partial record, a lost record and a stuck lock.
 

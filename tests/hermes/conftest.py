@@ -16,6 +16,7 @@ _HOME = tempfile.mkdtemp(prefix="baton-hermes-home-")
 os.environ.setdefault("HERMES_HOME", _HOME)  # Hermes reads it at import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 try:
     import agent.context_engine  # noqa: F401
@@ -23,7 +24,7 @@ except ImportError:  # hermes-agent is optional: these tests run in the tox env 
     collect_ignore_glob = ["test_*.py"]
 
 from batontest import assets  # noqa: E402
-from batontest.hermes_home import initialised_project  # noqa: E402
+from batontest.hermes_home import git_project, initialised_project  # noqa: E402
 
 from baton_engine.agent import runtime  # noqa: E402
 from baton_engine.hermes import plugin  # noqa: E402
@@ -68,6 +69,12 @@ def qwen3_env(monkeypatch: pytest.MonkeyPatch) -> Path:
 def project(tmp_path: Path) -> Path:
     """A git project with ``baton init`` done through the operations layer (as the CLI does)."""
     return initialised_project(tmp_path / "project")
+
+
+@pytest.fixture
+def bare_project(tmp_path: Path) -> Path:
+    """A git repository where ``baton init`` was never run."""
+    return git_project(tmp_path / "bare", {"README.md": "# demo\n"})
 
 
 @pytest.fixture

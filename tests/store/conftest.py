@@ -1,8 +1,9 @@
-"""Fixtures for the store tests: the published reference schema and a minimal valid record."""
+"""Fixtures for the store tests: the published reference schema, a minimal valid record and an initialised project."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from baton_engine.handoff import ids
 from baton_engine.handoff.model import HandoffRecord
 from batontest import schemas
+from batontest.hermes_home import initialised_project
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +41,10 @@ def make_record() -> Callable[..., HandoffRecord]:
         return HandoffRecord.model_validate(record_data(**overrides))
 
     return build
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git repository with one commit and an initialised ``.baton/`` (what ``baton init`` makes); modules that
+    need another project define their own."""
+    return initialised_project(tmp_path / "proj")

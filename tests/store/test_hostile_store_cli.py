@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,12 @@ from baton_engine.handoff import ids
 from baton_engine.handoff.checkpoint import checkpoint_create
 from baton_engine.handoff.store import MAX_RECORD_BYTES
 from baton_engine.operations.handoffs import ready_handoff
+
+# No Hermes home of the user's is read (`doctor` is among the commands) and no tokenizer reaches for the hub.
+os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="baton-test-home-"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 OUTSIDE_MARKER = "OUTSIDE-THE-PROJECT-7f3a"
 DOCUMENTED_EXIT_CODES = {0, 2, 3, 4, 5}

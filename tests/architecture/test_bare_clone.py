@@ -18,7 +18,7 @@ from batontest.gitrepo import git
 REPO = Path(__file__).resolve().parents[2]
 # the tests that once read the reference schema from outside the repository, and every use of it they share
 SUBSET = ("tests/store/test_conformance.py", "tests/store/test_model.py", "tests/cli/test_capture.py",
-          "tests/compaction/test_anchors.py", "tests/e2e_handoff")
+          "tests/compaction/test_anchors.py", "tests/cli/test_journeys.py")
 BACKENDS = ("backends/hf", "backends/tiktoken", "backends/vllm", "backends/llamacpp")
 # written in pieces so this file does not match itself
 OUTSIDE = ("..".__add__("/shared"), "/work".__add__("/"))

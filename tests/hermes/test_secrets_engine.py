@@ -13,9 +13,9 @@ import pytest
 
 from baton_engine.handoff.store import HandoffStore, find_project_root
 from baton_engine.messages.markers import is_baton_message
+from batontest.engine_kit import TIKTOKEN_ENV, LogSink, installed_runtime, make_engine
+from batontest.secrets_check import leaks_in_store, leaks_in_text
 from batontest.secrets_corpus import SAMPLES, leaky_document
-from reliability.kit import TIKTOKEN_ENV, LogSink, installed_runtime, make_engine
-from reliability.secrets_check import leaks_in_store, leaks_in_text
 
 pytestmark = pytest.mark.hermes
 pytest.importorskip("agent.context_engine")

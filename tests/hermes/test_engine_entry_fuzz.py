@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from batontest.engine_kit import TIKTOKEN_ENV, installed_runtime, make_engine
 from compaction.conversations import conversations
-from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine
 
 pytestmark = pytest.mark.hermes
 pytest.importorskip("agent.context_engine")

@@ -1,4 +1,7 @@
-"""Where planted secrets must never appear: every file under ``.baton/`` and every captured log line."""
+"""Where planted secrets must never appear: every file under ``.baton/`` and every captured log line.
+
+Users: ``tests/policy/test_secrets_cli.py`` (through the CLI) and ``tests/hermes/test_secrets_engine.py`` (through
+the engine)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,17 @@ from click.testing import CliRunner
 
 from baton_engine.cli import cli
 from baton_engine.handoff.store import HandoffStore, find_project_root
+from batontest.engine_kit import LogSink
+from batontest.hermes_home import initialised_project
+from batontest.secrets_check import leaks_in_store, leaks_in_text
 from batontest.secrets_corpus import SAMPLES, SecretSample, leaky_document
-from reliability.kit import LogSink
-from reliability.secrets_check import leaks_in_store, leaks_in_text
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git repository with one commit and an initialised ``.baton/`` (what ``baton init`` makes; the folder's
+    ``project`` is a git repository without it)."""
+    return initialised_project(tmp_path / "proj")
 
 
 def run(project: Path, *argv: str, stdin: str | None = None) -> dict:

@@ -1,6 +1,9 @@
-"""Helpers shared by the reliability tests (import as ``reliability.kit``).
+"""Helpers of the tests that put Baton under faults, fuzzing and planted secrets: a runtime installed from an
+environment, a real engine, every log line at DEBUG, a read-only tree.
 
-Kept free of Hermes imports at module level, so the default (non-hermes) environment can use them.
+Users: the engine's (``tests/hermes``: compress and entry fuzzing, tokenizer faults, secrets, no network), the
+CLI's (``tests/cli/test_no_network.py``) and redaction's (``tests/policy/test_secrets_cli.py``). Kept free of
+Hermes imports at module level, so the default (non-hermes) environment can use them.
 """
 
 from __future__ import annotations

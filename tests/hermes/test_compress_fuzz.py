@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from batontest.engine_kit import TIKTOKEN_ENV, installed_runtime, make_engine, read_only_tree
 from batontest.faulty_servers import refused_url
 from compaction.conversations import assert_good_result, conversations, hostile_conversations, run_compress
-from reliability.kit import TIKTOKEN_ENV, installed_runtime, make_engine, read_only_tree
 
 pytestmark = pytest.mark.hermes
 pytest.importorskip("agent.context_engine")

@@ -24,10 +24,10 @@ import baton_engine.tokens.breaker as breaker
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.assets import LOOP_TRIGGER, looping_template_dir
+from batontest.engine_kit import SLACK_SECONDS, installed_runtime, make_engine
 from batontest.faulty_servers import FaultyServer, refused_url
 from batontest.engines import activated, hermes_estimator, unconfirmed_cap
 from compaction.conversations import assert_valid_openai
-from reliability.kit import SLACK_SECONDS, installed_runtime, make_engine
 
 pytestmark = pytest.mark.hermes
 pytest.importorskip("agent.conversation_loop")
