@@ -9,16 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engines import active_runtime
+from batontest.hosted_agents import installed, new_agent, qwen3_settings, qwen3_tokens
 
-from baton_engine.agent.runtime import BatonRuntime
-from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.hermes.patches import Activation
+from baton_engine.agent.agent import Agent
+from baton_engine.agent.runtime import BatonRuntime, NoView
 from baton_engine.policy import MIN_CAP_TOKENS
 from baton_engine.refusal import parse_refusal
 
-pytestmark = pytest.mark.hermes
 MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 64_000
 ASKED = 65_536  # Hermes' default max_tokens
 CONVERSATION = [{"role": "system", "content": "You are Hermes, a coding agent."},
@@ -28,76 +25,63 @@ CONVERSATION = [{"role": "system", "content": "You are Hermes, a coding agent."}
 
 
 @pytest.fixture
-def active(qwen3_env: Path) -> Iterator[tuple[Activation, BatonRuntime]]:
-    with active_runtime(MODEL, BASE_URL, CONFIGURED) as both:
-        yield both
+def runtime() -> Iterator[BatonRuntime]:
+    with installed(BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL,
+                                                         context_length=CONFIGURED))) as runtime:
+        yield runtime
 
 
-def server_states(engine: BatonContextEngine, window: int) -> None:
-    """The server refuses once, stating its real window (vLLM 0.32's text), as after a first oversized request."""
+def agent_at(project: Path, window: int) -> Agent:
+    """The host configures 64,000; the server refuses once, stating its real window (vLLM 0.32's text), as after a
+    first oversized request."""
+    agent = new_agent(project, MODEL, CONFIGURED, base_url=BASE_URL, provider="custom", session_id="small-window")
     refusal = parse_refusal(f"This model's maximum context length is {window} tokens. However, your prompt "
                             f"contains at least {window + 1} input tokens, which exceeds this limit even without "
                             f"any output tokens.")
     assert refusal is not None and refusal.window == window
-    engine.observe_refusal(refusal)
+    agent.observe_refusal(refusal)
+    return agent
 
 
-def agent_at(project: Path, window: int) -> LoopAgent:
-    engine = BatonContextEngine(project_dir=project)
-    engine.update_model(MODEL, CONFIGURED, base_url=BASE_URL, provider="custom")
-    engine.on_session_start("small-window", platform="cli", model=MODEL)
-    server_states(engine, window)
-    return LoopAgent(engine, None)
-
-
-def send(activation: Activation, agent: LoopAgent, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def send(agent: Agent, messages: list[dict[str, Any]]) -> dict[str, Any]:
     request = {"model": MODEL, "messages": messages, "max_tokens": ASKED}
-    answer = in_agent(agent, activation.llm_request, request=request, model=MODEL, base_url=BASE_URL,
-                      provider="custom")
-    return request if answer is None else answer["request"]
+    return agent.on_request(request, model=MODEL, base_url=BASE_URL, provider="custom") or request
 
 
-def exact(runtime: BatonRuntime, messages: list[dict[str, Any]]) -> int:
-    counted = runtime.counter().backend.count_chat({"messages": messages})
-    assert counted.exact
-    return counted.tokens
+def compacts(agent: Agent, tokens: int) -> bool:
+    return agent.compaction_decision(tokens, awaiting_usage=False).compact
 
 
 @pytest.mark.parametrize("window", [4096, 8192, 16384, 32768])
 def test_a_modest_conversation_is_neither_compacted_nor_sent_over_the_window(
-        project: Path, active: tuple[Activation, BatonRuntime], window: int) -> None:
-    """Issue 30: config 64,000, server 4,096: should_compress fired at 394 tokens (ceiling 0) and a 3-message
-    conversation was compacted. The limits now fit the window: 0 < trigger <= ceiling < window."""
-    activation, runtime = active
+        project: Path, runtime: BatonRuntime, window: int) -> None:
+    """Issue 30: config 64,000, server 4,096: the decision to compact fired at 394 tokens (ceiling 0) and a
+    3-message conversation was compacted. The limits now fit the window: 0 < trigger <= ceiling < window."""
     agent = agent_at(project, window)
-    engine = agent.context_compressor
-    limits = engine.limits()
+    limits = agent.limits()
     assert limits.window == window and 0 < limits.trigger <= limits.ceiling < window
-    prompt = exact(runtime, CONVERSATION)
-    assert engine.should_compress(prompt) is False
-    sent = send(activation, agent, CONVERSATION)
+    prompt = qwen3_tokens(runtime, CONVERSATION)
+    assert compacts(agent, prompt) is False
+    sent = send(agent, CONVERSATION)
     assert MIN_CAP_TOKENS <= sent["max_tokens"] and prompt + sent["max_tokens"] <= window
-    status = engine.get_status()
-    assert status["window"]["effective"] == window
+    assert agent.status()["window"]["effective"] == window
 
 
-def test_growth_compacts_only_when_the_conversation_needs_it(project: Path,
-                                                              active: tuple[Activation, BatonRuntime]) -> None:
+def test_growth_compacts_only_when_the_conversation_needs_it(project: Path, runtime: BatonRuntime) -> None:
     """At 4,096, a conversation that grows by ~60 tokens a turn is not compacted before it reaches the trigger,
-    and every request sent fits the window (the provider's usage confirms the counts, as in Hermes' loop)."""
-    activation, runtime = active
+    and every request sent fits the window (the provider's usage confirms the counts, as in a host's loop)."""
     agent = agent_at(project, 4096)
-    engine = agent.context_compressor
     messages = list(CONVERSATION)
     for turn in range(200):
-        prompt = exact(runtime, messages)
-        if engine.should_compress(prompt):
-            assert prompt >= engine.limits().trigger, (turn, prompt)
+        prompt = qwen3_tokens(runtime, messages)
+        if compacts(agent, prompt):
+            assert prompt >= agent.limits().trigger, (turn, prompt)
             break
-        sent = send(activation, agent, messages)
-        real = exact(runtime, sent["messages"])  # what the server counts of the request sent
+        sent = send(agent, messages)
+        real = qwen3_tokens(runtime, sent["messages"])  # what the server counts of the request sent
         assert real + sent["max_tokens"] <= 4096
-        engine.update_from_response({"prompt_tokens": real, "completion_tokens": 40, "total_tokens": real + 40})
+        agent.observe_response_usage({"prompt_tokens": real, "completion_tokens": 40, "total_tokens": real + 40})
+        agent.compaction.turns += 1  # the turn the host counts for the detector (Hermes: update_from_response)
         messages += [{"role": "assistant", "content": f"Step {turn}: the README's section {turn} explains how the "
                                                       f"build is tagged, which checks run before a release and "
                                                       f"who signs the artefacts once the tests pass."},
@@ -108,16 +92,15 @@ def test_growth_compacts_only_when_the_conversation_needs_it(project: Path,
 
 
 def test_a_window_the_server_states_bounds_the_cap_even_when_the_prompt_cannot_fit(
-        project: Path, active: tuple[Activation, BatonRuntime]) -> None:
+        project: Path, runtime: BatonRuntime) -> None:
     """Issue 30: server 16,384, config 64,000: a request whose single message exceeds the window left with
     max_tokens 65,536 (needs_compaction, and the cap was never clamped). Now it carries the smallest cap."""
-    activation, runtime = active
     agent = agent_at(project, 16384)
     big = [{"role": "system", "content": "You are Hermes."},
            {"role": "user", "content": "Summarise this log:\n" + "\n".join(
                f"2026-11-30T02:{i % 60:02d}:00Z worker[{i % 7}] processed batch {i} in {i % 13} ms"
                for i in range(900))}]
-    assert exact(runtime, big) > 16384
-    sent = send(activation, agent, big)
+    assert qwen3_tokens(runtime, big) > 16384
+    sent = send(agent, big)
     assert sent["max_tokens"] == MIN_CAP_TOKENS  # never the caller's 65,536, never above the window
-    assert agent.context_compressor.get_status()["output_budget"]["last_action"] == "needs_compaction"
+    assert agent.status()["output_budget"]["last_action"] == "needs_compaction"
