@@ -109,7 +109,8 @@ def test_the_other_conversations_handoff_continues_nothing_of_user_1(project: Pa
     second = agent_in(project, "s-user2", USER_2)
     compact(second, USER_2_WORDS)
     handoff = second.status()["latest_handoff"]
-    assert handoff["parents"] == [] and handoff["owner"]["conversation_id"] != user_1_handoff["owner"]["conversation_id"]
+    assert handoff["parents"] == []
+    assert handoff["owner"]["conversation_id"] != user_1_handoff["owner"]["conversation_id"]
     record = next(r for r in handoff_records(project) if r["id"] == handoff["id"])
     assert CODENAME not in json.dumps(record) and record["decisions"] == []
 
