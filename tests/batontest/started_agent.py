@@ -39,14 +39,21 @@ def new_agent(project: Path) -> Agent:
     return Agent(FakeHost(project), project, threshold_percent=THRESHOLD_PERCENT, adapter_version=ADAPTER_VERSION)
 
 
-def started_agent(project: Path, baton: BatonSettings | None = None, *, window: int = 65536,
-                  clock: Callable[[], datetime] | None = None, session_id: str = "session-1", platform: str = "cli",
-                  conversation_id: str | None = None, model: str = "qwen3") -> Agent:
+def configured_agent(project: Path, baton: BatonSettings | None = None, *, window: int = 65536,
+                     clock: Callable[[], datetime] | None = None, model: str = "qwen3") -> Agent:
     """Install a runtime with ``baton`` (default: ``settings()``) and return an agent for ``project`` on ``model``
-    with ``window``, after its session ``session_id`` started on ``platform`` (in ``conversation_id``)."""
+    with ``window``, before its session starts (as a host configures it at start-up)."""
     set_runtime(BatonRuntime(baton or settings(), clock=clock))
     agent = new_agent(project)
     agent.requests.move_route(agent.route.moved(model=model, why="start-up"))
     agent.requests.set_context_length(window)
+    return agent
+
+
+def started_agent(project: Path, baton: BatonSettings | None = None, *, window: int = 65536,
+                  clock: Callable[[], datetime] | None = None, session_id: str = "session-1", platform: str = "cli",
+                  conversation_id: str | None = None, model: str = "qwen3") -> Agent:
+    """``configured_agent``, after its session ``session_id`` started on ``platform`` (in ``conversation_id``)."""
+    agent = configured_agent(project, baton, window=window, clock=clock, model=model)
     agent.session_started(session_id, model=None, rotated=False, platform=platform, conversation_id=conversation_id)
     return agent
