@@ -1,5 +1,6 @@
 """One engine per agent: ``clone_for_agent`` (Hermes 0.22) and ``copy.deepcopy`` (0.19) give each agent its own
-ledger, route and memos, sharing only the process runtime; ten agents taking turns never redo each other's work."""
+ledger, route and memos, sharing only the process runtime. (Ten agents taking turns never redo each other's work:
+``tests/agent_core/test_many_agents.py``, through a fake host.)"""
 
 from __future__ import annotations
 
@@ -99,21 +100,3 @@ def test_a_deepcopy_of_a_used_engine_starts_with_empty_memos(template: BatonCont
     assert used.context_compressor.requests.memos.computed() > 0
     assert copied.requests.ledger is not used.context_compressor.requests.ledger and copied.requests.ledger.frame == \
         used.context_compressor.requests.ledger.frame  # the rest of the state copied, as Hermes 0.19 expects
-
-
-def test_ten_agents_taking_turns_compute_only_their_new_messages(template: BatonContextEngine) -> None:
-    """Each call projects and hashes only the message its agent added (memos shared by every agent, with a
-    few chains, made each agent's call redo its whole history once the others had pushed it out)."""
-    activation = Activation()
-    activation.active = True
-    agents = [LoopAgent(template.clone_for_agent(), TOOLS) for _ in range(10)]
-    histories = [conversation(i, 5) for i in range(10)]
-    for agent, history in zip(agents, histories):
-        api_call(activation, agent, history)
-    for round_ in range(3):
-        for i, (agent, history) in enumerate(zip(agents, histories)):
-            history.append({"role": "user", "content": f"round {round_} for agent {i}"})
-            before = agent.context_compressor.requests.memos.computed()
-            api_call(activation, agent, history)
-            # one new message, projected + digested for the estimate; the middleware's view digests it once more
-            assert agent.context_compressor.requests.memos.computed() - before == 2

@@ -1,6 +1,7 @@
 """Tool answers go into the transcript: none may echo a pasted secret back (objective, refs, tool names, items).
 
-Every corpus sample goes through each echoing path; the answer keeps its shape and says what it did.
+Every corpus sample goes through each echoing path of one agent's tools (``Agent.tool_handler``, through a fake
+host); the answer keeps its shape and says what it did.
 """
 
 from __future__ import annotations
@@ -10,26 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from baton_engine.agent.runtime import BatonRuntime, set_runtime
-from baton_engine.hermes.engine import BatonContextEngine
-from baton_engine.settings import load_settings
 from batontest.secrets_corpus import SAMPLES, SecretSample
+from batontest.started_agent import new_agent, settings
 
-pytestmark = pytest.mark.hermes
+from baton_engine.agent.agent import Agent
+from baton_engine.agent.runtime import BatonRuntime, set_runtime
+
 MESSAGES = [{"role": "user", "content": "Rotate the deploy credentials"}]
 
 
 @pytest.fixture
-def engine(project: Path) -> BatonContextEngine:
-    set_runtime(BatonRuntime(load_settings()))
-    built = BatonContextEngine(project_dir=project)
-    built.on_session_start("redaction-session")
+def agent(project: Path) -> Agent:
+    set_runtime(BatonRuntime(settings()))
+    built = new_agent(project)
+    built.session_started("redaction-session", model=None, rotated=False, platform=None, conversation_id=None)
     return built
 
 
-def call(engine: BatonContextEngine, name: str, args: Any) -> tuple[str, dict[str, Any]]:
-    answer = engine.handle_tool_call(name, args, messages=MESSAGES)
+def call(agent: Agent, name: str, args: Any) -> tuple[str, dict[str, Any]]:
+    answer = agent.tool_handler.handle(name, args, MESSAGES)
     return answer, json.loads(answer)
 
 
@@ -38,25 +38,25 @@ def leaked(answer: str, sample: SecretSample) -> list[str]:
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.name for s in SAMPLES])
-def test_objective_answer_is_redacted(engine: BatonContextEngine, sample: SecretSample) -> None:
-    answer, data = call(engine, "baton_capture", {"kind": "objective", "objective": f"Deploy with {sample.text}"})
+def test_objective_answer_is_redacted(agent: Agent, sample: SecretSample) -> None:
+    answer, data = call(agent, "baton_capture", {"kind": "objective", "objective": f"Deploy with {sample.text}"})
     assert data["ok"] and data["kind"] == "objective"
     assert leaked(answer, sample) == []
     assert data["objective"].startswith("Deploy with ") and "[REDACTED:" in data["objective"]
-    assert engine.compaction.objective == f"Deploy with {sample.text}".strip()  # kept in memory, redacted when persisted
+    assert agent.compaction.objective == f"Deploy with {sample.text}".strip()  # kept in memory, redacted when persisted
 
 
-def test_echoed_refs_and_tool_names_are_redacted(engine: BatonContextEngine) -> None:
+def test_echoed_refs_and_tool_names_are_redacted(agent: Agent) -> None:
     for sample in SAMPLES:
-        answer, data = call(engine, "baton_resume", {"ref": sample.text})
+        answer, data = call(agent, "baton_resume", {"ref": sample.text})
         assert data["ok"] is False and data["error"]["kind"] in ("not_found", "input_error", "policy_blocked"), data
         assert leaked(answer, sample) == [], f"baton_resume echoed {sample.name}"
-        answer, data = call(engine, f"baton_{sample.text}", {})
+        answer, data = call(agent, f"baton_{sample.text}", {})
         assert data["ok"] is False and data["error"]["message"].startswith("unknown Baton tool")
         assert leaked(answer, sample) == [], f"unknown-tool error echoed {sample.name}"
 
 
-def test_every_item_kind_answer_is_redacted(engine: BatonContextEngine) -> None:
+def test_every_item_kind_answer_is_redacted(agent: Agent) -> None:
     items = {
         "decision": lambda s: {"decision": f"use {s.text}", "rationale": s.text},
         "evidence": lambda s: {"claim": "login works", "type": "command", "ref": "make login", "result": s.text},
@@ -65,9 +65,9 @@ def test_every_item_kind_answer_is_redacted(engine: BatonContextEngine) -> None:
     }
     for index, sample in enumerate(SAMPLES):
         kind = list(items)[index % len(items)]
-        answer, data = call(engine, "baton_capture", {"kind": kind, "item": items[kind](sample)})
+        answer, data = call(agent, "baton_capture", {"kind": kind, "item": items[kind](sample)})
         assert data["ok"], data
         assert data["redactions"], f"{sample.name}: no redaction recorded"
         assert leaked(answer, sample) == [], f"baton_capture {kind} echoed {sample.name}"
-    answer, data = call(engine, "baton_status", {})
+    answer, data = call(agent, "baton_status", {})
     assert data["ok"] is not False and all(not leaked(answer, s) for s in SAMPLES)
