@@ -121,6 +121,12 @@ class Agent:
     def observe_refusal(self, refusal: Refusal) -> None:
         self.requests.observe_refusal(refusal)
 
+    def observe_response(self, usage: dict[str, Any]) -> None:
+        """One response of the agent's own loop (Hermes: ``update_from_response``): a turn for the detector's turn
+        budget, and its usage (``observe_response_usage``)."""
+        self.compaction.turns += 1
+        self.observe_response_usage(usage)
+
     def observe_response_usage(self, usage: dict[str, Any]) -> None:
         """The provider's usage of the last request sent, from whichever host path delivers it first (Hermes: the
         ``llm_execution`` middleware, ``update_from_response``, ``on_turn_complete``): observed once per request,

@@ -37,6 +37,11 @@ class Host(Protocol):
         ``"hermes context_length"``)."""
         ...
 
+    @property
+    def window_setting(self) -> str:
+        """Where the user sets that window, as a fix names it (Hermes: ``"model.context_length in config.yaml"``)."""
+        ...
+
     def working_directory(self) -> Path:
         """The agent's working directory, where its project is found when none is named."""
         ...

@@ -143,15 +143,15 @@ class RequestBudgeter:
     def fit_window(self, counting: RouteCounting | None = None) -> None:
         """The threshold fits the window this route budgets against, once something may have changed it (Hermes'
         context length, a refusal, the route, a tokenizer server's ``max_model_len`` known after a count); a
-        window smaller than Hermes' context_length is said on the terminal once."""
+        window smaller than the host's is said on the terminal once."""
         window, source = self.window_source(counting)
         self.window.fit(window)
         configured = self.window.context_length
         if window < configured:
             self.notices.say(f"window {self.route.base_url} {window}",
-                             f"Hermes' context_length {configured:,} is larger than the window the server has "
-                             f"({window:,}, {source}); Baton budgets against {window:,}. Set model.context_length: "
-                             f"{window} in config.yaml (`baton doctor` compares them)")
+                             f"the {self.host.window_label} {configured:,} is larger than the window the server has "
+                             f"({window:,}, {source}); Baton budgets against {window:,}. Set "
+                             f"{self.host.window_setting} to {window} (`baton doctor` compares them)")
 
     def window_source(self, counting: RouteCounting | None = None) -> tuple[int, str]:
         """``(window, where it comes from)``: the smallest of Hermes' context_length, the serving model's
@@ -215,7 +215,7 @@ class RequestBudgeter:
                              f"({served.said_by}), so the model did not see the whole conversation. This is no "
                              f"tokenizer error (counts are not calibrated down); Baton budgets against "
                              f"{served.tokens:,} from now on. To use a larger window, {fix}; then set "
-                             f"model.context_length to it")
+                             f"{self.host.window_setting} to it")
             return
         flipped = self.ledger.observe_usage(prompt_tokens)
         metrics.reported(self, prompt_tokens, flipped=flipped, output_tokens=output_tokens, cached=cached,

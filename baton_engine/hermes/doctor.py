@@ -40,10 +40,6 @@ def _check(name: str, status: str, detail: str) -> dict[str, str]:
     return {"name": name, "status": status, "detail": detail}
 
 
-def _hermes_version() -> str | None:
-    return installed_hermes_version()
-
-
 def _entry_point_installed() -> bool:
     return any(ep.name == PLUGIN_NAME for ep in metadata.entry_points(group="hermes_agent.plugins"))
 
@@ -225,7 +221,7 @@ def check_window(home: Path, start: Path | None = None) -> dict[str, str]:
 
 def check_engine_copy() -> dict[str, str]:
     """Hermes deep-copies the engine per agent; a failing copy means a silent fallback."""
-    version = _hermes_version()
+    version = installed_hermes_version()
     if version is None:
         return _check("hermes.engine", "skipped", "hermes-agent is not installed in this environment")
     try:

@@ -121,8 +121,7 @@ class BatonContextEngine(Agent, ContextEngine):
         self.last_completion_tokens = usage_value(usage, "completion_tokens", "output_tokens")
         total = usage_value(usage, "total_tokens")
         self.last_total_tokens = total or self.last_prompt_tokens + self.last_completion_tokens
-        self.compaction.turns += 1
-        self.observe_response_usage(usage)
+        self.observe_response(usage)
 
     def _builtin_usage(self, usage: Any) -> None:
         """Hermes' built-in compressor's ``update_from_response``: its display counters from the usage as given."""

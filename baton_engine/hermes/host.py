@@ -45,6 +45,7 @@ class HermesHost:
 
     name = "Hermes"
     window_label = "hermes context_length"
+    window_setting = "model.context_length in config.yaml"
 
     def working_directory(self) -> Path:
         return agent_cwd()

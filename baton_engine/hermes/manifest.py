@@ -3,7 +3,8 @@
 Why generated: ``hermes plugins validate`` (0.22's catalog admission) compares ``provides_middleware`` with what
 ``register()`` really registers, gates loading on ``requires_hermes``, and reads ``config_schema`` for the settings
 it lists. The schema's keys, types and defaults are the ``baton:`` keys of the one settings definition
-(``baton_engine.settings``), read here from it, so a setting added there is in the manifest by construction. The
+(``baton_engine.settings``, read by ``baton_engine.config_schema``), so a setting added there is in the manifest by
+construction. The
 committed ``plugin_dir/plugin.yaml`` is this module's output (``python -m baton_engine.hermes.manifest`` writes it:
 ``hermes plugins install <git url>#subdir`` reads the file from the repository, not from an installed package), and
 ``tests/hermes_plugin/test_manifest.py`` fails when the two differ.
@@ -15,18 +16,16 @@ write it, and ``baton doctor`` fails on a value written under ``plugins.entries.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-import types
-import typing
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from baton_engine import config_schema as settings_schema
 from baton_engine.hermes.config import PLUGIN_NAME
-from baton_engine.settings import CONFIG_KEYS, TOKENIZER_KEYS, BatonSettings
+from baton_engine.settings import TOKENIZER_KEYS
 
 MANIFEST_PATH = Path(__file__).with_name("plugin_dir") / "plugin.yaml"
 # the middleware ``plugin.register`` registers, in its order (it registers exactly these)
@@ -45,42 +44,12 @@ def requires_hermes() -> str:
     return f">={OLDEST_TESTED}, <{major}.{minor + 1}"
 
 
-def _schema_type(hint: Any) -> str:
-    """Hermes' ``config_schema`` type of a settings field's annotation (``int | None`` is ``int``)."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        [hint] = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-    if typing.get_origin(hint) in (tuple, list):
-        return "list"
-    if dataclasses.is_dataclass(hint) or typing.get_origin(hint) is dict:
-        return "dict"
-    names = {bool: "bool", int: "int", float: "float", str: "str"}
-    if hint not in names:
-        raise TypeError(f"settings field annotation {hint!r} has no config_schema type")
-    return names[hint]
-
-
-def _default(field: dataclasses.Field[Any]) -> Any:
-    value = field.default
-    if value is dataclasses.MISSING or value is None:
-        return None
-    return list(value) if isinstance(value, tuple) else value
-
-
 def config_schema() -> dict[str, dict[str, Any]]:
-    """Every ``baton:`` key (``settings.CONFIG_KEYS``) with its type and default, from ``BatonSettings``."""
-    hints = typing.get_type_hints(BatonSettings)
-    fields = {field.name: field for field in dataclasses.fields(BatonSettings)}
-    schema: dict[str, dict[str, Any]] = {}
-    for key in CONFIG_KEYS:
-        spec: dict[str, Any] = {"type": _schema_type(hints[key])}
-        default = _default(fields[key])
-        if default is not None:
-            spec["default"] = default
-        where = f"baton.{key}"
-        if key == "tokenizer":
-            where += f" ({', '.join(TOKENIZER_KEYS)})"
+    """Every ``baton:`` key with its type and default (``baton_engine.config_schema``) and where to write it."""
+    schema = settings_schema.config_schema()
+    for key, spec in schema.items():
+        where = f"baton.{key}" + (f" ({', '.join(TOKENIZER_KEYS)})" if key == "tokenizer" else "")
         spec["description"] = f"{where} in config.yaml (not plugins.entries); docs/configuration.md"
-        schema[key] = spec
     return schema
 
 

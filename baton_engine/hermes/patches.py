@@ -19,7 +19,7 @@ import importlib
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 from baton_engine.agent.runtime import get_runtime
 from baton_engine.hermes.caller import calling_agent, engine_of, engine_types
 from baton_engine.hermes.guard import guarded, nothing
-from baton_engine.tokens.verify import cached_prompt_tokens
+from baton_engine.tokens.verify import cached_prompt_tokens, usage_mapping
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 _MISSING = object()
@@ -344,19 +344,10 @@ def _observe_usage(response: Any, session_id: Any, provider: Any, api_mode: Any)
 
     canonical = normalize_usage(raw, provider=provider, api_mode=api_mode)
     usage = {"prompt_tokens": canonical.prompt_tokens, "completion_tokens": canonical.output_tokens}
-    if cached_prompt_tokens(_mapping(raw)) is not None:  # the route reports its cache: Hermes' buckets say how much
+    if cached_prompt_tokens(usage_mapping(raw)) is not None:  # the route reports its cache: Hermes' buckets say how much
         usage.update(cache_read_tokens=getattr(canonical, "cache_read_tokens", 0),
                      cache_write_tokens=getattr(canonical, "cache_write_tokens", 0))
     engine.observe_response_usage(usage)
-
-
-def _mapping(raw: Any) -> Mapping[str, Any]:
-    """A provider SDK's usage object (pydantic: ``model_dump``) or a dict, as a mapping."""
-    if isinstance(raw, Mapping):
-        return raw
-    dump = getattr(raw, "model_dump", None)
-    dumped = dump() if callable(dump) else None
-    return dumped if isinstance(dumped, Mapping) else {}
 
 
 @guarded("auxiliary clamp", lambda built, _base_url: built, instead="the auxiliary request unchanged")

@@ -9,34 +9,32 @@ baton`` does. Patches are installed only when that selection is made, and the lo
 
 What the user must know is said on the terminal (stderr, one line each), because Hermes 0.19 sends plugin
 warnings only to its log files: a value that stops Baton, an unknown ``baton:`` key (ignored), and a
-configured tokenizer that cannot start (built on a thread started here when Baton is selected, so the line comes
-at start-up and not at the first request, and the plugin load does not wait for it; Baton then counts with
-estimates, ``tokenizer_check``).
+configured tokenizer that cannot start (built beside the plugin load when Baton is selected, ``agent/startup``, so
+the line comes at start-up and not at the first request; Baton then counts with estimates, ``tokenizer_check``).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
+from baton_engine.agent import startup
 from baton_engine.agent.notices import tell
-from baton_engine.agent.runtime import BatonRuntime, set_runtime, start_telemetry
 from baton_engine.errors import UserInputError
 from baton_engine.hermes.config import ENGINE_NAME
 from baton_engine.hermes.host import host_runtime
 from baton_engine.hermes.manifest import MIDDLEWARE
 from baton_engine.hermes.patches import Activation, activation, set_activation
 from baton_engine.hermes.refusal_patch import refusal_patches
-from baton_engine.metrics import telemetry
+from baton_engine.tokens.counter import TokenCounter
 
 LOGGER = logging.getLogger("baton_engine.hermes")
 SKILL_PATH = Path(__file__).with_name("SKILL.md")
 SKILL_DESCRIPTION = "Record decisions, evidence and open items so Baton handoffs survive context compaction."
 
 # ``activation`` lives in ``patches`` (status reads it there)
-__all__ = ["activation", "register", "started", "unregister"]
+__all__ = ["activation", "register", "unregister"]
 
 
 def _host_home() -> Path | None:
@@ -60,15 +58,8 @@ def register(ctx: Any) -> None:
     except UserInputError as exc:  # a bad BATON_* value, baton: key or .baton/config.json: named, not guessed
         tell(f"NOT started: {exc}; Hermes uses its built-in compressor until this is fixed (see `baton doctor`)")
         raise
-    for problem in runtime.settings.ignored:
-        tell(problem)
-    observed = start_telemetry(runtime.settings)
-    if observed.state == "off" and (runtime.settings.telemetry or runtime.settings.prometheus_port is not None):
-        tell(f"telemetry off: {observed.why}")
+    startup.install(runtime)
     view = runtime.view
-    previous = set_runtime(runtime)
-    if previous is not None:
-        previous.close()
     from baton_engine.hermes.engine import BatonContextEngine  # imports Hermes: only once Hermes loads the plugin
 
     engine = BatonContextEngine()
@@ -85,10 +76,7 @@ def register(ctx: Any) -> None:
         ctx.register_middleware(kind, getattr(current, kind))
     if view.engine_selected:
         skipped = current.activate()
-        global _STARTING
-        _STARTING = threading.Thread(target=_start_tokenizer, args=(runtime, skipped),
-                                     name="baton-tokenizer-start", daemon=True)
-        _STARTING.start()
+        startup.start_counting(runtime, lambda counter: _said_active(counter, skipped))
     else:
         LOGGER.warning(
             "Baton plugin loaded but NOT active: context.engine is %r; set context.engine: %s to use it",
@@ -96,28 +84,8 @@ def register(ctx: Any) -> None:
         )
 
 
-_STARTING: threading.Thread | None = None  # the start-up build of the tokenizer, while it runs
-
-
-def started(timeout: float | None = None) -> bool:
-    """Waits (at most ``timeout`` seconds) for the start-up build of the tokenizer: True once it is done and its
-    lines are said (the CLI's first request waits for the build itself)."""
-    starting = _STARTING
-    if starting is not None:
-        starting.join(timeout)
-    return starting is None or not starting.is_alive()
-
-
-def _start_tokenizer(runtime: BatonRuntime, skipped: list[str]) -> None:
-    """Builds the configured tokenizer at start-up, beside Hermes' plugin load rather than inside it, so a
-    tokenizer that cannot start is said at start-up without holding the load up: Hermes 0.22 abandons a plugin
-    whose import + ``register()`` overrun ``plugins.load_timeout_seconds`` (10 s by default) and uses its own
-    compressor, and building the hf backend took 14.7 s on a loaded 2-core machine (docs/hermes-versions.md). The
-    first request meanwhile waits for the build (at most ``runtime.START_WAIT_SECONDS``), any other counts with
-    estimates (``BatonRuntime.counter_of``); this thread waits for it however long it takes, to say how it ended."""
-    counter = runtime.main.counter(patient=True)
-    if counter is None:
-        tell(runtime.main.counter_error or "tokenizer cannot start")
+def _said_active(counter: TokenCounter | None, skipped: list[str]) -> None:
+    """Once the start-up build ended (``startup.start_counting``): Baton is active, counting with what."""
     LOGGER.warning(
         "Baton context engine ACTIVE (context.engine: %s): counting with %s, %d patch(es) skipped%s",
         ENGINE_NAME, counter.source if counter is not None else "estimates (the tokenizer cannot start)",
@@ -128,11 +96,8 @@ def _start_tokenizer(runtime: BatonRuntime, skipped: list[str]) -> None:
 def unregister() -> None:
     """Undo the patches (restoring Hermes' originals where still ours) and release the tokenizer (once its
     start-up build is done)."""
-    started()
+    startup.started()
     replaced = set_activation(None)
     if replaced is not None:
         replaced.deactivate()
-    previous = set_runtime(None)
-    if previous is not None:
-        previous.close()
-    telemetry.stop()
+    startup.uninstall()

@@ -52,6 +52,15 @@ SETTLED = 3  # responses after which a calibrated route's ratio is trusted witho
 MEDIA_DELTA_TOKENS = 256
 
 
+def usage_mapping(raw: Any) -> Mapping[str, Any]:
+    """A provider SDK's usage object (pydantic: ``model_dump``) or a dict, as a mapping (empty for anything else)."""
+    if isinstance(raw, Mapping):
+        return raw
+    dump = getattr(raw, "model_dump", None)
+    dumped = dump() if callable(dump) else None
+    return dumped if isinstance(dumped, Mapping) else {}
+
+
 def usage_value(usage: Mapping[str, Any], *keys: str) -> int:
     """The first non-negative int among ``keys`` (usage dicts vary by provider and Hermes version); 0 when none."""
     for key in keys:

@@ -150,3 +150,13 @@ def test_a_locked_session_store_narrows_the_lineage_to_the_session_itself(tmp_pa
     agent.session_bound(BrokenStore(), None)
     with pytest.raises(KeyError):
         agent.compaction._session_lineage("child")
+
+
+def test_each_response_of_the_agents_loop_is_a_turn_of_the_detectors_budget(tmp_path: Path) -> None:
+    """The detector's turn budget counts the loop's responses (Hermes: ``update_from_response``) on any host; a
+    usage reported again by another path (Hermes 0.22's ``on_turn_complete``) is no turn."""
+    agent = agent_in(tmp_path)
+    agent.observe_response({"prompt_tokens": 120, "completion_tokens": 8})
+    agent.observe_response_usage({"prompt_tokens": 120, "completion_tokens": 8})
+    agent.observe_response({"prompt_tokens": 160, "completion_tokens": 8})
+    assert agent.compaction.turns == 2

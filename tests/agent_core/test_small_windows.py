@@ -80,8 +80,7 @@ def test_growth_compacts_only_when_the_conversation_needs_it(project: Path, runt
         sent = send(agent, messages)
         real = qwen3_tokens(runtime, sent["messages"])  # what the server counts of the request sent
         assert real + sent["max_tokens"] <= 4096
-        agent.observe_response_usage({"prompt_tokens": real, "completion_tokens": 40, "total_tokens": real + 40})
-        agent.compaction.turns += 1  # the turn the host counts for the detector (Hermes: update_from_response)
+        agent.observe_response({"prompt_tokens": real, "completion_tokens": 40, "total_tokens": real + 40})
         messages += [{"role": "assistant", "content": f"Step {turn}: the README's section {turn} explains how the "
                                                       f"build is tagged, which checks run before a release and "
                                                       f"who signs the artefacts once the tests pass."},

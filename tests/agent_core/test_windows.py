@@ -113,8 +113,8 @@ def test_a_refusal_states_the_window_and_the_next_request_fits(project: Path, ru
     assert agent.threshold_tokens <= SMALL
     said = [line for line in capsys.readouterr().err.splitlines() if "larger than the window" in line]
     assert len(said) == 1 and said[0].startswith("baton: ")
-    assert (f"context_length {LARGE:,} is larger than the window the server has ({SMALL:,}, provider refusal); "
-            f"Baton budgets against {SMALL:,}.") in said[0]
+    assert (f"the fake window {LARGE:,} is larger than the window the server has ({SMALL:,}, provider refusal); "
+            f"Baton budgets against {SMALL:,}. Set the fake window setting to {SMALL}") in said[0]
     assert status["notices"] == [said[0].removeprefix("baton: ")]
     switch_model(agent, "other-model", LARGE, base_url="http://127.0.0.1:11/v1", provider="custom")
     assert agent.status()["window"]["effective"] == LARGE  # another server: what it refused says nothing

@@ -22,6 +22,7 @@ class FakeHost:
 
     name = "Fake"
     window_label = "fake window"
+    window_setting = "the fake window setting"
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd

@@ -14,7 +14,7 @@ from batontest import assets
 from batontest.hermes_home import hermes_config, write_hermes_home
 from hermes_cli.plugins import PluginManager
 
-from baton_engine.agent import runtime
+from baton_engine.agent import runtime, startup
 from baton_engine.hermes import plugin
 from baton_engine.hermes.doctor import check_engine_copy, check_selection, check_settings
 from baton_engine.hermes.engine import BatonContextEngine
@@ -153,7 +153,7 @@ def test_a_tokenizer_that_cannot_start_is_said_at_start_in_status_and_doctor(
     manager = PluginManager()
     manager.discover_and_load()
     assert manager._plugins["baton"].enabled and _patched()
-    assert plugin.started(timeout=120)  # the start-up build says it on its own thread
+    assert startup.started(timeout=120)  # the start-up build says it on its own thread
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("baton: ")]
     assert len(lines) == 1 and all(part in lines[0] for part in expected), lines
     assert "Baton counts with estimates" in lines[0]
@@ -190,7 +190,7 @@ def test_the_plugin_load_does_not_wait_for_the_tokenizer(hermes_home: Path, monk
     release.set()
     assert loaded_before_the_build and manager._plugins["baton"].error is None
     assert isinstance(manager._context_engine, BatonContextEngine)
-    assert plugin.started(timeout=120)
+    assert startup.started(timeout=120)
     assert "Baton context engine ACTIVE (context.engine: baton): counting with hf:qwen3" in caplog.text
     counted = manager._context_engine.counting().count_chat({"messages": [{"role": "user", "content": "hello"}]})
     assert counted.exact and counted.tokens

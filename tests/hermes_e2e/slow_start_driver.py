@@ -21,7 +21,7 @@ HOLD_SECONDS = 60.0
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     import baton_engine.agent.runtime as runtime_module
-    from baton_engine.hermes import plugin
+    from baton_engine.agent import startup
     from run_agent import AIAgent
 
     building, release, built = threading.Event(), threading.Event(), threading.Event()
@@ -47,7 +47,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                        max_iterations=5, tool_delay=0.0)
 
     fast, slow = agent(spec["model"]), agent(spec["slow_model"])
-    if not plugin.started(HOLD_SECONDS):  # F's own tokenizer (the configured one) is up: its turn times only counts
+    if not startup.started(HOLD_SECONDS):  # F's own tokenizer (the configured one) is up: its turn times only counts
         raise RuntimeError("the configured tokenizer did not start")
     results: dict[str, Any] = {}
 
