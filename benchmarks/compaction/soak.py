@@ -3,7 +3,8 @@
     python benchmarks/compaction/soak.py [--quick] [--out benchmarks/results]
 
 Run by ``scripts/bench.sh`` after ``run.py``; not part of CI, whose tests keep the smaller versions
-(``tests/hermes/test_compress_fuzz.py``, ``tests/store/test_store_soak.py``). Both share the transcript strategies and
+(``tests/agent_core/test_compaction_fuzz.py``: one agent's ``compact`` through a fake host, the cycle this engine's
+``compress`` hands its list to; ``tests/store/test_store_soak.py``). Both share the transcript strategies and
 output checks (``tests/compaction/conversations.py``) and the store cycle and store checks
 (``tests/batontest/store_cycle.py``), so "valid", "partial" and "lost" mean the same thing here and in CI.
 
@@ -50,7 +51,7 @@ HEADLINE = {  # benchmarks/INDEX.md's row (``python benchmarks/index.py``)
                "store writers: 0 partial or lost records"),
     "target": ">= 10,000 calls and >= 1,000 kills with 0 failures",
     "findings": 9,
-    "test": "tests/hermes/test_compress_fuzz.py",
+    "test": "tests/agent_core/test_compaction_fuzz.py",
 }
 
 LANES = 2

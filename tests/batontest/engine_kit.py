@@ -1,9 +1,11 @@
 """Helpers of the tests that put Baton under faults, fuzzing and planted secrets: a runtime installed from an
-environment, a real engine, every log line at DEBUG, a read-only tree.
+environment, a real engine or one agent's Baton on a fake host, every log line at DEBUG, a read-only tree.
 
-Users: the engine's (``tests/hermes``: compress and entry fuzzing, tokenizer faults, secrets, no network), the
-CLI's (``tests/cli/test_no_network.py``) and redaction's (``tests/policy/test_secrets_cli.py``). Kept free of
-Hermes imports at module level, so the default (non-hermes) environment can use them.
+Users: the core's through a fake host (``tests/agent_core``: compaction fuzzing, tokenizer faults, secrets:
+``installed_host_runtime``, ``make_agent``), the engine's (``tests/hermes``: entry fuzzing, Hermes' hooks under a
+failing tokenizer, no network: ``installed_runtime``, ``make_engine``), the CLI's (``tests/cli/test_no_network.py``)
+and redaction's (``tests/policy/test_secrets_cli.py``). Kept free of Hermes imports at module level, so the default
+(non-hermes) environment can use them.
 """
 
 from __future__ import annotations
@@ -72,6 +74,41 @@ def installed_runtime(env: Mapping[str, str], *, context_length: int = 65536, mo
     finally:
         set_runtime(previous)
         runtime.close()
+
+
+@contextlib.contextmanager
+def installed_host_runtime(env: Mapping[str, str], *, context_length: int = 65536, model: str | None = None,
+                           base_url: str | None = None) -> Iterator[Any]:
+    """``installed_runtime`` without Hermes: the same settings from ``env``, the host's main route and window given
+    as the core's own view (``agent/runtime.NoView``), for the tests of one agent's Baton through a fake host."""
+    from baton_engine.agent.runtime import BatonRuntime, NoView, set_runtime
+    from baton_engine.settings import load_settings
+
+    view = NoView(model=model, base_url=base_url, context_length=context_length)
+    runtime = BatonRuntime(load_settings(env=dict(env)), view)
+    previous = set_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        set_runtime(previous)
+        runtime.close()
+
+
+def make_agent(project_dir: Any) -> Any:
+    """One agent's Baton (``agent/agent.Agent``) for ``project_dir`` on a fake host whose working directory it is,
+    built as ``make_engine`` builds Hermes' engine (threshold percent 0.75, the window fitted to the runtime's), no
+    model told yet."""
+    from pathlib import Path
+
+    from batontest.fake_host import FakeHost
+    from batontest.started_agent import ADAPTER_VERSION, THRESHOLD_PERCENT
+
+    from baton_engine.agent.agent import Agent
+
+    agent = Agent(FakeHost(Path(project_dir)), project_dir, threshold_percent=THRESHOLD_PERCENT,
+                  adapter_version=ADAPTER_VERSION)
+    agent.requests.fit_window()
+    return agent
 
 
 def make_engine(project_dir: Any) -> Any:

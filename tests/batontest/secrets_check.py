@@ -1,7 +1,7 @@
 """Where planted secrets must never appear: every file under ``.baton/`` and every captured log line.
 
-Users: ``tests/policy/test_secrets_cli.py`` (through the CLI) and ``tests/hermes/test_secrets_engine.py`` (through
-the engine)."""
+Users: ``tests/policy/test_secrets_cli.py`` (through the CLI) and ``tests/agent_core/test_secrets.py`` (through
+one agent's Baton on a fake host)."""
 
 from __future__ import annotations
 

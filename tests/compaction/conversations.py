@@ -289,3 +289,12 @@ def run_compress(engine: Any, messages: Any, focus_topic: str | None, **kwargs: 
     result = engine.compress(messages, current_tokens=None, focus_topic=focus_topic, **kwargs)
     assert json.dumps(messages, default=repr, sort_keys=True) == snapshot, "compress() mutated its input"
     return result
+
+
+def run_compact(agent: Any, messages: Any, focus_topic: str | None, *, force: bool = False) -> list[Any]:
+    """One agent's Baton's ``compact`` as a host's compress hook calls it (Hermes: ``compress`` with no current
+    tokens), its list; fails if it mutated the caller's list. A raise is the test's failure: no host guard here."""
+    snapshot = json.dumps(messages, default=repr, sort_keys=True)
+    result = agent.compact(messages, None, focus_topic, force).messages
+    assert json.dumps(messages, default=repr, sort_keys=True) == snapshot, "compact() mutated its input"
+    return result

@@ -1,10 +1,17 @@
-"""``BatonContextEngine.compress`` under fuzzing: never raises; the result is always a valid, pair-safe list
-that keeps the latest real user request; and the engine's status says why when it could not make a handoff.
+"""One agent's compaction (``Agent.compact``) under fuzzing, through a fake host: never raises; the result is always
+a valid, pair-safe list that keeps the latest real user request; and the agent's status says why when it could not
+make a handoff.
 
 Transcripts come from the compaction suite's strategies (clean and corrupted: orphan results, missing
 results, garbage items, earlier Baton blocks, huge tool outputs; hostile: duplicate ids, None / empty / giant /
-multi-part / unicode contents). ``benchmarks/compaction/soak.py`` runs the same checks on 10,000 of them. Each condition runs against a real
-git project and a real tokenizer: healthy, project not initialised, store read-only, tokenizer down.
+multi-part / unicode contents). ``benchmarks/compaction/soak.py`` runs the same checks on 10,000 of them. Each
+condition runs against a real git project and a real tokenizer: healthy, project not initialised, store read-only,
+tokenizer down.
+
+Why here: the cycle and its degradations are the core's. A raise out of ``compact`` would reach the host's guard
+(Hermes: ``compact_degraded``, an ``internal_error``); on these inputs, all expected (bad transcripts, a missing
+project, a read-only disk, a tokenizer down), it must degrade instead, so a raise fails the test here. What Hermes'
+guard makes of a raised bug is ``tests/hermes/test_compress.py``'s.
 """
 
 from __future__ import annotations
@@ -14,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batontest.engine_kit import TIKTOKEN_ENV, installed_host_runtime, make_agent, read_only_tree
+from batontest.faulty_servers import refused_url
+from batontest.hermes_home import git_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batontest.engine_kit import TIKTOKEN_ENV, installed_runtime, make_engine, read_only_tree
-from batontest.faulty_servers import refused_url
-from compaction.conversations import assert_good_result, conversations, hostile_conversations, run_compress
-
-pytestmark = pytest.mark.hermes
-pytest.importorskip("agent.context_engine")
+from baton_engine.agent.agent import Agent
+from compaction.conversations import assert_good_result, conversations, hostile_conversations, run_compact
 
 DEGRADE_REASONS = {"validation_failed", "not_initialised", "disk_not_writable", "tokenizer_down", "internal_error"}
 
@@ -49,17 +55,23 @@ def files_under(directory: Path) -> dict[str, bytes]:
             if p.is_file() and ".git" not in p.relative_to(directory).parts}
 
 
-def compacted(project: Path, messages: Any, focus_topic: str | None) -> tuple[Any, dict[str, Any]]:
-    """A new engine's compress() of ``messages``: it must not mutate them and must answer a good list;
-    returns the engine and its status."""
-    engine = make_engine(project)
-    assert_good_result(messages, run_compress(engine, messages, focus_topic))
-    return engine, engine.get_status()
+def compacted(project: Path, messages: Any, focus_topic: str | None) -> tuple[Agent, dict[str, Any]]:
+    """A new agent's compaction of ``messages``: it must not raise nor mutate them and must answer a good list;
+    returns the agent and its status (which must not raise either)."""
+    agent = make_agent(project)
+    assert_good_result(messages, run_compact(agent, messages, focus_topic))
+    return agent, agent.status()
+
+
+@pytest.fixture
+def bare_project(tmp_path: Path) -> Path:
+    """A git repository where ``baton init`` was never run."""
+    return git_project(tmp_path / "bare", {"README.md": "# demo\n"})
 
 
 @pytest.fixture
 def tiktoken_runtime() -> Iterator[Any]:
-    with installed_runtime(TIKTOKEN_ENV) as runtime:
+    with installed_host_runtime(TIKTOKEN_ENV) as runtime:
         yield runtime
 
 
@@ -68,11 +80,10 @@ def tiktoken_runtime() -> Iterator[Any]:
 def test_initialised_project_always_valid_and_each_handoff_counted(
     project: Path, tiktoken_runtime: Any, messages: list[Any], focus_topic: str | None
 ) -> None:
-    engine, status = compacted(project, messages, focus_topic)
+    agent, status = compacted(project, messages, focus_topic)
     reason = status["degradation"]["reason"]
-    assert "status_error" not in status
     if reason is None:
-        assert engine.compression_count == 1 and status["latest_handoff"] is not None
+        assert agent.compression_count == 1 and status["latest_handoff"] is not None
         assert (project / status["latest_handoff_path"]).is_file()
     else:
         assert reason in DEGRADE_REASONS and status["degradation"]["detail"]
@@ -85,10 +96,10 @@ def test_uninitialised_project_degrades_and_writes_nothing(
     bare_project: Path, tiktoken_runtime: Any, messages: Any, focus_topic: str | None
 ) -> None:
     before = files_under(bare_project)
-    engine, status = compacted(bare_project, messages, focus_topic)
+    agent, status = compacted(bare_project, messages, focus_topic)
     assert status["degradation"]["reason"] == "not_initialised"
     assert "baton init" in status["degradation"]["detail"]
-    assert engine.compression_count == 0
+    assert agent.compression_count == 0
     assert files_under(bare_project) == before
     assert not (bare_project / ".baton").exists()
 
@@ -108,9 +119,9 @@ def test_read_only_store_degrades_and_changes_nothing(
     read_only_store: Path, tiktoken_runtime: Any, messages: list[Any], focus_topic: str | None
 ) -> None:
     before = files_under(read_only_store / ".baton")
-    engine, status = compacted(read_only_store, messages, focus_topic)
+    agent, status = compacted(read_only_store, messages, focus_topic)
     assert status["degradation"]["reason"] in {"disk_not_writable", "validation_failed"}, status["degradation"]
-    assert engine.compression_count == 0 and status["latest_handoff"] is None
+    assert agent.compression_count == 0 and status["latest_handoff"] is None
     assert files_under(read_only_store / ".baton") == before
 
 
@@ -118,7 +129,7 @@ def test_read_only_store_degrades_and_changes_nothing(
 def tokenizer_down() -> Iterator[Any]:
     env = {"BATON_TOKENIZER_BACKEND": "vllm", "BATON_TOKENIZER_URL": refused_url(),
            "BATON_TOKENIZER_TIMEOUT_SECONDS": "0.5"}
-    with installed_runtime(env) as runtime:
+    with installed_host_runtime(env) as runtime:
         yield runtime
 
 
@@ -127,21 +138,22 @@ def tokenizer_down() -> Iterator[Any]:
 def test_tokenizer_down_still_compacts_and_says_why(
     project: Path, tokenizer_down: Any, messages: list[Any], focus_topic: str | None
 ) -> None:
-    engine, status = compacted(project, messages, focus_topic)
+    agent, status = compacted(project, messages, focus_topic)
     assert status["tokenizer"]["fallbacks"] > 0
     assert "ConnectError" in (status["tokenizer"]["last_fallback_reason"] or "") or \
         "CannotCount" in (status["tokenizer"]["last_fallback_reason"] or "")
     assert status["degradation"]["reason"] in {"tokenizer_down", "validation_failed"}, status["degradation"]
     if status["degradation"]["reason"] == "tokenizer_down":
-        assert engine.compression_count == 1, "the handoff is still made with rough budgets"
+        assert agent.compression_count == 1, "the handoff is still made with rough budgets"
 
 
 def test_an_emoji_transcript_on_tiktoken_still_gets_a_handoff(project: Path, tiktoken_runtime: Any) -> None:
     """Found by the soak: the request's exact/rough ratio (~12 for emoji) must not be used to count the brief."""
+    assert tiktoken_runtime.counter().source.startswith("tiktoken")  # the ratio the soak found is tiktoken's
     giant = "🧪" * 300_000
     messages = [{"role": "user", "content": giant}, {"role": "assistant", "content": giant},
                 {"role": "assistant", "content": "ok"}, {"role": "user", "content": giant + " and then?"}]
-    engine = make_engine(project)
-    result = run_compress(engine, messages, None)
+    agent = make_agent(project)
+    result = run_compact(agent, messages, None)
     assert_good_result(messages, result)
-    assert engine.get_status()["degradation"]["reason"] is None and engine.compression_count == 1
+    assert agent.status()["degradation"]["reason"] is None and agent.compression_count == 1
