@@ -33,7 +33,7 @@ from baton_engine.request import ProviderRequest
 from baton_engine.settings import BatonSettings
 from baton_engine.tokens.contract import TokenCount
 
-LOGGER = logging.getLogger("baton_engine.hermes")
+LOGGER = logging.getLogger("baton_engine.agent")
 FAILURE_COOLDOWN_SECONDS = 120.0
 
 

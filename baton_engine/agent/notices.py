@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 
-LOGGER = logging.getLogger("baton_engine.hermes")
+LOGGER = logging.getLogger("baton_engine.agent")
 
 
 def tell(line: str) -> None:

@@ -24,7 +24,7 @@ from baton_engine.compaction.pruning import CostOf, Reclaim, reclaim, with_media
 from baton_engine.prompt_cache import CacheBook, Verdict, horizon_requests
 from baton_engine.tokens.rough import estimate_messages_tokens_rough
 
-LOGGER = logging.getLogger("baton_engine.hermes")
+LOGGER = logging.getLogger("baton_engine.agent")
 # A result below this many tokens is left as it is unless it repeats a later one: its stub would save little, and a
 # short result (an exit code, a one-line answer) is what the model most often looks back at.
 MIN_RESULT_TOKENS = 256

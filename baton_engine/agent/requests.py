@@ -40,7 +40,7 @@ from baton_engine.tokens.verify import below, truncated
 if TYPE_CHECKING:
     from baton_engine.refusal import Refusal
 
-LOGGER = logging.getLogger("baton_engine.hermes")
+LOGGER = logging.getLogger("baton_engine.agent")
 
 
 class AgentWindow:

@@ -46,7 +46,7 @@ from baton_engine.tokens.counter import FALLBACK_SOURCE, UNKNOWN_SOURCE, TokenCo
 from baton_engine.tokens.plugins import build_backend, detect_server_backend
 from baton_engine.tokens.rough import ROUGH_SOURCE, estimate_chat_request, estimate_tokens_rough, request_margin
 
-LOGGER = logging.getLogger("baton_engine.hermes")
+LOGGER = logging.getLogger("baton_engine.agent")
 VECTORS_DIR = "vectors"  # under the project's .baton/cache/ (gitignored): recall's derived vector index
 DEFAULT_CONTEXT_LENGTH = 131072
 PROJECT_SETTINGS_ENTRIES = 16  # projects a gateway's sessions work in, each with its own settings layer

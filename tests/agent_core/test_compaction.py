@@ -153,7 +153,7 @@ def test_every_captured_record_is_in_the_post_compaction_context(project: Path) 
 
 def test_not_initialised_degrades_with_a_one_time_notice(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     agent = started_agent(tmp_path)
-    caplog.set_level(logging.WARNING, logger="baton_engine.hermes")
+    caplog.set_level(logging.WARNING, logger="baton_engine.agent")
     messages = conversation("Do the thing", 12)
     out = compact(agent, messages)
     again = compact(agent, messages)

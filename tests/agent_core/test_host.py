@@ -1,17 +1,13 @@
 """One agent's project and request budgeter through the host interface (``agent/host.Host``), with a fake host.
 
 Why a fake host: the budgeter and the project are core (``baton_engine.agent``); what they need of the agent they
-run in is the ``Host`` seam alone, so they are tested here without Hermes installed (``batontest.fake_host``). Hermes' own host
-(``hermes/host.HermesHost``) is stateless: an engine's deep copy (Hermes 0.19's per-agent copy) keeps the object.
+run in is the ``Host`` seam alone, so they are tested here without Hermes installed (``batontest.fake_host``).
 (This folder is not ``tests/agent``: with ``tests`` on the path, that would be found as Hermes' ``agent`` package.)
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
-
-from batontest.fake_host import FakeHost
 
 from batontest.fake_host import FakeHost
 
@@ -60,14 +56,3 @@ def test_a_request_is_read_in_the_hosts_shape_and_budgeted(tmp_path: Path) -> No
                  "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]}
     assert requests.on_request(anthropic, api_mode="anthropic", model="fake-model") is not None
     assert requests.route.api_mode == "anthropic"
-
-
-def test_a_copy_of_the_budgeter_keeps_a_stateless_host() -> None:
-    from baton_engine.hermes.host import HermesHost  # the edge's host: importing it imports no Hermes
-
-    host = HermesHost()
-    assert copy.deepcopy(host) is host and copy.copy(host) is host
-    requests = budgeter(host)
-    copied = copy.deepcopy(requests)
-    assert copied.host is host and copied.project.host is host
-    assert copied.memos is not requests.memos and copied.memos.computed() == 0

@@ -183,7 +183,7 @@ def test_the_plugin_load_does_not_wait_for_the_tokenizer(hermes_home: Path, monk
         return build(config)
 
     monkeypatch.setattr(runtime, "build_backend", held_build)
-    caplog.set_level(logging.INFO, logger="baton_engine.hermes")
+    caplog.set_level(logging.INFO, logger="baton_engine")
     manager = PluginManager()
     manager.discover_and_load()
     loaded_before_the_build = not held.is_set()
