@@ -7,21 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batontest.hosted_agents import installed, new_agent, qwen3_settings, qwen3_tokens
+from batontest.hosted_agents import BASE_URL, MESSAGES, MODEL, installed, new_agent, qwen3_tokens, route_runtime
 
 from baton_engine.agent.agent import Agent
-from baton_engine.agent.runtime import BatonRuntime, NoView
+from baton_engine.agent.runtime import BatonRuntime
 
-MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 131072
+CONFIGURED = 131072
 WINDOW = 200000
-MESSAGES = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Plan the release"},
-            {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
 
 
 @pytest.fixture
 def runtime() -> Iterator[BatonRuntime]:
-    with installed(BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL,
-                                                         context_length=CONFIGURED))) as runtime:
+    with installed(route_runtime(CONFIGURED)) as runtime:
         yield runtime
 
 

@@ -20,6 +20,7 @@ from batontest.gitrepo import git
 from batontest.records import handoff_records
 from batontest.secrets_corpus import SAMPLES
 from batontest.started_agent import ADAPTER_VERSION, qwen3_tokenizer, settings, started_agent
+from batontest.tool_rounds import conversation, tool_round
 
 from baton_engine.agent.agent import Agent
 from baton_engine.agent.runtime import get_runtime
@@ -28,23 +29,6 @@ from baton_engine.tokens.contract import TokenizerConfig
 from baton_engine.tokens.plugins import build_backend
 
 SECRET_SAMPLE = SAMPLES[0]
-
-
-def tool_round(index: int, *, path: str = "src/app.py", words: int = 400) -> list[dict[str, Any]]:
-    call_id = f"call_{index}"
-    return [
-        {"role": "assistant", "content": f"Step {index}: editing {path}.", "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": "write_file", "arguments": json.dumps({"path": path, "content": "x"})}}]},
-        {"role": "tool", "tool_call_id": call_id, "content": " ".join(f"line{index}-{n}" for n in range(words))},
-    ]
-
-
-def conversation(request: str, rounds: int, start: int = 0) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": request}]
-    for index in range(start, start + rounds):
-        messages += tool_round(index)
-    return messages
 
 
 def qwen3_agent(project: Path, **block: Any) -> Agent:

@@ -8,23 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batontest.hosted_agents import installed, new_agent, qwen3_settings, qwen3_tokens
+from batontest.hosted_agents import BASE_URL, MESSAGES, MODEL, installed, new_agent, qwen3_tokens, route_runtime
 from batontest.images import data_url, png
 
 from baton_engine.agent.agent import Agent
-from baton_engine.agent.runtime import BatonRuntime, NoView
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.tokens.media import image_tokens
 
-MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 131072
+CONFIGURED = 131072
 SMALL, LARGE = 65536, 200000
-MESSAGES = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Plan the release"},
-            {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
 
 
 @pytest.fixture
 def runtime() -> Iterator[BatonRuntime]:
-    with installed(BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL,
-                                                         context_length=CONFIGURED))) as runtime:
+    with installed(route_runtime(CONFIGURED)) as runtime:
         yield runtime
 
 

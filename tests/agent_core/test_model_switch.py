@@ -11,26 +11,25 @@ from typing import Any
 
 import pytest
 from batontest.engines import unconfirmed_cap
-from batontest.hosted_agents import installed, new_agent, qwen3_settings, qwen3_tokens, start_session, switch_model
+from batontest.hosted_agents import (
+    BASE_URL, MESSAGES, MODEL, installed, new_agent, qwen3_tokens, route_runtime, start_session, switch_model,
+)
 
 from baton_engine.agent.agent import Agent
-from baton_engine.agent.runtime import BatonRuntime, NoView
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
 
-MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 131072
+CONFIGURED = 131072
 OTHER_SERVER = "http://127.0.0.1:10/v1"
 SMALL, LARGE = 65536, 200000
 ASKED = 250000  # more than any window: the answer is the window minus the prompt
-MESSAGES = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Plan the release"},
-            {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def runtime() -> Iterator[BatonRuntime]:
     """Qwen3 counts the host's configured model at its server (the main route); any other model is auto's."""
-    with installed(BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL,
-                                                         context_length=CONFIGURED))) as runtime:
+    with installed(route_runtime(CONFIGURED)) as runtime:
         yield runtime
 
 

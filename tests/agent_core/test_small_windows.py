@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batontest.hosted_agents import installed, new_agent, qwen3_settings, qwen3_tokens
+from batontest.hosted_agents import BASE_URL, MODEL, installed, new_agent, qwen3_tokens, route_runtime
 
 from baton_engine.agent.agent import Agent
-from baton_engine.agent.runtime import BatonRuntime, NoView
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.policy import MIN_CAP_TOKENS
 from baton_engine.refusal import parse_refusal
 
-MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 64_000
+CONFIGURED = 64_000
 ASKED = 65_536  # Hermes' default max_tokens
 CONVERSATION = [{"role": "system", "content": "You are Hermes, a coding agent."},
                 {"role": "user", "content": "List the files of the project."},
@@ -26,8 +26,7 @@ CONVERSATION = [{"role": "system", "content": "You are Hermes, a coding agent."}
 
 @pytest.fixture
 def runtime() -> Iterator[BatonRuntime]:
-    with installed(BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL,
-                                                         context_length=CONFIGURED))) as runtime:
+    with installed(route_runtime(CONFIGURED)) as runtime:
         yield runtime
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from batontest.assets import LOOP_TRIGGER, looping_template_dir
-from batontest.engine_kit import SLACK_SECONDS, installed_host_runtime, make_agent
+from batontest.engine_kit import SLACK_SECONDS, TOOLS, installed_host_runtime, make_agent, transcript
 from batontest.engines import unconfirmed_cap
 from batontest.fake_host import FakeHost
 from batontest.faulty_servers import FaultyServer, refused_url
@@ -44,22 +44,7 @@ MARGIN = 1024
 MODEL = "qwen3-local"
 BASE_URL = "http://127.0.0.1:9/v1"
 SYSTEM = "You are a coding agent."
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
-                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
 FAULTS = ["refused", "reset", "hang", "status_500", "status_400", "not_json", "json_array", "slow", "dribble"]
-
-
-def transcript(tag: str, turns: int = 12) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"Fix the failing test ({tag})."}]
-    for i in range(turns):
-        call = f"call{tag}{i}"
-        messages += [
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call, "type": "function", "function": {"name": "read_file", "arguments": '{"path":"README.md"}'}}]},
-            {"role": "tool", "tool_call_id": call, "content": (f"{tag} line {i} " * 80).strip()},
-            {"role": "assistant", "content": f"Step {i} of {tag} done."},
-        ]
-    return messages + [{"role": "user", "content": f"Carry on with {tag}."}]
 
 
 @contextlib.contextmanager

@@ -14,25 +14,24 @@ from typing import Any
 
 import pytest
 from batontest.engines import unconfirmed_cap
-from batontest.hosted_agents import installed, new_agent, qwen3_settings, qwen3_tokens, switch_model
+from batontest.hosted_agents import (
+    BASE_URL, MESSAGES, MODEL, installed, new_agent, qwen3_tokens, route_runtime, switch_model,
+)
 from batontest.threads import run_in_threads
 
 from baton_engine.agent.agent import Agent
-from baton_engine.agent.runtime import BatonRuntime, NoView
+from baton_engine.agent.runtime import BatonRuntime
 from baton_engine.refusal import parse_refusal
 
-MODEL, BASE_URL, CONFIGURED = "qwen3-test", "http://127.0.0.1:9/v1", 131072
+CONFIGURED = 131072
 SMALL, LARGE = 65536, 200000
 ASKED = 250000  # more than any window: the answer is the window minus the prompt
-MESSAGES = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Plan the release"},
-            {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
 
 
 @pytest.fixture
 def runtime() -> Iterator[BatonRuntime]:
     """Qwen3 counts the host's configured model at its server (the main route)."""
-    with installed(BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL,
-                                                         context_length=CONFIGURED))) as runtime:
+    with installed(route_runtime(CONFIGURED)) as runtime:
         yield runtime
 
 

@@ -17,6 +17,9 @@ from typing import Any
 
 TIKTOKEN_ENV = {"BATON_TOKENIZER_BACKEND": "tiktoken", "BATON_TOKENIZER_MODEL": "gpt-4o"}
 SLACK_SECONDS = 2.5  # scheduling slack on a loaded 2-core machine (the slow fault lasts 10 s, the others longer)
+# the one tool the fault tests' agents offer, and a transcript of its rounds (``transcript``)
+TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
+                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
 
 
 class LogSink(logging.Handler):
@@ -152,3 +155,17 @@ def read_only_tree(path: Any) -> Iterator[None]:
             subprocess.run(["chattr", "-i", str(directory)], capture_output=True)
         for directory, mode in modes.items():
             directory.chmod(mode)
+
+
+def transcript(tag: str, turns: int = 12) -> list[dict[str, Any]]:
+    """``turns`` rounds of reading a file (``TOOLS``), tagged with ``tag``, then the user's next request."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": f"Fix the failing test ({tag})."}]
+    for i in range(turns):
+        call = f"call{tag}{i}"
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "read_file", "arguments": '{"path":"README.md"}'}}]},
+            {"role": "tool", "tool_call_id": call, "content": (f"{tag} line {i} " * 80).strip()},
+            {"role": "assistant", "content": f"Step {i} of {tag} done."},
+        ]
+    return messages + [{"role": "user", "content": f"Carry on with {tag}."}]

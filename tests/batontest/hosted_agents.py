@@ -17,15 +17,23 @@ from batontest import assets
 from batontest.fake_host import FakeHost
 
 from baton_engine.agent.agent import Agent
-from baton_engine.agent.runtime import BatonRuntime, set_runtime
+from baton_engine.agent.runtime import BatonRuntime, NoView, set_runtime
 from baton_engine.settings import BatonSettings, load_settings
 
 THRESHOLD_PERCENT = 0.75  # Hermes' default, as its engine starts
+MODEL, BASE_URL = "qwen3-test", "http://127.0.0.1:9/v1"  # the host's configured main route
+MESSAGES = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Plan the release"},
+            {"role": "assistant", "content": "Step one: tag the build. " * 30}, {"role": "user", "content": "Go on"}]
 
 
 def qwen3_settings(**block: Any) -> BatonSettings:
     """Settings counting with the Qwen3 tokenizer (the hf backend over the local files), plus ``block``'s."""
     return load_settings({}, {"tokenizer": {"backend": "hf", "path": str(assets.qwen3_dir())}, **block})
+
+
+def route_runtime(context_length: int) -> BatonRuntime:
+    """A Qwen3 runtime whose host configured ``MODEL`` at ``BASE_URL`` with ``context_length`` (its main route)."""
+    return BatonRuntime(qwen3_settings(), NoView(model=MODEL, base_url=BASE_URL, context_length=context_length))
 
 
 @contextmanager

@@ -9,36 +9,19 @@ handling is being revised).
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
 from batontest.engines import started_engine
+from batontest.tool_rounds import conversation
 
 from baton_engine.hermes.engine import BatonContextEngine
 from baton_engine.hermes.patches import ExactEstimators
 from baton_engine.settings import load_settings
 
 pytestmark = pytest.mark.hermes
-
-
-def _tool_round(index: int, *, path: str = "src/app.py", words: int = 400) -> list[dict[str, Any]]:
-    call_id = f"call_{index}"
-    return [
-        {"role": "assistant", "content": f"Step {index}: editing {path}.", "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": "write_file", "arguments": json.dumps({"path": path, "content": "x"})}}]},
-        {"role": "tool", "tool_call_id": call_id, "content": " ".join(f"line{index}-{n}" for n in range(words))},
-    ]
-
-
-def _conversation(request: str, rounds: int, start: int = 0) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": request}]
-    for index in range(start, start + rounds):
-        messages += _tool_round(index)
-    return messages
 
 
 def _engine(project: Path, **block: Any) -> BatonContextEngine:
@@ -61,7 +44,7 @@ def test_a_bug_in_the_cycle_is_caught_at_the_host_boundary(project: Path, monkey
 
     monkeypatch.setattr(builder, "_build", bug)
     engine = _engine(project)
-    messages = _conversation("Harden the uploader", 8) + [{"role": "user", "content": "and now the retries"}]
+    messages = conversation("Harden the uploader", 8) + [{"role": "user", "content": "and now the retries"}]
     out = engine.compress(messages)
     status = engine.get_status()
     assert status["degradation"]["reason"] == "internal_error"
@@ -95,7 +78,7 @@ def test_a_failing_scan_ahead_leaves_the_scan_to_the_compaction(project: Path,
 
     scan.clear()
     engine = _engine(project, fresh_tail_tokens=200)
-    messages = _conversation("Refactor the app.", 6)
+    messages = conversation("Refactor the app.", 6)
     monkeypatch.setattr(scan, "observe", lambda *_: (_ for _ in ()).throw(RuntimeError("boom")))
     estimated = in_agent(LoopAgent(engine), ExactEstimators()._count, messages)
     assert estimated is not None and estimated == engine.count_estimate(messages).tokens

@@ -21,7 +21,7 @@ import pytest
 
 from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engine_kit import SLACK_SECONDS, installed_runtime, make_engine
+from batontest.engine_kit import SLACK_SECONDS, TOOLS, installed_runtime, make_engine, transcript
 from batontest.faulty_servers import FaultyServer
 from batontest.engines import activated, hermes_estimator
 
@@ -34,21 +34,6 @@ MARGIN = 1024
 MODEL = "qwen3-local"
 BASE_URL = "http://127.0.0.1:9/v1"
 SYSTEM = "You are Hermes Agent."
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
-                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
-
-
-def transcript(tag: str, turns: int = 12) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"Fix the failing test ({tag})."}]
-    for i in range(turns):
-        call = f"call{tag}{i}"
-        messages += [
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call, "type": "function", "function": {"name": "read_file", "arguments": '{"path":"README.md"}'}}]},
-            {"role": "tool", "tool_call_id": call, "content": (f"{tag} line {i} " * 80).strip()},
-            {"role": "assistant", "content": f"Step {i} of {tag} done."},
-        ]
-    return messages + [{"role": "user", "content": f"Carry on with {tag}."}]
 
 
 @contextlib.contextmanager
