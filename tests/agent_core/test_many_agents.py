@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batontest.hosted_agents import agent_conversation
 from batontest.started_agent import new_agent, qwen3_tokenizer, settings
 
 from baton_engine.agent.agent import Agent
@@ -34,14 +35,6 @@ def agent_on_route(project: Path) -> Agent:
     return agent
 
 
-def conversation(agent: int, turns: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [{"role": "system", "content": f"You are agent {agent}."}]
-    for n in range(turns):
-        out += [{"role": "user", "content": f"agent {agent}: step {n} of the plan"},
-                {"role": "assistant", "content": (f"agent {agent} did step {n} " * 5).strip()}]
-    return out
-
-
 def api_call(agent: Agent, messages: list[dict[str, Any]]) -> None:
     """What a host's loop asks per API call: the pre-request estimate and its scan ahead, compact now?, the
     request's budget."""
@@ -56,7 +49,7 @@ def api_call(agent: Agent, messages: list[dict[str, Any]]) -> None:
 def test_ten_agents_taking_turns_compute_only_their_new_messages(tmp_path: Path) -> None:
     """Each call projects and hashes only the message its agent added."""
     agents = [agent_on_route(tmp_path) for _ in range(10)]
-    histories = [conversation(i, 5) for i in range(10)]
+    histories = [agent_conversation(i, 5) for i in range(10)]
     for agent, history in zip(agents, histories):
         api_call(agent, history)
     for round_ in range(3):

@@ -65,18 +65,15 @@ def capture_all_logs() -> Iterator[LogSink]:
 def installed_runtime(env: Mapping[str, str], *, context_length: int = 65536, model: str | None = None,
                       base_url: str | None = None) -> Iterator[Any]:
     """Install a Baton runtime built from ``env`` as the process runtime (what the plugin's ``register`` does)."""
-    from baton_engine.agent.runtime import BatonRuntime, set_runtime
+    from batontest.hosted_agents import installed
+
+    from baton_engine.agent.runtime import BatonRuntime
     from baton_engine.hermes.config import HermesView
     from baton_engine.settings import load_settings
 
     view = HermesView(engine="baton", model=model, base_url=base_url, context_length=context_length)
-    runtime = BatonRuntime(load_settings(env=dict(env)), view)
-    previous = set_runtime(runtime)
-    try:
+    with installed(BatonRuntime(load_settings(env=dict(env)), view)) as runtime:
         yield runtime
-    finally:
-        set_runtime(previous)
-        runtime.close()
 
 
 @contextlib.contextmanager
@@ -84,17 +81,14 @@ def installed_host_runtime(env: Mapping[str, str], *, context_length: int = 6553
                            base_url: str | None = None) -> Iterator[Any]:
     """``installed_runtime`` without Hermes: the same settings from ``env``, the host's main route and window given
     as the core's own view (``agent/runtime.NoView``), for the tests of one agent's Baton through a fake host."""
-    from baton_engine.agent.runtime import BatonRuntime, NoView, set_runtime
+    from batontest.hosted_agents import installed
+
+    from baton_engine.agent.runtime import BatonRuntime, NoView
     from baton_engine.settings import load_settings
 
     view = NoView(model=model, base_url=base_url, context_length=context_length)
-    runtime = BatonRuntime(load_settings(env=dict(env)), view)
-    previous = set_runtime(runtime)
-    try:
+    with installed(BatonRuntime(load_settings(env=dict(env)), view)) as runtime:
         yield runtime
-    finally:
-        set_runtime(previous)
-        runtime.close()
 
 
 def make_agent(project_dir: Any) -> Any:

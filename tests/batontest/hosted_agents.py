@@ -78,3 +78,12 @@ def new_agent(project: Path, model: str, window: int, *, base_url: str | None = 
     if session_id is not None:
         start_session(agent, session_id, model=model)
     return agent
+
+
+def agent_conversation(agent: int, turns: int) -> list[dict[str, Any]]:
+    """Agent ``agent``'s own plan, ``turns`` steps long: every message says whose it is (no two agents' alike)."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": f"You are agent {agent}."}]
+    for n in range(turns):
+        out += [{"role": "user", "content": f"agent {agent}: step {n} of the plan"},
+                {"role": "assistant", "content": (f"agent {agent} did step {n} " * 5).strip()}]
+    return out

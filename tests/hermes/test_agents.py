@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from batontest.agent_frames import LoopAgent, in_agent
+from batontest.hosted_agents import agent_conversation
 
 from baton_engine.agent.runtime import BatonRuntime, set_runtime
 from baton_engine.hermes.config import HermesView
@@ -36,14 +37,6 @@ def template(runtime: BatonRuntime, project: Path) -> BatonContextEngine:
     engine = BatonContextEngine(project_dir=project)
     engine.update_model(MODEL, CONTEXT, base_url=BASE_URL, provider="custom")
     return engine
-
-
-def conversation(agent: int, turns: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [{"role": "system", "content": f"You are agent {agent}."}]
-    for n in range(turns):
-        out += [{"role": "user", "content": f"agent {agent}: step {n} of the plan"},
-                {"role": "assistant", "content": (f"agent {agent} did step {n} " * 5).strip()}]
-    return out
 
 
 def api_call(activation: Activation, agent: LoopAgent, messages: list[dict[str, Any]]) -> int:
@@ -77,7 +70,7 @@ def test_two_agents_in_one_process_share_no_request_state(template: BatonContext
     alone = LoopAgent(make(template), TOOLS)
     with_activation = Activation()
     with_activation.active = True
-    one, two = conversation(1, 6), conversation(2, 9)
+    one, two = agent_conversation(1, 6), agent_conversation(2, 9)
     counts = [api_call(with_activation, first, one), api_call(with_activation, second, two)]
     assert counts == [api_call(with_activation, alone, one), api_call(with_activation, alone, two)]
     a, b = first.context_compressor, second.context_compressor
@@ -94,7 +87,7 @@ def test_a_deepcopy_of_a_used_engine_starts_with_empty_memos(template: BatonCont
     activation = Activation()
     activation.active = True
     used = LoopAgent(copy.deepcopy(template), TOOLS)
-    api_call(activation, used, conversation(1, 4))
+    api_call(activation, used, agent_conversation(1, 4))
     copied = copy.deepcopy(used.context_compressor)
     assert copied.requests.memos is not used.context_compressor.requests.memos and copied.requests.memos.computed() == 0
     assert used.context_compressor.requests.memos.computed() > 0
