@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from batontest.assets import LOOP_TRIGGER, looping_template_dir
-from batontest.engine_kit import SLACK_SECONDS, TOOLS, installed_host_runtime, make_agent, transcript
+from batontest.engine_kit import SLACK_SECONDS, TOOLS, fallback_tokens, installed_host_runtime, make_agent, transcript
 from batontest.engines import unconfirmed_cap
 from batontest.fake_host import FakeHost
 from batontest.faulty_servers import FaultyServer, refused_url
@@ -35,7 +35,6 @@ from batontest.hosted_agents import switch_model
 import baton_engine.tokens.breaker as breaker
 from baton_engine.agent.agent import Agent
 from baton_engine.agent.runtime import get_runtime
-from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from compaction.conversations import assert_valid_openai
 
 TIMEOUT = 0.5
@@ -104,13 +103,6 @@ def one_turn(agent: Agent, messages: list[dict[str, Any]]) -> dict[str, Any]:
             "seconds": max(estimate_seconds, decide_seconds, request_seconds)}
 
 
-def fallback_tokens(messages: list[dict[str, Any]]) -> int:
-    """Rough + its measured margin (``rough.request_margin``, at least the configured ``MARGIN``)."""
-    request = {"messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS}
-    estimate = estimate_chat_request(request)
-    return estimate + request_margin(request, estimate, MARGIN)
-
-
 @pytest.mark.parametrize("fault", FAULTS)
 def test_every_request_goes_out_with_a_fallback_budget_and_status_says_why(project: Path, fault: str) -> None:
     messages = transcript(fault)
@@ -119,7 +111,7 @@ def test_every_request_goes_out_with_a_fallback_budget_and_status_says_why(proje
         turn = one_turn(agent, messages)
         status = agent.status()
     assert turn["seconds"] < TIMEOUT + SLACK_SECONDS
-    assert turn["estimate"] == fallback_tokens(messages)  # rough + margin
+    assert turn["estimate"] == fallback_tokens(SYSTEM, MARGIN, messages)  # rough + margin
     assert turn["decision"] is False and status["last_decision"].startswith(f"request {turn['estimate']} below")
     sent = turn["sent"]
     assert sent["messages"][1:] == messages and sent["tools"] == TOOLS
@@ -216,7 +208,7 @@ def test_slow_server_beyond_the_timeout_under_concurrent_agents(project: Path) -
         turns = concurrent_turns(project, server.url, TIMEOUT, agents=8)
     for index, turn in enumerate(turns):
         assert turn["seconds"] < TIMEOUT + SLACK_SECONDS
-        assert turn["estimate"] == fallback_tokens(transcript(f"agent{index}"))
+        assert turn["estimate"] == fallback_tokens(SYSTEM, MARGIN, transcript(f"agent{index}"))
         assert turn["changed"] and turn["sent"]["max_tokens"] == WINDOW - turn["estimate"]
 
 
@@ -245,7 +237,7 @@ def test_a_chat_template_that_loops_costs_one_request_the_deadline_and_the_loop_
                                              {"role": "user", "content": "Go on."}])
         tokenizer = agent.status()["tokenizer"]
     assert first["seconds"] < 1.0 + SLACK_SECONDS and second["seconds"] < SLACK_SECONDS
-    assert first["estimate"] == fallback_tokens(messages)
+    assert first["estimate"] == fallback_tokens(SYSTEM, MARGIN, messages)
     assert first["changed"] and first["sent"]["max_tokens"] == WINDOW - first["estimate"]
     assert second["sent"]["messages"][-1] == {"role": "user", "content": "Go on."}
     assert tokenizer["counter"] == "ready" and tokenizer["breaker"]["last_error_type"] == "CountTimedOut"

@@ -163,3 +163,13 @@ def transcript(tag: str, turns: int = 12) -> list[dict[str, Any]]:
             {"role": "assistant", "content": f"Step {i} of {tag} done."},
         ]
     return messages + [{"role": "user", "content": f"Carry on with {tag}."}]
+
+
+def fallback_tokens(system: str, margin: int, messages: list[dict[str, Any]]) -> int:
+    """What a request of ``system``, ``messages`` and ``TOOLS`` counts while the tokenizer is down: rough + its
+    measured margin (``rough.request_margin``, at least ``margin``, the configured fallback margin)."""
+    from baton_engine.tokens.rough import estimate_chat_request, request_margin
+
+    request = {"messages": [{"role": "system", "content": system}, *messages], "tools": TOOLS}
+    estimate = estimate_chat_request(request)
+    return estimate + request_margin(request, estimate, margin)

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from baton_engine.tokens.rough import estimate_chat_request, request_margin
 from batontest.agent_frames import LoopAgent, in_agent
-from batontest.engine_kit import SLACK_SECONDS, TOOLS, installed_runtime, make_engine, transcript
+from batontest.engine_kit import SLACK_SECONDS, TOOLS, fallback_tokens, installed_runtime, make_engine, transcript
 from batontest.faulty_servers import FaultyServer
 from batontest.engines import activated, hermes_estimator
 
@@ -76,13 +75,6 @@ def one_turn(activation: Any, engine: Any, messages: list[dict[str, Any]]) -> di
             "seconds": max(estimate_seconds, decide_seconds, middleware_seconds)}
 
 
-def fallback_tokens(messages: list[dict[str, Any]]) -> int:
-    """Rough + its measured margin (``rough.request_margin``, at least the configured ``MARGIN``)."""
-    request = {"messages": [{"role": "system", "content": SYSTEM}, *messages], "tools": TOOLS}
-    estimate = estimate_chat_request(request)
-    return estimate + request_margin(request, estimate, MARGIN)
-
-
 @pytest.mark.parametrize("fault", ["hang", "status_500"])
 def test_hermes_hooks_send_every_request_with_the_cores_fallback_budget(project: Path, fault: str) -> None:
     messages = transcript(fault)
@@ -91,7 +83,7 @@ def test_hermes_hooks_send_every_request_with_the_cores_fallback_budget(project:
         turn = one_turn(activation, engine, messages)
         status = engine.get_status()
     assert turn["seconds"] < TIMEOUT + SLACK_SECONDS
-    assert turn["estimate"] == fallback_tokens(messages)  # rough + margin, not Hermes' own chars/4
+    assert turn["estimate"] == fallback_tokens(SYSTEM, MARGIN, messages)  # rough + margin, not Hermes' own chars/4
     assert turn["decision"] is False and status["last_decision"].startswith(f"request {turn['estimate']} below")
     sent = turn["sent"]
     assert sent["messages"][1:] == messages and sent["tools"] == TOOLS
